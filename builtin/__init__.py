@@ -1,0 +1,4 @@
+"""The default implementations of passageway's stages, registered as ordinary plugins.
+
+``passageway.kernel.plugins.BUILTIN_PLUGINS`` lists them; each module here is one plugin.
+"""

@@ -1,0 +1,1 @@
+"""Builtin plugin: embedders (being built)."""

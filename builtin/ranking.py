@@ -1,0 +1,1 @@
+"""Builtin plugin: ranking (being built)."""

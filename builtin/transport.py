@@ -1,0 +1,1 @@
+"""Builtin plugin: transport (being built)."""

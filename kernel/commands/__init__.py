@@ -1,0 +1,1 @@
+"""The subcommands of ``passageway``; :data:`passageway.kernel.cli.COMMANDS` lists them."""

@@ -1,0 +1,127 @@
+"""Every hook passageway calls, grouped by stage. This module is the reference for plugin authors.
+
+A plugin is a module or object with functions marked by ``passageway.hookimpl`` whose names match
+the specs below. passageway loads its builtins (``passageway.kernel.plugins.BUILTIN_PLUGINS``)
+and then every entry point of the group ``passageway``::
+
+    [project.entry-points.passageway]
+    my-ranker = "my_package.plugin"
+
+Two rules hold for every hook:
+
+* **Hooks are synchronous.** pluggy has no async calls. A hook returns a factory or a plain
+  decision; the objects the factories build (stores, embedders) expose ``async`` methods and only
+  the kernel awaits them.
+* **Registration hooks hand factories to a registry.** ``register(name, factory)`` adds one
+  entry; a name that another plugin already registered is a startup error naming both plugins.
+  The kernel calls each plugin's implementation with its own ``register``, so it always knows
+  which plugin registered what.
+
+A misspelt hook name fails at startup (``check_pending``) with the plugin's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from passageway import PROJECT
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from passageway.kernel.app import Kernel
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+Register = Callable[[str, Any], None]
+"""``register(name, factory)``: adds ``factory`` to a registry under ``name``."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Storage: where a source's items, passages and vectors live
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def passageway_register_stores(register: Register) -> None:
+    """Register index backends.
+
+    Called once when the plugin manager is built, for every plugin that implements it.
+
+    :param register: ``register(name, factory)``. ``factory(path, embedder_name, dim)`` returns an
+        object satisfying :class:`passageway.kernel.store.Store` for the index file ``path`` (one
+        per source, ``<data dir>/<source>.db`` for the builtin ``sqlite`` backend).
+    :returns: nothing; every implementation is called (no result is collected).
+
+    The kernel uses the store named ``sqlite`` unless a plugin registers another one and
+    ``PASSAGEWAY_STORE`` names it.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedding: text to unit vectors
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def passageway_register_embedders(register: Register) -> None:
+    """Register embedder kinds, the values ``kind`` may take in an ``[embedder]`` table.
+
+    Called once when the plugin manager is built, for every plugin that implements it.
+
+    :param register: ``register(kind, factory)``. ``factory(settings, context)`` receives the
+        table's :class:`passageway.kernel.config.EmbedderSettings` and an
+        :class:`passageway.kernel.embedder.EmbedderContext` (data folder, secrets resolver) and
+        returns an object satisfying :class:`passageway.kernel.embedder.Embedder`. It must not
+        load a model yet: the kernel calls ``await embedder.start()`` off the event loop.
+    :returns: nothing; every implementation is called.
+
+    The builtins register ``onnx`` (the built-in presets) and ``command`` (the embedder protocol).
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranking: candidates to hits, and the relevance gate
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def passageway_register_rankers(register: Register) -> None:
+    """Register rankers, which fuse the candidates of every source and apply the relevance gate.
+
+    Called once when the plugin manager is built, for every plugin that implements it.
+
+    :param register: ``register(name, factory)``. ``factory()`` returns an object satisfying
+        :class:`passageway.kernel.recall.Ranker`.
+    :returns: nothing; every implementation is called.
+
+    The builtins register ``hybrid`` (the default), ``keyword`` and ``vector``;
+    ``passageway eval --ranker NAME`` picks one, the server always uses ``PASSAGEWAY_RANKER``
+    (default ``hybrid``).
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Transport: how questions reach the kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def passageway_add_routes(app: web.Application, kernel: Kernel) -> None:
+    """Mount routes and lifecycle handlers on the server's aiohttp application.
+
+    Called once while the server is built, before it starts listening, for every plugin that
+    implements it.
+
+    :param app: the ``aiohttp.web.Application``; add routes with ``app.router`` and resources
+        with ``app.cleanup_ctx``. Every route except ``/health`` must check the bearer password
+        with ``kernel.authorize(request)``.
+    :param kernel: the running :class:`passageway.kernel.app.Kernel`: ``await kernel.recall(...)``,
+        ``kernel.health(...)`` and the settings.
+    :returns: nothing; every implementation is called.
+
+    The builtin transport plugin mounts ``/mcp``, ``/recall`` and ``/health``.
+    """

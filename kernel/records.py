@@ -1,0 +1,232 @@
+"""The records that flow through passageway, and the one converter between them and JSON.
+
+Protocol records (what connectors and embedders send) mirror the JSON Schemas in ``schemas/``;
+:func:`validate_connector_message` checks a decoded line against the schema before
+:data:`converter` turns it into a record, so a record that exists here is always valid.
+
+Kernel records (:class:`Passage`, :class:`Hit`, :class:`Answer`) are what the stages hand each
+other; they never cross a process boundary except as the JSON of an answer.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import attrs
+import cattrs
+
+PROTOCOL_VERSION = "1"
+
+# ---------------------------------------------------------------------------------------------
+# Connector protocol
+# ---------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Section:
+    """A part of an item: its heading (or trail of headings) and its text."""
+
+    text: str
+    heading: str | None = None
+
+
+@attrs.frozen
+class Item:
+    """One item a connector reports, as ``fetch`` and ``changed`` print it."""
+
+    id: str
+    title: str
+    url: str
+    version: str
+    sections: tuple[Section, ...] = ()
+    weight: float = 1.0
+    path: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    updated: str | None = None
+
+
+@attrs.frozen
+class ListEntry:
+    """One line of ``list``: an item that exists, and its version."""
+
+    id: str
+    version: str
+
+
+@attrs.frozen
+class CheckReply:
+    """The line ``check`` prints."""
+
+    ok: bool
+    count: int
+    protocol: str = PROTOCOL_VERSION
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedder protocol
+# ---------------------------------------------------------------------------------------------
+
+EmbedKind = Literal["query", "passage"]
+
+
+@attrs.frozen
+class EmbedderInfo:
+    """The reply to ``{"op": "info"}``: the model's name (the index records it) and dimension."""
+
+    name: str
+    dim: int
+    protocol: str = PROTOCOL_VERSION
+
+
+@attrs.frozen
+class EmbedRequest:
+    """``{"op": "embed", "kind": ..., "texts": [...]}``."""
+
+    kind: EmbedKind
+    texts: tuple[str, ...]
+    op: Literal["embed"] = "embed"
+
+
+@attrs.frozen
+class EmbedReply:
+    """One vector per text, in order; the core normalises them."""
+
+    vectors: tuple[tuple[float, ...], ...]
+
+
+@attrs.frozen
+class ErrorReply:
+    """A request failed; the embedder process stays in use."""
+
+    error: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel records
+# ---------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Passage:
+    """A piece of an item small enough to embed: one section, or part of an oversize one.
+
+    ``embedding_input`` is ``title › path › heading: text``; ``digest`` is its SHA-256, so a stored
+    vector is reused exactly when that text is unchanged.
+    """
+
+    item_id: str
+    ordinal: int
+    heading: str | None
+    text: str
+    embedding_input: str
+    digest: str
+
+
+@attrs.frozen
+class Hit:
+    """One passage that passed the gate, with what an answer shows about it."""
+
+    source: str
+    item_id: str
+    title: str
+    url: str
+    heading: str | None
+    text: str
+    score: float
+    similarity: float
+    path: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    updated: str | None = None
+    links: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Related:
+    """An indexed item that a hit links to."""
+
+    source: str
+    item_id: str
+    title: str
+    url: str
+
+
+@attrs.frozen
+class Answer:
+    """What recall returns: up to three hits and up to three related items, or silence."""
+
+    hits: tuple[Hit, ...] = ()
+    related: tuple[Related, ...] = ()
+
+    @property
+    def silent(self) -> bool:
+        return not self.hits
+
+
+# ---------------------------------------------------------------------------------------------
+# The converter and the schemas
+# ---------------------------------------------------------------------------------------------
+
+converter = cattrs.Converter(forbid_extra_keys=True, omit_if_default=False)
+"""Structures validated JSON into the records above and back. Unknown keys are an error."""
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """Read ``schemas/<name>.schema.json`` as shipped inside the package."""
+    text = resources.files("passageway.schemas").joinpath(f"{name}.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@cache
+def _validator(schema_name: str, definition: str) -> Any:
+    import jsonschema
+
+    schema = load_schema(schema_name)
+    # Validate against one definition while keeping the document's $defs reachable.
+    sub = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+    jsonschema.Draft202012Validator.check_schema(sub)
+    return jsonschema.Draft202012Validator(sub)
+
+
+def schema_errors(schema_name: str, definition: str, value: Any) -> list[str]:
+    """Every way ``value`` breaks ``$defs/<definition>`` of a schema, as short readable lines."""
+    validator = _validator(schema_name, definition)
+    messages = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(part) for part in error.absolute_path) or "the record"
+        messages.append(f"{where}: {_short(error.message)}")
+    return messages
+
+
+def _short(message: str, limit: int = 200) -> str:
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def validate_connector_message(definition: str, value: Any) -> list[str]:
+    """Schema errors of one connector message (``checkReply``, ``listEntry``, ``item``, …)."""
+    return schema_errors("connector-protocol", definition, value)
+
+
+def validate_embedder_message(definition: str, value: Any) -> list[str]:
+    """Schema errors of one embedder message (``infoReply``, ``embedReply``, ``errorReply``, …)."""
+    return schema_errors("embedder-protocol", definition, value)
+
+
+def item_from_json(value: dict[str, Any]) -> Item:
+    """An :class:`Item` from a record that already passed :func:`validate_connector_message`."""
+    return converter.structure(value, Item)
+
+
+def item_to_json(item: Item) -> dict[str, Any]:
+    """The protocol form of an item, with optional fields left out when they hold the default."""
+    full = converter.unstructure(item)
+    defaults: dict[str, Any] = {"weight": 1.0, "path": [], "links": [], "labels": [], "updated": None}
+    record = {key: value for key, value in full.items() if key not in defaults or value != defaults[key]}
+    record["sections"] = [
+        {"heading": section.heading, "text": section.text} for section in item.sections
+    ]
+    return record

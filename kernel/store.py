@@ -1,0 +1,108 @@
+"""The storage stage's contract: one index per source, rebuilt from its connector at will.
+
+A store keeps a source's items, their passages, the passages' vectors and a keyword index. The
+kernel builds one per source through the factory registered under ``PASSAGEWAY_STORE``
+(``passageway_register_stores``, builtin ``sqlite``). Every method is ``async``; implementations
+run SQLite and vector search in a thread so the event loop never blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from passageway.kernel.records import Item, Passage
+
+
+@attrs.frozen
+class Candidate:
+    """A passage found by keyword or vector search, with everything ranking and the answer need.
+
+    ``similarity`` is the cosine between the question's vector and the passage's vector, filled
+    for keyword candidates too, so that every ranker can apply the same gate. ``rank`` is the
+    position (0-based) in the list that found it.
+    """
+
+    source: str
+    passage_key: int
+    item_id: str
+    title: str
+    url: str
+    heading: str | None
+    text: str
+    similarity: float
+    rank: int
+    keyword_score: float = 0.0
+    weight: float = 1.0
+    path: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+    links: tuple[str, ...] = ()
+    updated: str | None = None
+
+
+@attrs.frozen
+class StoredItem:
+    """What the answer shows of an item that a hit links to."""
+
+    item_id: str
+    title: str
+    url: str
+
+
+@attrs.frozen
+class ItemUpdate:
+    """One fetched item ready to store: its passages and one unit vector per passage."""
+
+    item: Item
+    passages: Sequence[Passage]
+    vectors: np.ndarray
+
+
+@runtime_checkable
+class Store(Protocol):
+    """One source's index."""
+
+    source: str
+
+    async def open(self) -> None:
+        """Create or migrate the index; raises ``StoreError`` if it cannot be used."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def embedder(self) -> tuple[str, int] | None:
+        """The embedder name and dimension that built this index, or None for a new index."""
+        ...
+
+    async def reset(self, embedder_name: str, dim: int) -> None:
+        """Empty the index and record the embedder that will build it."""
+        ...
+
+    async def versions(self) -> dict[str, str]:
+        """Every stored item id with its version."""
+        ...
+
+    async def apply(self, updates: Sequence[ItemUpdate], deletions: Sequence[str]) -> None:
+        """Store updated items and delete items, all in one transaction."""
+        ...
+
+    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]: ...
+
+    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]: ...
+
+    async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
+        """The stored items among ``item_ids`` (for related links); unknown ids are left out."""
+        ...
+
+    async def counts(self) -> tuple[int, int]:
+        """How many items and passages the index holds."""
+        ...
+
+    async def get_state(self, key: str) -> str | None:
+        """A small value the sync keeps with the index (for example the last poll time)."""
+        ...
+
+    async def set_state(self, key: str, value: str) -> None: ...
