@@ -264,7 +264,9 @@ def _env_table(value: Any, where: str, origin: str) -> dict[str, str]:
 
 def _secrets_table(value: Any, where: str, origin: str) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{origin}: {where}: `secrets` is a table such as {{ TOKEN = \"env:NOTES_TOKEN\" }}")
+        raise ConfigError(
+            f"{origin}: {where}: `secrets` is a table such as {{ TOKEN = \"env:NOTES_TOKEN\" }}"
+        )
     references = {}
     for key, item in value.items():
         if not ENV_KEY.match(key):
@@ -477,7 +479,9 @@ def load_settings(
         raise ConfigError(f"PASSAGEWAY_PORT must be a port number from 1 to 65535, got {port_text!r}")
     base_url = environ.get("PASSAGEWAY_BASE_URL") or None
     if base_url is not None and not re.match(r"https?://[^/\s]+", base_url):
-        raise ConfigError(f"PASSAGEWAY_BASE_URL must be the server's public https:// address, got {base_url!r}")
+        raise ConfigError(
+            f"PASSAGEWAY_BASE_URL must be the server's public https:// address, got {base_url!r}"
+        )
     log_level = (environ.get("PASSAGEWAY_LOG_LEVEL") or "INFO").upper()
     if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"PASSAGEWAY_LOG_LEVEL is DEBUG, INFO, WARNING or ERROR, got {log_level!r}")

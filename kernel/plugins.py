@@ -83,9 +83,16 @@ def build_plugin_manager(
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as error:
+        plugin_name = manager.get_name(error.plugin) or repr(error.plugin)
+        unknown = sorted(
+            caller.name
+            for caller in vars(manager.hook).values()
+            if isinstance(caller, pluggy.HookCaller) and caller.spec is None
+            and any(impl.plugin is error.plugin and not impl.optionalhook for impl in caller.get_hookimpls())
+        )
         raise PluginError(
-            f"plugin {error.plugin!r} implements a hook passageway does not have: {error}. "
-            "Check the spelling against `passageway plugins` or the hook reference (docs/plugins.md)."
+            f"plugin {plugin_name!r} implements {', '.join(unknown) or 'a hook'}, which is not a "
+            "passageway hook. Check the spelling against the hook reference (docs/plugins.md)."
         ) from None
     return manager
 
@@ -181,7 +188,9 @@ def collect_registries(manager: pluggy.PluginManager) -> Registries:
         for implementation in caller.get_hookimpls():
             owner = implementation.plugin_name
 
-            def register(name: str, factory: Any, _registry: Registry = registry, _owner: str = owner) -> None:
+            def register(
+                name: str, factory: Any, _registry: Registry = registry, _owner: str = owner
+            ) -> None:
                 _registry.add(name, factory, _owner)
 
             implementation.function(register=register)

@@ -1,0 +1,310 @@
+"""passageway.toml and the environment: strict parsing, secrets as references, folders, instances."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from passageway.kernel.config import (
+    ENVIRONMENT,
+    ConnectorSettings,
+    EmbedderSettings,
+    load_password,
+    load_settings,
+    parse_config_text,
+    resolve_instance,
+    resolve_secrets,
+)
+from passageway.kernel.errors import ConfigError
+
+FULL = """
+[embedder]
+kind = "command"
+command = ["/usr/bin/python3", "/opt/embed.py"]
+env = { MODEL = "bge-m3" }
+secrets = { API_KEY = "env:EMBED_KEY" }
+min_similarity = 0.8
+batch_size = 16
+timeout = 30
+
+[embedders.e5]
+kind = "onnx"
+model = "multilingual-e5-base"
+device = "cpu"
+download = false
+model_dir = "~/models/e5"
+threads = 2
+
+[[connector]]
+name = "notes"
+command = ["/usr/bin/python3", "-m", "passageway.testing.fake_connector"]
+env = { FAKE_ITEMS = "/tmp/items.json" }
+secrets = { TOKEN = "env:NOTES_TOKEN" }
+timeout = 30
+max_line_bytes = 2048
+max_output_bytes = 4096
+max_delete_fraction = 0.5
+
+[[connector]]
+name = "wiki_2"
+command = ["wiki"]
+"""
+
+
+def test_every_key_is_read():
+    settings = parse_config_text(FULL)
+    notes, wiki = settings.connectors
+    assert notes == ConnectorSettings(
+        name="notes",
+        command=("/usr/bin/python3", "-m", "passageway.testing.fake_connector"),
+        env={"FAKE_ITEMS": "/tmp/items.json"},
+        secrets={"TOKEN": "NOTES_TOKEN"},
+        timeout=30,
+        max_line_bytes=2048,
+        max_output_bytes=4096,
+        max_delete_fraction=0.5,
+    )
+    assert wiki.timeout == 300 and wiki.max_delete_fraction == 0.3
+    assert wiki.max_line_bytes == 4 * 1024 * 1024 and wiki.max_output_bytes == 64 * 1024 * 1024
+    assert settings.embedder.kind == "command"
+    assert settings.embedder.secrets == {"API_KEY": "EMBED_KEY"}
+    assert (settings.embedder.batch_size, settings.embedder.timeout) == (16, 30)
+    assert settings.embedder.min_similarity == 0.8
+    e5 = settings.embedders["e5"]
+    assert (e5.model, e5.device, e5.download, e5.threads) == ("multilingual-e5-base", "cpu", False, 2)
+    assert e5.model_dir == Path("~/models/e5").expanduser()
+
+
+def test_defaults_without_an_embedder_table():
+    settings = parse_config_text("")
+    assert settings.embedder == EmbedderSettings()
+    assert settings.connectors == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("colour = 1", "'colour' in the top level"),
+        ("[embedder]\nmodle = 'x'", "'modle' in [embedder]"),
+        ("[embedders.b]\nbatch = 3", "'batch' in [embedders.b]"),
+        ("[[connector]]\nname = 'a'\ncommand = ['x']\ntimout = 3", "'timout' in [[connector]] 'a'"),
+    ],
+)
+def test_an_unknown_key_names_the_key_and_the_table(text, named):
+    with pytest.raises(ConfigError, match="unknown key") as caught:
+        parse_config_text(text)
+    assert named in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["Notes", "_x", "-x", "a b", "a.b", "", "ä"])
+def test_connector_names_are_checked(name):
+    with pytest.raises(ConfigError, match="name"):
+        parse_config_text(f"[[connector]]\nname = {name!r}\ncommand = ['x']")
+
+
+@pytest.mark.parametrize("name", ["notes", "0day", "a_b-c"])
+def test_good_connector_names_pass(name):
+    assert parse_config_text(f"[[connector]]\nname = {name!r}\ncommand = ['x']").connectors[0].name == name
+
+
+def test_two_connectors_with_one_name_are_refused():
+    text = "[[connector]]\nname = 'a'\ncommand = ['x']\n[[connector]]\nname = 'a'\ncommand = ['y']"
+    with pytest.raises(ConfigError, match="both named 'a'"):
+        parse_config_text(text)
+
+
+def test_a_literal_secret_is_refused_without_echoing_it():
+    text = "[[connector]]\nname = 'a'\ncommand = ['x']\nsecrets = { TOKEN = 'hunter2-very-secret' }"
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text(text)
+    message = str(caught.value)
+    assert "hunter2" not in message
+    assert 'env:NAME' in message and 'TOKEN = "env:TOKEN"' in message
+
+
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        ("command = 'python3 x.py'", "list of strings"),
+        ("command = []", "list of strings"),
+        ("env = { PORT = 8080 }", 'PORT = "8080"'),
+        ("env = { PASSAGEWAY_LOGIN_PASSWORD = 'x' }", "reserved"),
+        ("timeout = -1", "`timeout`"),
+        ("timeout = true", "`timeout`"),
+        ("max_line_bytes = 1.5", "whole number"),
+        ("max_delete_fraction = 1.5", "`max_delete_fraction`"),
+    ],
+)
+def test_wrong_values_name_the_key(line, fragment):
+    command = "" if line.startswith("command") else "command = ['x']\n"
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text(f"[[connector]]\nname = 'a'\n{command}{line}")
+    assert fragment in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("table", "fragment"),
+    [
+        ("kind = 'command'", "needs `command`"),
+        ("device = 'gpu'", "`device`"),
+        ("download = 'no'", "`download`"),
+        ("batch_size = 2000", "`batch_size`"),
+        ("min_similarity = 1.2", "`min_similarity`"),
+        ("threads = 0", "`threads`"),
+    ],
+)
+def test_embedder_values_are_checked(table, fragment):
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text(f"[embedder]\n{table}")
+    assert fragment in str(caught.value)
+
+
+def test_embedders_default_is_reserved():
+    with pytest.raises(ConfigError, match="reserved"):
+        parse_config_text("[embedders.default]\nkind = 'onnx'")
+
+
+def test_invalid_toml_names_the_file():
+    with pytest.raises(ConfigError, match=r"my\.toml is not valid TOML"):
+        parse_config_text("[[connector", "my.toml")
+
+
+def test_secrets_resolve_from_the_environment_and_name_only_the_variable():
+    resolved = resolve_secrets({"TOKEN": "NOTES_TOKEN"}, {"NOTES_TOKEN": "s3cret"}, "notes")
+    assert resolved == {"TOKEN": "s3cret"}
+    with pytest.raises(ConfigError, match="NOTES_TOKEN, which is not set"):
+        resolve_secrets({"TOKEN": "NOTES_TOKEN"}, {}, "connector 'notes'")
+
+
+# ---------------------------------------------------------------------------------------------
+# Folders, instances and the environment
+# ---------------------------------------------------------------------------------------------
+
+
+def write_config(home: Path, instance: str | None = None, text: str = "") -> Path:
+    folder = home / ".config" / ("passageway" if instance is None else f"passageway-{instance}")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "passageway.toml").write_text(text)
+    return folder
+
+
+def test_default_folders_follow_the_platform(tmp_path):
+    write_config(tmp_path)
+    settings = load_settings({"HOME": str(tmp_path)})
+    assert settings.config_path == tmp_path / ".config/passageway/passageway.toml"
+    assert settings.data_dir == tmp_path / ".local/share/passageway"
+    assert settings.shared_data_dir == settings.data_dir
+    assert settings.model_dir is None
+    assert (settings.host, settings.port) == ("127.0.0.1", 8082)
+    assert (settings.poll_seconds, settings.reconcile_seconds) == (60, 1800)
+    assert settings.model_hub == "https://huggingface.co"
+
+
+def test_an_instance_moves_config_and_data_but_not_the_models(tmp_path):
+    write_config(tmp_path, "work")
+    settings = load_settings({"HOME": str(tmp_path)}, instance="work")
+    assert settings.config_path == tmp_path / ".config/passageway-work/passageway.toml"
+    assert settings.data_dir == tmp_path / ".local/share/passageway-work"
+    assert settings.shared_data_dir == tmp_path / ".local/share/passageway"
+    assert settings.instance == "work"
+
+
+def test_the_command_line_instance_wins_over_the_environment(tmp_path):
+    write_config(tmp_path, "work")
+    write_config(tmp_path, "home")
+    environ = {"HOME": str(tmp_path), "PASSAGEWAY_INSTANCE": "home"}
+    assert resolve_instance("work", environ) == "work"
+    assert resolve_instance(None, environ) == "home"
+
+
+def test_an_unknown_instance_lists_the_existing_ones(tmp_path):
+    write_config(tmp_path, "work")
+    write_config(tmp_path, "customer")
+    with pytest.raises(ConfigError) as caught:
+        resolve_instance("wrok", {"HOME": str(tmp_path)})
+    assert "customer, work" in str(caught.value) and "passageway --instance wrok init" in str(caught.value)
+    assert resolve_instance("wrok", {"HOME": str(tmp_path)}, creating=True) == "wrok"
+
+
+def test_only_named_instances_means_pick_one(tmp_path):
+    write_config(tmp_path, "work")
+    with pytest.raises(ConfigError, match="only named instances"):
+        resolve_instance(None, {"HOME": str(tmp_path)})
+
+
+def test_a_missing_config_file_says_how_to_make_one(tmp_path):
+    with pytest.raises(ConfigError, match="passageway init"):
+        load_settings({"HOME": str(tmp_path)})
+
+
+def test_environment_variables_override_the_defaults(tmp_path):
+    config = tmp_path / "elsewhere.toml"
+    config.write_text("[[connector]]\nname = 'a'\ncommand = ['x']\n")
+    environ = {
+        "HOME": str(tmp_path),
+        "PASSAGEWAY_CONFIG": str(config),
+        "PASSAGEWAY_DATA_DIR": str(tmp_path / "data"),
+        "PASSAGEWAY_MODEL_DIR": str(tmp_path / "model"),
+        "PASSAGEWAY_MODEL_HUB": "http://127.0.0.1:9/",
+        "PASSAGEWAY_HOST": "0.0.0.0",
+        "PASSAGEWAY_PORT": "9000",
+        "PASSAGEWAY_POLL_SECONDS": "5",
+        "PASSAGEWAY_RECONCILE_SECONDS": "7.5",
+        "PASSAGEWAY_BASE_URL": "https://pw.example.org/",
+        "PASSAGEWAY_TOOL_DESCRIPTION": "tool text",
+        "PASSAGEWAY_INSTRUCTIONS": "instructions",
+        "PASSAGEWAY_LOG_LEVEL": "debug",
+        "PASSAGEWAY_RANKER": "vector",
+        "PASSAGEWAY_STORE": "other",
+        "APP_VERSION": "9.9",
+    }
+    settings = load_settings(environ)
+    assert settings.connectors[0].name == "a"
+    assert settings.data_dir == tmp_path / "data" and settings.model_dir == tmp_path / "model"
+    assert settings.model_hub == "http://127.0.0.1:9"
+    assert (settings.host, settings.port) == ("0.0.0.0", 9000)
+    assert (settings.poll_seconds, settings.reconcile_seconds) == (5, 7.5)
+    assert settings.base_url == "https://pw.example.org"
+    assert (settings.tool_description, settings.instructions) == ("tool text", "instructions")
+    assert (settings.log_level, settings.ranker, settings.store, settings.app_version) == (
+        "DEBUG", "vector", "other", "9.9"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("PASSAGEWAY_PORT", "http"),
+        ("PASSAGEWAY_PORT", "70000"),
+        ("PASSAGEWAY_POLL_SECONDS", "0"),
+        ("PASSAGEWAY_RECONCILE_SECONDS", "soon"),
+        ("PASSAGEWAY_BASE_URL", "pw.example.org"),
+        ("PASSAGEWAY_LOG_LEVEL", "loud"),
+    ],
+)
+def test_bad_environment_values_name_the_variable(tmp_path, variable, value):
+    write_config(tmp_path)
+    with pytest.raises(ConfigError, match=variable):
+        load_settings({"HOME": str(tmp_path), variable: value})
+
+
+def test_every_variable_read_is_in_the_table():
+    source = Path(__file__).parents[1].joinpath("kernel", "config.py").read_text()
+    import re
+
+    read = set(re.findall(r'"((?:PASSAGEWAY_|APP_)[A-Z_]+)"', source))
+    assert read <= set(ENVIRONMENT)
+
+
+def test_password_from_variable_or_file(tmp_path):
+    assert load_password({"PASSAGEWAY_LOGIN_PASSWORD": "pw"}) == "pw"
+    path = tmp_path / "password"
+    path.write_text("from-file\n")
+    assert load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(path)}) == "from-file"
+    assert load_password({}) is None
+    with pytest.raises(ConfigError, match="cannot be read"):
+        load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(tmp_path / "missing")})
+    path.write_text("  \n")
+    with pytest.raises(ConfigError, match="empty"):
+        load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(path)})
