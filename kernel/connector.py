@@ -1,0 +1,554 @@
+"""One connector call: start the program, read its JSON Lines, keep everything or nothing.
+
+A connector is any executable. For each call the kernel runs ``<command> <mode> [arguments]``
+with an environment that holds only ``PATH`` and ``HOME`` (from the server's environment),
+``PASSAGEWAY_PROTOCOL=1``, the connector's ``env`` table and the values of the secrets it names.
+The program starts a session of its own, so a timeout can kill it together with every child it
+started.
+
+stdout is read in chunks while the program runs. Each line must be one JSON object that is valid
+against the schema definition of the mode (``checkReply``, ``listEntry`` or ``item``), and the
+rules a schema cannot express hold across the call: no id twice, and ``fetch`` returns only ids
+it was asked for. A line longer than ``max_line_bytes``, more than ``max_output_bytes`` in all, a
+malformed or invalid line, a broken rule, a non-zero exit or the ``timeout`` fail the whole call:
+:class:`ConnectorError` names the connector, the rule and the line, the process group is killed,
+and nothing from the call is returned. The runner stays usable for the next call.
+
+stderr goes to the logger line by line, with every secret value replaced by ``***``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import json
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import attrs
+
+from passageway.kernel.config import ConnectorSettings, resolve_secrets
+from passageway.kernel.errors import ConnectorError
+from passageway.kernel.records import (
+    PROTOCOL_VERSION,
+    CheckReply,
+    Item,
+    ListEntry,
+    converter,
+    validate_connector_message,
+)
+
+MODES = ("check", "list", "fetch", "changed")
+DEFINITIONS = {"check": "checkReply", "list": "listEntry", "fetch": "item", "changed": "item"}
+"""The schema definition (in ``schemas/connector-protocol.schema.json``) each mode prints."""
+
+MAX_FETCH_IDS = 50
+"""The kernel asks ``fetch`` for at most this many ids per call; callers do the batching."""
+
+READ_CHUNK = 64 * 1024
+INLINE_PARSE_BYTES = 16 * 1024  # larger batches of lines are decoded and validated in a thread
+EXCERPT_CHARS = 120
+STDERR_CUT_BYTES = 8 * 1024  # a longer stderr line is cut and the rest of it dropped
+STDERR_SHOWN_BYTES = 2000
+KILL_GRACE_SECONDS = 5.0
+MASK = "***"
+
+LOGGER = logging.getLogger("passageway.connector")
+
+
+@attrs.define
+class CallTrace:
+    """What one call did, raw and unmasked: handed to an ``observer`` (the contract check).
+
+    The server never sets an observer, so raw output is only kept where a test asks for it.
+    """
+
+    mode: str
+    arguments: tuple[str, ...]
+    stdout_lines: builtins.list[bytes] = attrs.field(factory=builtins.list)
+    stderr_lines: builtins.list[bytes] = attrs.field(factory=builtins.list)
+    exit_code: int | None = None
+    secrets_masked: int = 0
+    error: ConnectorError | None = None
+    seconds: float = 0.0
+
+
+class _Masker:
+    """Replaces every secret value with ``***``, longest first so that overlapping ones go too."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self.secrets = sorted({value for value in secrets if value}, key=len, reverse=True)
+        self.masked = 0
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                self.masked += text.count(secret)
+                text = text.replace(secret, MASK)
+        return text
+
+    def cut(self, text: str) -> str:
+        """Mask ``text`` whose end was cut off: a secret's first characters at the end go too."""
+        text = self(text)
+        for secret in self.secrets:
+            for length in range(len(secret) - 1, 0, -1):
+                if text.endswith(secret[:length]):
+                    text = text[:-length] + MASK
+                    break
+        return text
+
+
+class _Problem(Exception):
+    """A rule broken at one line; the runner turns it into a :class:`ConnectorError`."""
+
+    def __init__(self, rule: str, line_number: int, message: str, line: bytes | None = None) -> None:
+        super().__init__(message)
+        self.rule = rule
+        self.line_number = line_number
+        self.line = line
+
+
+class ConnectorRunner:
+    """Runs the calls of one connector. Safe to reuse after a failed call; not thread-safe.
+
+    :param settings: the ``[[connector]]`` table.
+    :param environ: the server's environment: ``PATH``, ``HOME`` and the secrets' variables are
+        read from it, nothing else (default: ``os.environ``).
+    :param logger: where the connector's stderr goes (default: ``passageway.connector``).
+    :param observer: called with a :class:`CallTrace` after every call, failed or not. For the
+        contract check only: a trace holds unmasked output.
+    """
+
+    def __init__(
+        self,
+        settings: ConnectorSettings,
+        environ: Mapping[str, str] | None = None,
+        logger: logging.Logger | None = None,
+        *,
+        observer: Callable[[CallTrace], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._environ = os.environ if environ is None else environ
+        self._logger = logger or LOGGER
+        self._observer = observer
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+    # -- the four modes ---------------------------------------------------------------------
+
+    async def check(self) -> CheckReply:
+        """Ask ``check``. Refuses a connector that announces a protocol other than ``"1"``."""
+        records = await self.call("check")
+        if len(records) != 1:
+            raise ConnectorError(
+                self.name, "check reply",
+                f"`check` printed {len(records)} lines; it prints exactly one, "
+                '{"ok": true, "count": N}',
+            )
+        return records[0]
+
+    async def list(self) -> builtins.list[ListEntry]:
+        """Ask ``list``: every item that exists, with its version."""
+        return await self.call("list")
+
+    async def fetch(self, ids: Sequence[str]) -> builtins.list[Item]:
+        """Ask ``fetch`` for ``ids`` (the caller batches, at most :data:`MAX_FETCH_IDS`).
+
+        Ids that no longer exist are simply missing from the result.
+        """
+        wanted = builtins.list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        stdin = b"".join(json.dumps({"id": item_id}).encode() + b"\n" for item_id in wanted)
+        return await self.call("fetch", stdin=stdin, requested=wanted)
+
+    async def changed(self, since: datetime) -> builtins.list[Item]:
+        """Ask ``changed --since <UTC ISO>``; a naive ``since`` is taken to be UTC."""
+        if since.tzinfo is None:
+            since = since.replace(tzinfo=UTC)
+        stamp = since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return await self.call("changed", ("--since", stamp))
+
+    # -- one call ---------------------------------------------------------------------------
+
+    def environment(self) -> dict[str, str]:
+        """The whole environment a call runs with.
+
+        :raises ConfigError: a secret refers to a variable that is not set (named, never a value).
+        """
+        secrets = resolve_secrets(self.settings.secrets, self._environ, f"connector {self.name!r}")
+        environment = {key: self._environ[key] for key in ("PATH", "HOME") if self._environ.get(key)}
+        environment["PASSAGEWAY_PROTOCOL"] = PROTOCOL_VERSION
+        environment.update(self.settings.env)
+        environment.update(secrets)
+        return environment
+
+    def _secret_values(self) -> builtins.list[str]:
+        return [self._environ.get(variable, "") for variable in self.settings.secrets.values()]
+
+    async def call(
+        self,
+        mode: str,
+        arguments: Sequence[str] = (),
+        *,
+        stdin: bytes | None = None,
+        requested: Collection[str] | None = None,
+    ) -> builtins.list[Any]:
+        """Run ``<command> <mode> <arguments>`` and return its validated records, or raise.
+
+        The building block of the four modes; the contract check uses it to send requests the
+        kernel never sends (a malformed stdin line). ``requested`` turns on the rule that only
+        those ids may come back.
+
+        :raises ConnectorError: the call failed; nothing is returned.
+        :raises ConfigError: a secret's variable is unset.
+        """
+        if mode not in DEFINITIONS:
+            raise ValueError(f"unknown connector mode {mode!r}; the modes are {', '.join(MODES)}")
+        environment = self.environment()
+        masker = _Masker(self._secret_values())
+        trace = CallTrace(mode, tuple(arguments))
+        started = time.monotonic()
+        try:
+            records = await self._call(mode, tuple(arguments), stdin, requested, environment, masker, trace)
+        except ConnectorError as error:
+            trace.error = error
+            raise
+        finally:
+            trace.seconds = time.monotonic() - started
+            trace.secrets_masked = masker.masked
+            if masker.masked:
+                self._logger.warning(
+                    "connector %s printed a secret value on stderr %d time(s); the log shows *** instead. "
+                    "A connector must never print its secrets.", self.name, masker.masked,
+                )
+            if self._observer is not None:
+                self._observer(trace)
+        self._logger.debug(
+            "connector %s %s: %d records in %.2f s", self.name, mode, len(records), trace.seconds
+        )
+        return records
+
+    async def _call(
+        self,
+        mode: str,
+        arguments: tuple[str, ...],
+        stdin: bytes | None,
+        requested: Collection[str] | None,
+        environment: dict[str, str],
+        masker: _Masker,
+        trace: CallTrace,
+    ) -> builtins.list[Any]:
+        command = self.settings.command
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *command, mode, *arguments,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=environment,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise ConnectorError(
+                self.name, "command not found",
+                f"command not found: {command[0]}; check `command` in passageway.toml; connectors run "
+                "with an empty environment, so use an absolute interpreter path "
+                '(such as ["/usr/bin/python3", "/path/to/connector.py"])',
+            ) from None
+        except PermissionError:
+            raise ConnectorError(
+                self.name, "command not found",
+                f"{command[0]} is not executable; check `command` in passageway.toml "
+                "(make the file executable or start it with its interpreter)",
+            ) from None
+        except OSError as error:
+            raise ConnectorError(
+                self.name, "command not found", f"cannot start {command[0]}: {error.strerror}"
+            ) from None
+
+        stderr_task = asyncio.create_task(self._forward_stderr(process.stderr, masker, trace))
+        stdin_task = (
+            asyncio.create_task(_feed(process.stdin, stdin)) if stdin is not None and process.stdin else None
+        )
+        failed = True
+        try:
+            async with asyncio.timeout(self.settings.timeout):
+                assert process.stdout is not None
+                records = await self._read_stdout(process.stdout, mode, requested, masker, trace)
+                exit_code = await process.wait()
+                await stderr_task
+            trace.exit_code = exit_code
+            if exit_code != 0:
+                raise ConnectorError(
+                    self.name, "exit status",
+                    f"`{mode}` exited with status {exit_code} after printing {len(records)} records; "
+                    "nothing from this call is kept (its stderr is in the log)",
+                )
+            failed = False
+            return records
+        except TimeoutError:
+            raise ConnectorError(
+                self.name, "timeout",
+                f"`{mode}` did not finish within {self.settings.timeout:g} s (`timeout` in "
+                "passageway.toml); its process group was killed and nothing from this call is kept",
+            ) from None
+        except _Problem as problem:
+            raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
+        finally:
+            if failed:
+                await _kill_group(process)
+            await _finish(process, stderr_task, stdin_task)
+            if trace.exit_code is None:
+                trace.exit_code = process.returncode
+
+    def _describe(self, problem: _Problem, masker: _Masker) -> str:
+        message = f"line {problem.line_number}: {masker(str(problem))}"
+        if problem.line is not None:
+            message += f": {_excerpt(problem.line, masker)}"
+        return message + "; nothing from this call is kept"
+
+    async def _read_stdout(
+        self,
+        stream: asyncio.StreamReader,
+        mode: str,
+        requested: Collection[str] | None,
+        masker: _Masker,
+        trace: CallTrace,
+    ) -> builtins.list[Any]:
+        """Read, split and check the lines as they arrive; never hold more than the limits allow."""
+        max_line = self.settings.max_line_bytes
+        max_total = self.settings.max_output_bytes
+        wanted = set(requested) if requested is not None else None
+        seen: dict[str, int] = {}
+        records: builtins.list[Any] = []
+        pending = bytearray()
+        total = 0
+        line_number = 0
+        keep_raw = self._observer is not None
+        while True:
+            chunk = await stream.read(READ_CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > max_total:
+                raise _Problem(
+                    "output too large", line_number + 1,
+                    f"the output passed {max_total} bytes (`max_output_bytes` in passageway.toml)",
+                )
+            pending += chunk
+            end = pending.rfind(b"\n", len(pending) - len(chunk))
+            if end < 0:
+                if len(pending) > max_line:
+                    raise _Problem(
+                        "line too long", line_number + 1,
+                        f"a line passed {max_line} bytes (`max_line_bytes` in passageway.toml)",
+                        bytes(pending[:EXCERPT_CHARS * 4]),
+                    )
+                continue
+            lines = bytes(pending[:end]).split(b"\n")
+            del pending[: end + 1]
+            if len(pending) > max_line:
+                raise _Problem(
+                    "line too long", line_number + len(lines) + 1,
+                    f"a line passed {max_line} bytes (`max_line_bytes` in passageway.toml)",
+                    bytes(pending[:EXCERPT_CHARS * 4]),
+                )
+            for offset, line in enumerate(lines):
+                if len(line) > max_line:
+                    raise _Problem(
+                        "line too long", line_number + offset + 1,
+                        f"the line has {len(line)} bytes, more than {max_line} "
+                        "(`max_line_bytes` in passageway.toml)", line[: EXCERPT_CHARS * 4],
+                    )
+            if keep_raw:
+                trace.stdout_lines.extend(lines)
+            parsed = await _parse_batch(lines, line_number + 1, mode)
+            line_number += len(lines)
+            self._check_ids(parsed, mode, wanted, seen, records)
+        if pending:
+            # A last line without a newline still counts.
+            if keep_raw:
+                trace.stdout_lines.append(bytes(pending))
+            parsed = await _parse_batch([bytes(pending)], line_number + 1, mode)
+            self._check_ids(parsed, mode, wanted, seen, records)
+        return records
+
+    def _check_ids(
+        self,
+        parsed: builtins.list[tuple[int, bytes, Any]],
+        mode: str,
+        wanted: set[str] | None,
+        seen: dict[str, int],
+        records: builtins.list[Any],
+    ) -> None:
+        for number, line, record in parsed:
+            if mode != "check":
+                item_id = record.id
+                if wanted is not None and item_id not in wanted:
+                    raise _Problem(
+                        "unrequested id", number, f"id {item_id!r} was not requested in this call", line
+                    )
+                if item_id in seen:
+                    raise _Problem(
+                        "duplicate id", number,
+                        f"id {item_id!r} came already on line {seen[item_id]}; each id comes at most once "
+                        "per call", line,
+                    )
+                seen[item_id] = number
+            records.append(record)
+
+    async def _forward_stderr(
+        self, stream: asyncio.StreamReader | None, masker: _Masker, trace: CallTrace
+    ) -> None:
+        if stream is None:
+            return
+        keep_raw = self._observer is not None
+        buffer = bytearray()
+        dropping = False  # the rest of a line that was too long to log
+        while chunk := await stream.read(READ_CHUNK):
+            buffer += chunk
+            while (end := buffer.find(b"\n")) >= 0:
+                line = bytes(buffer[:end])
+                del buffer[: end + 1]
+                if keep_raw:
+                    trace.stderr_lines.append(line)
+                if dropping:
+                    dropping = False
+                else:
+                    self._log_stderr(masker(line.decode("utf-8", "replace")))
+            if len(buffer) > STDERR_CUT_BYTES:
+                if not dropping:
+                    if keep_raw:
+                        trace.stderr_lines.append(bytes(buffer))
+                    text = masker.cut(buffer.decode("utf-8", "replace"))
+                    self._log_stderr(text[:STDERR_SHOWN_BYTES] + " [line cut]")
+                dropping = True
+                buffer.clear()
+        if buffer and not dropping:
+            if keep_raw:
+                trace.stderr_lines.append(bytes(buffer))
+            self._log_stderr(masker(buffer.decode("utf-8", "replace")))
+
+    def _log_stderr(self, text: str) -> None:
+        text = text.rstrip("\r")
+        if text.strip():
+            self._logger.info("connector %s: %s", self.name, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------------
+
+
+async def _parse_batch(lines: builtins.list[bytes], first_number: int, mode: str) -> builtins.list[Any]:
+    """Decode and validate lines; a large batch goes to a thread so the event loop stays free."""
+    if sum(len(line) for line in lines) > INLINE_PARSE_BYTES:
+        return await asyncio.to_thread(_parse_lines, lines, first_number, mode)
+    return _parse_lines(lines, first_number, mode)
+
+
+def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> builtins.list[Any]:
+    definition = DEFINITIONS[mode]
+    record_type: type = {"check": CheckReply, "list": ListEntry}.get(mode, Item)
+    parsed = []
+    for number, line in enumerate(lines, first_number):
+        if not line.strip():
+            continue  # a blank line carries nothing
+        try:
+            value = json.loads(line)
+        except UnicodeDecodeError:
+            raise _Problem("malformed line", number, "the line is not UTF-8", line) from None
+        except ValueError as error:
+            reason = getattr(error, "msg", "not JSON")
+            raise _Problem("malformed line", number, f"the line is not JSON ({reason})", line) from None
+        if not isinstance(value, dict):
+            raise _Problem("malformed line", number, "the line is JSON but not an object", line)
+        if mode == "check":
+            protocol = value.get("protocol", PROTOCOL_VERSION)
+            if protocol != PROTOCOL_VERSION:
+                raise _Problem(
+                    "protocol version", number,
+                    f"the connector speaks protocol {protocol!s:.40}, and this passageway speaks "
+                    f"protocol {PROTOCOL_VERSION}; use a version of the connector made for protocol "
+                    f"{PROTOCOL_VERSION}",
+                )
+        errors = validate_connector_message(definition, value)
+        if errors:
+            raise _Problem(
+                "invalid record", number, f"not a valid {definition}: {'; '.join(errors[:3])}", line
+            )
+        try:
+            record = converter.structure(value, record_type)
+        except Exception as error:  # the schema and the records disagree: report, never crash
+            raise _Problem("invalid record", number, f"not a valid {definition}: {error}", line) from None
+        parsed.append((number, line, record))
+    return parsed
+
+
+def _excerpt(line: bytes, masker: _Masker) -> str:
+    text = line[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
+    cut = len(text) > EXCERPT_CHARS or len(line) > EXCERPT_CHARS * 4
+    text = masker.cut(text) if cut else masker(text)
+    if len(text) > EXCERPT_CHARS:
+        text = text[:EXCERPT_CHARS]
+    return repr(text + ("…" if cut else ""))
+
+
+async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
+    """Write the request lines and close stdin; a connector may exit without reading them."""
+    try:
+        stream.write(data)
+        await stream.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        stream.close()
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """SIGKILL the connector's whole process group (its session), then reap the leader."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    try:
+        async with asyncio.timeout(KILL_GRACE_SECONDS):
+            await process.wait()
+    except TimeoutError:  # pragma: no cover - SIGKILL cannot be ignored
+        LOGGER.error("connector process %d did not die after SIGKILL", process.pid)
+
+
+async def _finish(
+    process: asyncio.subprocess.Process,
+    stderr_task: asyncio.Task[None],
+    stdin_task: asyncio.Task[None] | None,
+) -> None:
+    """Drain and close the pipes so that no transport or task outlives the call."""
+    if process.returncode is not None and process.stdout is not None:
+        # After the group is gone the pipes reach their end quickly; drain what is left.
+        try:
+            async with asyncio.timeout(1.0):
+                while await process.stdout.read(READ_CHUNK):
+                    pass
+        except TimeoutError:
+            pass
+    tasks = {task for task in (stderr_task, stdin_task) if task is not None}
+    _done, running = await asyncio.wait(tasks, timeout=1.0)
+    for task in running:
+        task.cancel()
+    if running:
+        await asyncio.wait(running)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            LOGGER.debug("connector pipe task failed: %r", task.exception())
+    # A process that left the group (setsid) could still hold a pipe open; close our ends.
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        transport.close()
