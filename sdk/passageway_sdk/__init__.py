@@ -1,1 +1,23 @@
-"""(being built)"""
+"""passageway-sdk: the plumbing of a passageway connector, so a connector is its source's logic.
+
+    from passageway_sdk import Connector, SettingsError, SourceError
+
+Subclass :class:`Connector`, implement ``versions()`` and ``fetch(ids)``, and call
+``YourConnector.main()``. The protocol stays the contract; this package only saves typing.
+"""
+
+from .connector import PROTOCOL_VERSION, Connector, SettingsError, SourceError, parse_since
+from .markdown import first_h1, split_markdown, strip_code
+from .schema import message_errors
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "Connector",
+    "SettingsError",
+    "SourceError",
+    "first_h1",
+    "message_errors",
+    "parse_since",
+    "split_markdown",
+    "strip_code",
+]

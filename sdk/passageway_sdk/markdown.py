@@ -1,0 +1,120 @@
+"""Helpers for connectors whose source is markdown, or converts to it.
+
+Only ``#`` headings (ATX) split a document; underlined (setext) headings and indented code
+blocks are not recognised. A fenced code block (``` or ~~~) hides everything inside it, so a
+``# comment`` in a shell snippet never becomes a heading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+TRAIL_SEPARATOR = " › "
+"""Joins the headings of a section's trail: ``Setup › Linux``."""
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+
+
+def _lines(text: str) -> Iterator[tuple[str, bool]]:
+    """Each line with whether it belongs to a fenced code block (fence lines included)."""
+    fence: str | None = None
+    for line in text.splitlines():
+        match = _FENCE.match(line)
+        if fence is None:
+            # A backtick fence's info string may not contain a backtick (CommonMark).
+            if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
+                fence = match.group(1)
+                yield line, True
+            else:
+                yield line, False
+        else:
+            closes = (
+                match is not None
+                and match.group(1)[0] == fence[0]
+                and len(match.group(1)) >= len(fence)
+                and not match.group(2).strip()
+            )
+            yield line, True
+            if closes:
+                fence = None
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    match = _HEADING.match(line)
+    if match is None:
+        return None
+    text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
+    return len(match.group(1)), text
+
+
+def _clean(text: str) -> str:
+    return _LEADING_BLANK_LINES.sub("", text).rstrip()
+
+
+def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str | None]]:
+    """The sections of a markdown document, ready for an item record's ``sections``.
+
+    Every heading from ``#`` to ``######`` outside a fenced code block starts a section. Its
+    ``heading`` is the trail of the enclosing headings joined by `` › `` (a ``### Linux`` under
+    ``## Setup`` becomes ``Setup › Linux``); text before the first heading is a section whose
+    ``heading`` is ``None``. Each ``text`` keeps its lines and blank lines as written, without
+    leading blank lines or trailing whitespace; sections with no text are left out.
+
+    With ``skip_first_h1`` the first level-1 heading is treated as the document's title: it is
+    not a section heading and not part of any trail, and the text under it has ``heading`` None.
+    """
+    sections: list[dict[str, str | None]] = []
+    trail: list[tuple[int, str]] = []
+    heading: str | None = None
+    body: list[str] = []
+    title_skipped = not skip_first_h1
+
+    def close() -> None:
+        cleaned = _clean("\n".join(body))
+        if cleaned:
+            sections.append({"heading": heading, "text": cleaned})
+
+    for line, in_code in _lines(text):
+        found = None if in_code else _heading(line)
+        if found is None:
+            body.append(line)
+            continue
+        close()
+        body = []
+        level, title = found
+        if not title_skipped and level == 1 and title:
+            title_skipped = True
+            trail = []
+            heading = None
+            continue
+        trail = [entry for entry in trail if entry[0] < level]
+        trail.append((level, title))
+        heading = TRAIL_SEPARATOR.join(name for _, name in trail if name) or None
+    close()
+    return sections
+
+
+def first_h1(text: str) -> str | None:
+    """The text of the first level-1 heading outside fenced code, or ``None`` if there is none."""
+    for line, in_code in _lines(text):
+        if in_code:
+            continue
+        found = _heading(line)
+        if found is not None and found[0] == 1 and found[1]:
+            return found[1]
+    return None
+
+
+def strip_code(text: str) -> str:
+    """``text`` without its fenced code blocks and inline code spans.
+
+    Use it to find the links a document really contains: a ``[link](x.md)`` shown as an example
+    inside code is not a link. The result is for searching, not for display.
+    """
+    kept = "\n".join(line for line, in_code in _lines(text) if not in_code)
+    return _INLINE_CODE.sub("", kept)
