@@ -1,0 +1,3 @@
+from passageway_embedder_openai.program import main
+
+main()
