@@ -1,0 +1,225 @@
+"""The real :class:`~passageway.kernel.eval.runner.Engine`: an in-process kernel on a throwaway index.
+
+The kernel is opened with the user's settings except for the data folder, which is a temporary
+one (or ``--data-dir``). The shared data folder, where the models and the per-embedder vector
+cache live, stays the user's, so a second run over an unchanged corpus embeds nothing but the
+questions. The embedder is wrapped in :class:`MeteredEmbedder`, which counts the passages embedded
+while building and times the embedding of each question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from passageway.kernel.app import Kernel
+from passageway.kernel.errors import EvalError, PassagewayError
+from passageway.kernel.eval.metrics import FoundHit
+from passageway.kernel.eval.report import IndexInfo, SourceCount
+from passageway.kernel.eval.runner import Reply
+
+if TYPE_CHECKING:
+    from passageway.kernel.config import Settings
+    from passageway.kernel.plugins import PluginManager
+
+PROGRESS_SECONDS = 2.0
+
+
+class MeteredEmbedder:
+    """An embedder that counts passage texts and times question embeddings of the one it wraps."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.passages_embedded = 0
+        self.query_seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    @property
+    def min_similarity(self) -> float:
+        return float(self.inner.min_similarity)
+
+    async def start(self) -> None:
+        await self.inner.start()
+
+    async def embed(self, texts: Sequence[str], kind: Any) -> np.ndarray:
+        started = time.perf_counter()
+        vectors = await self.inner.embed(texts, kind)
+        if kind == "query":
+            self.query_seconds += time.perf_counter() - started
+        else:
+            self.passages_embedded += len(texts)
+        return vectors  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class EvalKernel(Kernel):
+    """The kernel with its embedder metered."""
+
+    def _build_embedder(self) -> Any:
+        return MeteredEmbedder(super()._build_embedder())
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@attrs.define
+class KernelEngine:
+    """Builds every configured source into a throwaway (or ``--data-dir``) index and asks it."""
+
+    kernel: EvalKernel
+    reuse: bool
+    load_seconds: float
+    progress: Callable[[str], None] = _stderr
+    rankers: dict[str, Any] = attrs.field(factory=dict)
+    had_index: bool = False
+
+    @property
+    def embedder(self) -> MeteredEmbedder:
+        assert isinstance(self.kernel.embedder, MeteredEmbedder)
+        return self.kernel.embedder
+
+    @property
+    def embedder_name(self) -> str:
+        return self.embedder.name
+
+    @property
+    def embedder_dim(self) -> int:
+        return self.embedder.dim
+
+    @property
+    def default_threshold(self) -> float:
+        return self.embedder.min_similarity
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        data_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        manager: PluginManager | None = None,
+        progress: Callable[[str], None] = _stderr,
+    ) -> AsyncIterator[KernelEngine]:
+        """Start the kernel on ``data_dir``, or on a temporary folder removed afterwards.
+
+        :raises EvalError: the embedder cannot start, or ``data_dir`` holds an index that another
+            embedder built.
+        """
+        with contextlib.ExitStack() as stack:
+            if data_dir is None:
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="passageway-eval-")))
+            else:
+                folder = data_dir
+            run_settings = attrs.evolve(settings, data_dir=folder)
+            started = time.perf_counter()
+            async with EvalKernel.open(run_settings, manager, environ) as kernel:
+                load_seconds = time.perf_counter() - started
+                if kernel.embedder_error is not None or kernel.embedder is None:
+                    raise EvalError(f"the embedder could not start: {kernel.embedder_error}")
+                engine = cls(
+                    kernel=kernel, reuse=data_dir is not None, load_seconds=load_seconds, progress=progress
+                )
+                if data_dir is not None:
+                    await engine.refuse_other_embedder(data_dir)
+                yield engine
+
+    async def refuse_other_embedder(self, data_dir: Path) -> None:
+        wanted = (self.embedder.name, self.embedder.dim)
+        existing = []
+        for name, source in self.kernel.sources.items():
+            if source.store is None:
+                continue
+            recorded = await source.store.embedder()
+            existing.append(recorded is not None)
+            if recorded is not None and tuple(recorded) != wanted:
+                raise EvalError(
+                    f"--data-dir {data_dir}: the index of source {name!r} was built with the embedder "
+                    f"{recorded[0]!r} ({recorded[1]} dimensions), not {wanted[0]!r} ({wanted[1]}); "
+                    "use another folder, or delete this one to rebuild it"
+                )
+        self.had_index = bool(existing) and all(existing)
+
+    async def build(self) -> IndexInfo:
+        """Sync every source once, printing progress to stderr; counts and errors per source."""
+        names = ", ".join(self.kernel.sources) or "no sources"
+        self.progress(f"eval: building the index of {names} with {self.embedder.name}")
+        before = self.embedder.passages_embedded
+        started = time.perf_counter()
+        task = asyncio.ensure_future(self.kernel.sync_once())
+        while True:
+            done, _pending = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
+            if done:
+                break
+            self.progress(f"eval: indexing … {self._progress_line()}")
+        errors = task.result()
+        seconds = time.perf_counter() - started
+        sources = []
+        for name, source in self.kernel.sources.items():
+            items = passages = 0
+            if source.store is not None:
+                with contextlib.suppress(PassagewayError):
+                    items, passages = await source.store.counts()
+            sources.append(SourceCount(name, items, passages, errors.get(name)))
+        embedded = self.embedder.passages_embedded - before
+        self.progress(
+            f"eval: index ready in {seconds:.1f} s ({embedded} passages embedded, the rest from the cache)"
+        )
+        return IndexInfo(
+            tuple(sources), seconds, self.load_seconds, embedded, reused=self.reuse and self.had_index
+        )
+
+    def _progress_line(self) -> str:
+        health = self.kernel.health(include_errors=False).get("sources", {})
+        parts = []
+        for name, entry in health.items():
+            if "fetched" in entry and "of" in entry:
+                parts.append(f"{name}: {entry['fetched']}/{entry['of']} items")
+            else:
+                parts.append(f"{name}: {entry.get('items', 0)} items, {entry.get('state', '?')}")
+        parts.append(f"{self.embedder.passages_embedded} passages embedded")
+        return "; ".join(parts)
+
+    def ranker(self, name: str) -> Any:
+        if name not in self.rankers:
+            registries = self.kernel.registries
+            assert registries is not None
+            try:
+                self.rankers[name] = registries.rankers.get(name)()
+            except PassagewayError as error:
+                raise EvalError(f"--ranker {name}: {error}") from None
+        return self.rankers[name]
+
+    async def ask(self, question: str, threshold: float, ranker: str) -> Reply:
+        from passageway.kernel.recall import recall
+
+        stores = [source.store for source in self.kernel.sources.values() if source.store is not None]
+        chosen = self.ranker(ranker)
+        before = self.embedder.query_seconds
+        started = time.perf_counter()
+        answer = await recall(question, stores, self.embedder, chosen, min_similarity=threshold)
+        seconds = time.perf_counter() - started
+        hits = tuple(
+            FoundHit(hit.source, hit.item_id, hit.title, hit.url, hit.heading, hit.text, hit.similarity)
+            for hit in answer.hits
+        )
+        return Reply(hits, seconds, self.embedder.query_seconds - before)

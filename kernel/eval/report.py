@@ -1,0 +1,513 @@
+"""Reports: a run (or a comparison) as JSON for machines and as markdown for people.
+
+By default a report holds no question, title or address from the sources: only counts, rates,
+times, the source names and group labels from the user's own configuration, and a machine line
+without a host name. ``include_cases`` adds every question with what was found.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import attrs
+
+from passageway.kernel.eval.metrics import RATE_METRICS, Metrics, Outcome, check_targets, score
+
+REPORT_FORMAT = 1
+
+
+@attrs.frozen
+class SourceCount:
+    """One source of the throwaway index: its name from ``passageway.toml`` and its size."""
+
+    name: str
+    items: int
+    passages: int
+    error: str | None = None
+
+
+@attrs.frozen
+class IndexInfo:
+    """How the index was built."""
+
+    sources: tuple[SourceCount, ...]
+    build_seconds: float
+    load_seconds: float | None = None
+    embedded: int | None = None
+    """Passages embedded while building (None when the sync does not say)."""
+    reused: bool = False
+    """True when ``--data-dir`` reused an existing index."""
+
+    @property
+    def failed(self) -> list[SourceCount]:
+        return [source for source in self.sources if source.error]
+
+
+@attrs.frozen
+class RunResult:
+    """One embedder and one ranker over the cases, at the main threshold and across the sweep."""
+
+    date: str
+    time: str
+    version: str
+    embedder_name: str
+    embedder_dim: int
+    ranker: str
+    threshold: float
+    index: IndexInfo
+    machine: str
+    outcomes: tuple[Outcome, ...]
+    sweep: tuple[tuple[float, tuple[Outcome, ...]], ...] = ()
+    targets: dict[str, float] = attrs.field(factory=dict)
+    label: str | None = None
+    """The candidate's name in a comparison (``default``, ``[embedders.NAME]``, or the ranker)."""
+
+    @property
+    def metrics(self) -> Metrics:
+        return score(self.outcomes)
+
+    def sweep_rows(self) -> list[tuple[float, Metrics]]:
+        """Every swept threshold and the main one, in order, each once."""
+        rows = {round(threshold, 6): outcomes for threshold, outcomes in self.sweep}
+        if self.sweep:
+            rows.setdefault(round(self.threshold, 6), self.outcomes)
+        return [(threshold, score(rows[threshold])) for threshold in sorted(rows)]
+
+    @property
+    def groups(self) -> list[str]:
+        """Group labels in the order they first appear."""
+        seen: dict[str, None] = {}
+        for outcome in self.outcomes:
+            seen.setdefault(outcome.case.group_label, None)
+        return list(seen)
+
+    def group_metrics(self) -> list[tuple[str, Metrics]]:
+        return [
+            (group, score([outcome for outcome in self.outcomes if outcome.case.group_label == group]))
+            for group in self.groups
+        ]
+
+
+def machine_line() -> str:
+    """Operating system, processor architecture and Python version; never the host name."""
+    return f"{platform.system()} {platform.machine()}, Python {platform.python_version()}"
+
+
+def choose_threshold(rows: Sequence[tuple[float, Metrics]]) -> float | None:
+    """The rule for a model's gate: the highest hit@3 + silence, the lower threshold on a tie.
+
+    Compared exactly (as fractions of question counts), so rounding never decides a tie. None
+    when either rate has no question behind it.
+    """
+    best: tuple[Fraction, float] | None = None
+    for threshold, metrics in rows:
+        hit, silence = metrics.rates["hit_at_3"], metrics.rates["silence"]
+        if not hit.total or not silence.total:
+            return None
+        value = Fraction(hit.count, hit.total) + Fraction(silence.count, silence.total)
+        if best is None or value > best[0] or (value == best[0] and threshold < best[1]):
+            best = (value, threshold)
+    return best[1] if best else None
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON
+# ---------------------------------------------------------------------------------------------
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def metrics_json(metrics: Metrics) -> dict[str, Any]:
+    values: dict[str, Any] = {name: _round(metrics.rates[name].value, 4) for name in RATE_METRICS}
+    values.update(
+        mrr=_round(metrics.mrr, 4),
+        p50_ms=_round(metrics.p50_ms, 2),
+        p95_ms=_round(metrics.p95_ms, 2),
+        embedding_p50_ms=_round(metrics.embedding_p50_ms, 2),
+        embedding_share=_round(metrics.embedding_share, 4),
+    )
+    return {
+        "questions": {
+            "total": metrics.questions,
+            "answerable": metrics.answerable,
+            "unanswerable": metrics.unanswerable,
+            "with_answer_text": metrics.with_answer_text,
+        },
+        "metrics": values,
+        "counts": {name: [metrics.rates[name].count, metrics.rates[name].total] for name in RATE_METRICS},
+        "intervals": {
+            name: (
+                None
+                if metrics.rates[name].interval is None
+                else [round(bound, 4) for bound in metrics.rates[name].interval]  # type: ignore[union-attr]
+            )
+            for name in RATE_METRICS
+        },
+    }
+
+
+def _case_json(outcome: Outcome) -> dict[str, Any]:
+    case = outcome.case
+    return {
+        "query": case.query,
+        "group": case.group,
+        "expect": list(case.expect),
+        "expect_id": list(case.expect_id),
+        "expect_text": list(case.expect_text),
+        "rank": outcome.rank,
+        "answer_rank": outcome.answer_rank,
+        "ms": round(outcome.seconds * 1000, 2),
+        "found": [
+            {
+                "rank": rank,
+                "source": hit.source,
+                "item_id": hit.item_id,
+                "title": hit.title,
+                "heading": hit.heading,
+                "url": hit.url,
+                "similarity": round(hit.similarity, 4),
+            }
+            for rank, hit in enumerate(outcome.hits, 1)
+        ],
+    }
+
+
+def run_json(run: RunResult, *, include_cases: bool = False) -> dict[str, Any]:
+    """The ``report.json`` of one run (``"kind": "run"``)."""
+    metrics = run.metrics
+    rows = run.sweep_rows()
+    document: dict[str, Any] = {
+        "kind": "run",
+        "format": REPORT_FORMAT,
+        "date": run.date,
+        "time": run.time,
+        "passageway": run.version,
+        "embedder": {"name": run.embedder_name, "dim": run.embedder_dim},
+        "ranker": run.ranker,
+        "threshold": run.threshold,
+        "machine": run.machine,
+        "index": {
+            "build_seconds": round(run.index.build_seconds, 2),
+            "load_seconds": _round(run.index.load_seconds, 2),
+            "embedded": run.index.embedded,
+            "reused": run.index.reused,
+            "sources": [
+                {
+                    "name": source.name,
+                    "items": source.items,
+                    "passages": source.passages,
+                    "error": source.error,
+                }
+                for source in run.index.sources
+            ],
+        },
+        **metrics_json(metrics),
+        "groups": [
+            {"group": group, **metrics_json(group_metrics)} for group, group_metrics in run.group_metrics()
+        ],
+        "sweep": [{"threshold": threshold, **metrics_json(row)} for threshold, row in rows],
+        "sweep_choice": choose_threshold(rows) if rows else None,
+        "targets": check_targets(metrics, run.targets),
+    }
+    if run.label is not None:
+        document["label"] = run.label
+    if include_cases:
+        document["cases"] = [_case_json(outcome) for outcome in run.outcomes]
+    return document
+
+
+def compare_json(runs: Sequence[RunResult], axis: str, *, include_cases: bool = False) -> dict[str, Any]:
+    """The ``report.json`` of a comparison (``"kind": "compare"``), one entry per candidate."""
+    first = runs[0]
+    return {
+        "kind": "compare",
+        "format": REPORT_FORMAT,
+        "axis": axis,
+        "date": first.date,
+        "time": first.time,
+        "passageway": first.version,
+        "machine": first.machine,
+        "entries": [run_json(run, include_cases=include_cases) for run in runs],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------------------------
+
+INTERVAL_NOTE = (
+    "In brackets: the 95% Wilson interval of a rate, the range the true rate could lie in given this "
+    "many questions. Overlapping intervals warn against over-reading a difference; they do not test "
+    "for one. The sweep and history tables show point values only."
+)
+
+RULE_NOTE = (
+    "The rule for a model's gate: the threshold with the highest hit@3 + silence, the lower one on a tie."
+)
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def rate_cell(metrics: Metrics, name: str) -> str:
+    rate = metrics.rates[name]
+    if rate.value is None or rate.interval is None:
+        return "n/a"
+    low, high = rate.interval
+    return f"{rate.value * 100:.1f}% ({low * 100:.0f}–{high * 100:.0f}%)"
+
+
+def number(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def milliseconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} ms"
+
+
+def threshold_text(value: float) -> str:
+    return format(value, "g")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A markdown table with padded columns, so that the source reads as well as the page."""
+    widths = [len(header) for header in headers]
+    for row in rows:
+        for index, cell in enumerate(row):
+            widths[index] = max(widths[index], len(cell))
+    lines = [
+        "| " + " | ".join(header.ljust(widths[index]) for index, header in enumerate(headers)) + " |",
+        "| " + " | ".join("-" * width for width in widths) + " |",
+    ]
+    lines.extend(
+        "| " + " | ".join(cell.ljust(widths[index]) for index, cell in enumerate(row)) + " |" for row in rows
+    )
+    return "\n".join(lines)
+
+
+def questions_text(metrics: Metrics) -> str:
+    return f"{metrics.questions} ({metrics.answerable} answerable, {metrics.unanswerable} unanswerable)"
+
+
+def sources_text(index: IndexInfo) -> str:
+    parts = []
+    for source in index.sources:
+        text = f"{source.name}: {source.items} items, {source.passages} passages"
+        if source.error:
+            text += " (failed to sync)"
+        parts.append(text)
+    return ", ".join(parts) or "no sources"
+
+
+def index_text(index: IndexInfo) -> str:
+    if index.reused:
+        how = "index reused from --data-dir"
+    else:
+        how = f"index built in {index.build_seconds:.1f} s"
+        if index.embedded is not None:
+            how += f", {index.embedded} passages embedded"
+    return f"{how} ({sources_text(index)})"
+
+
+def metric_rows(metrics: Metrics) -> list[list[str]]:
+    embedding = "n/a"
+    if metrics.embedding_p50_ms is not None:
+        embedding = f"{metrics.embedding_p50_ms:.1f} ms ({percent(metrics.embedding_share)} of the latency)"
+    return [
+        ["Questions", questions_text(metrics)],
+        ["Hit@1", rate_cell(metrics, "hit_at_1")],
+        ["Hit@3", rate_cell(metrics, "hit_at_3")],
+        ["MRR", number(metrics.mrr)],
+        ["Silence on unanswerable questions", rate_cell(metrics, "silence")],
+        ["False silence on answerable questions", rate_cell(metrics, "false_silence")],
+        [
+            f"Answer in the first passage ({metrics.with_answer_text} with answer texts)",
+            rate_cell(metrics, "answer_at_1"),
+        ],
+        ["Answer in one of the passages", rate_cell(metrics, "answer_at_3")],
+        ["Latency p50 / p95", f"{milliseconds(metrics.p50_ms)} / {milliseconds(metrics.p95_ms)}"],
+        ["Embedding the question (p50)", embedding],
+    ]
+
+
+def sweep_table(rows: Sequence[tuple[float, Metrics]]) -> str:
+    return table(
+        ["Threshold", "Hit@1", "Hit@3", "MRR", "Silence", "False silence", "Answer@3", "p95"],
+        [
+            [
+                threshold_text(threshold),
+                percent(metrics.rates["hit_at_1"].value),
+                percent(metrics.rates["hit_at_3"].value),
+                number(metrics.mrr),
+                percent(metrics.rates["silence"].value),
+                percent(metrics.rates["false_silence"].value),
+                percent(metrics.rates["answer_at_3"].value),
+                milliseconds(metrics.p95_ms),
+            ]
+            for threshold, metrics in rows
+        ],
+    )
+
+
+def groups_table(run: RunResult) -> str:
+    return table(
+        ["Group", "Questions", "Hit@1", "Hit@3", "Answer@3", "Silence"],
+        [
+            [
+                group,
+                str(metrics.questions),
+                rate_cell(metrics, "hit_at_1"),
+                rate_cell(metrics, "hit_at_3"),
+                rate_cell(metrics, "answer_at_3"),
+                rate_cell(metrics, "silence"),
+            ]
+            for group, metrics in run.group_metrics()
+        ],
+    )
+
+
+TARGET_NAMES = {
+    "hit_at_1": "Hit@1",
+    "hit_at_3": "Hit@3",
+    "mrr": "MRR",
+    "silence": "Silence",
+    "false_silence": "False silence",
+    "answer_at_1": "Answer@1",
+    "answer_at_3": "Answer@3",
+    "p95_ms": "Latency p95",
+}
+
+
+def targets_table(results: dict[str, dict[str, Any]]) -> str:
+    rows = []
+    for name, result in results.items():
+        value = result["value"]
+        if name == "p95_ms":
+            goal = f"at most {result['target']:g} ms"
+            shown = milliseconds(value)
+        elif name == "mrr":
+            goal = f"at least {result['target']:g}"
+            shown = number(value)
+        else:
+            goal = ("at least " if result["at_least"] else "at most ") + percent(result["target"])
+            shown = percent(value)
+        rows.append([TARGET_NAMES[name], goal, shown, "met" if result["met"] else "NOT MET"])
+    return table(["Target", "Goal", "Value", "Result"], rows)
+
+
+def _sweep_section(run: RunResult, heading: str) -> list[str]:
+    rows = run.sweep_rows()
+    if not rows:
+        return []
+    chosen = choose_threshold(rows)
+    lines = [heading, "", sweep_table(rows), ""]
+    if chosen is not None:
+        lines += [f"{RULE_NOTE} On this sweep it gives {threshold_text(chosen)}.", ""]
+    return lines
+
+
+def run_markdown(run: RunResult, *, heading_level: int = 2, history: str | None = None) -> str:
+    """The markdown of one run: the header, the metrics, the sweep, the groups, the targets."""
+    metrics = run.metrics
+    sub = "#" * (heading_level + 1)
+    lines = [
+        f"{run.date} · passageway {run.version} · {run.embedder_name} ({run.embedder_dim} dimensions) · "
+        f"ranker {run.ranker} · relevance threshold {threshold_text(run.threshold)}",
+        "",
+        f"{run.machine} · {index_text(run.index)}",
+        "",
+        table(["Metric", "Value"], metric_rows(metrics)),
+        "",
+        INTERVAL_NOTE,
+        "",
+    ]
+    lines += _sweep_section(run, f"{sub} Relevance threshold")
+    if len(run.groups) > 1 or run.groups != ["(no group)"]:
+        lines += [f"{sub} Groups", "", groups_table(run), ""]
+    results = check_targets(metrics, run.targets)
+    if results:
+        lines += [f"{sub} Targets", "", targets_table(results), ""]
+    if history:
+        lines += [f"{sub} History", "", history, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _candidate(run: RunResult, axis: str) -> str:
+    if axis == "ranker":
+        return run.ranker
+    return f"{run.label}: {run.embedder_name}" if run.label else run.embedder_name
+
+
+def compare_markdown(
+    runs: Sequence[RunResult], axis: str, *, heading_level: int = 2, history: str | None = None
+) -> str:
+    """The markdown of a comparison of embedders (``axis="embedder"``) or rankers (``"ranker"``)."""
+    first = runs[0]
+    metrics = [run.metrics for run in runs]
+    sub = "#" * (heading_level + 1)
+    if axis == "ranker":
+        header = (
+            f"{first.date} · passageway {first.version} · {first.embedder_name} ({first.embedder_dim} "
+            f"dimensions) · relevance threshold {threshold_text(first.threshold)} · "
+            f"{questions_text(metrics[0])}"
+        )
+        lines = [
+            header,
+            "",
+            f"{first.machine} · {index_text(first.index)}",
+            "",
+            "Every ranker answered from the same index.",
+            "",
+        ]
+        headers = ["Ranker"]
+        rows = [[run.ranker] for run in runs]
+    else:
+        header = f"{first.date} · passageway {first.version} · {questions_text(metrics[0])} · {first.machine}"
+        lines = [
+            header,
+            "",
+            "Each embedder ran with its own fresh index and its own relevance threshold, because "
+            "similarity scales differ between models. Load is the time to start the model, Index "
+            "the time to build every source.",
+            "",
+        ]
+        headers = ["Embedder", "Dimensions", "Threshold", "Load", "Index"]
+        rows = [
+            [
+                _candidate(run, axis),
+                str(run.embedder_dim),
+                threshold_text(run.threshold),
+                "n/a" if run.index.load_seconds is None else f"{run.index.load_seconds:.1f} s",
+                f"{run.index.build_seconds:.1f} s",
+            ]
+            for run in runs
+        ]
+    headers += ["Hit@1", "Hit@3", "MRR", "Silence", "False silence", "Answer@1", "Answer@3", "p50 / p95"]
+    for row, row_metrics in zip(rows, metrics, strict=True):
+        row += [
+            rate_cell(row_metrics, "hit_at_1"),
+            rate_cell(row_metrics, "hit_at_3"),
+            number(row_metrics.mrr),
+            rate_cell(row_metrics, "silence"),
+            rate_cell(row_metrics, "false_silence"),
+            rate_cell(row_metrics, "answer_at_1"),
+            rate_cell(row_metrics, "answer_at_3"),
+            f"{number(row_metrics.p50_ms, 1)} / {number(row_metrics.p95_ms, 1)} ms",
+        ]
+    lines += [table(headers, rows), "", INTERVAL_NOTE, ""]
+    for run in runs:
+        name = run.ranker if axis == "ranker" else (run.label or run.embedder_name)
+        lines += _sweep_section(run, f"{sub} Relevance threshold: {name}")
+    for run in runs:
+        if len(run.groups) > 1 or run.groups != ["(no group)"]:
+            name = run.ranker if axis == "ranker" else (run.label or run.embedder_name)
+            lines += [f"{sub} Groups: {name}", "", groups_table(run), ""]
+    if history:
+        lines += [f"{sub} History", "", history, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
