@@ -10,6 +10,7 @@ import sys
 import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from passageway_sdk import Connector, SettingsError, SourceError, parse_since
@@ -48,7 +49,7 @@ class Memory(Connector):
 
 
 class WithChanged(Memory):
-    seen_since: list[datetime] = []
+    seen_since: ClassVar[list[datetime]] = []
 
     def changed(self, since):
         WithChanged.seen_since.append(since)
