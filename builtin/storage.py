@@ -1,1 +1,588 @@
-"""Builtin plugin: storage (being built)."""
+"""Builtin plugin: the ``sqlite`` store, one SQLite file per source plus a usearch vector index.
+
+``<data dir>/<source>.db`` is the index's truth: items, passages with their vectors, an FTS5
+keyword index and a small state table. ``<data dir>/<source>.usearch`` holds the same vectors
+in a usearch (HNSW) index for fast vector search; it is only a cache of the database. The state
+table records the generation, count and checksum of the file last saved, and a file that does
+not match them (missing, older than the database, truncated or damaged) is rebuilt from the
+database when the store opens.
+
+All SQLite work runs in two threads of the store's own: one for writes and one for searches,
+each with its own connection (WAL mode lets a search run while a write is in progress). The event
+loop never waits on SQLite.
+
+Schema (``PRAGMA user_version`` is the number of the last migration applied, see
+:data:`MIGRATIONS`):
+
+* ``items(id, title, url, version, weight, path, labels, links, updated)``; the tuples are JSON.
+* ``passages(key, item, ordinal, heading, text, digest, vector)``; ``key`` is the passage's
+  stable number (never reused), used as the usearch key and the FTS rowid; ``vector`` is
+  little-endian float32 of unit length.
+* ``passage_words`` (FTS5, ``unicode61 remove_diacritics 2``) over title, path, heading and text.
+* ``state(key, value)``: ``embedder_name``, ``embedder_dim``, ``generation`` (raised by every
+  write), ``usearch_generation`` / ``usearch_count`` / ``usearch_size`` / ``usearch_checksum``
+  (the saved vector file), and whatever the sync keeps (``last_poll``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from passageway import hookimpl
+from passageway.kernel.errors import StoreError
+from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.textsearch import index_text, match_query
+
+log = logging.getLogger("passageway.storage")
+
+T = TypeVar("T")
+
+BM25_WEIGHTS = (2.0, 1.0, 1.5, 1.0)
+"""FTS5 ``bm25()`` column weights for title, path, heading and text: a word in the title or
+heading says more about a passage than the same word in its body."""
+
+SAVE_INTERVAL_SECONDS = 120.0
+"""How often, at most, a changed vector index is written to its file while writes go on; it is
+always written on close. A crash in between costs a rebuild from the database, nothing more."""
+
+PATH_SEPARATOR = " › "
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: the first schema
+    (
+        """CREATE TABLE items (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            url TEXT NOT NULL,
+            version TEXT NOT NULL,
+            weight REAL NOT NULL DEFAULT 1.0,
+            path TEXT NOT NULL DEFAULT '[]',
+            labels TEXT NOT NULL DEFAULT '[]',
+            links TEXT NOT NULL DEFAULT '[]',
+            updated TEXT
+        )""",
+        """CREATE TABLE passages (
+            key INTEGER PRIMARY KEY AUTOINCREMENT,
+            item TEXT NOT NULL REFERENCES items(id),
+            ordinal INTEGER NOT NULL,
+            heading TEXT,
+            text TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            UNIQUE (item, ordinal)
+        )""",
+        """CREATE VIRTUAL TABLE passage_words USING fts5(
+            title, path, heading, text, tokenize = 'unicode61 remove_diacritics 2'
+        )""",
+        "CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE ... COMMIT) in this module.
+    connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA busy_timeout = 30000")
+    return connection
+
+
+class SqliteStore:
+    """One source's index in ``path`` (``<data dir>/<source>.db``); see the module docstring."""
+
+    def __init__(self, path: Path, source: str, *, fts_tokenizer: str | None = None,
+                 prefix_queries: bool = False) -> None:
+        self.path = Path(path)
+        self.source = source
+        self.vector_path = self.path.with_suffix(".usearch")
+        # Options for bench/keyword_search.py, which measures the alternatives; not user settings.
+        self._fts_tokenizer = fts_tokenizer
+        self._prefix_queries = prefix_queries
+        self._writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-write")
+        self._reader_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-read")
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._index: Any = None  # usearch.index.Index, or None while no embedder is recorded
+        self._index_lock = threading.Lock()
+        self._dim: int | None = None
+        self._unsaved = False
+        self._last_save = 0.0
+
+    # -- threads ------------------------------------------------------------------------------
+
+    async def _write(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._writer_thread, function, *args)
+
+    async def _read(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._reader_thread, function, *args)
+
+    def _w(self) -> sqlite3.Connection:
+        if self._writer is None:
+            raise StoreError(f"the index of source {self.source!r} is not open")
+        return self._writer
+
+    def _r(self) -> sqlite3.Connection:
+        if self._reader is None:
+            if self._writer is None:
+                raise StoreError(f"the index of source {self.source!r} is not open")
+            self._reader = _connect(self.path)
+        return self._reader
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        await self._write(self._open)
+
+    def _open(self) -> None:
+        if self._writer is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            connection = _connect(self.path)
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(connection)
+        except sqlite3.DatabaseError as error:
+            raise StoreError(
+                f"the index of source {self.source!r} ({self.path}) cannot be opened: {error}. "
+                "It can always be rebuilt: stop the server, delete the file and start it again."
+            ) from None
+        self._writer = connection
+        self._load_vector_index()
+
+    def _migrate(self, connection: sqlite3.Connection) -> None:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"the index {self.path} was written by a newer passageway (schema {version}, this one "
+                f"knows {len(MIGRATIONS)}); upgrade passageway or delete the file to rebuild it"
+            )
+        for number in range(version + 1, len(MIGRATIONS) + 1):
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in MIGRATIONS[number - 1]:
+                    if self._fts_tokenizer and "USING fts5" in statement:
+                        statement = statement.replace("unicode61 remove_diacritics 2", self._fts_tokenizer)
+                    connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {number}")
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+
+    async def close(self) -> None:
+        try:
+            await self._write(self._close)
+        finally:
+            self._writer_thread.shutdown(wait=True)
+            self._reader_thread.shutdown(wait=True)
+
+    def _close(self) -> None:
+        if self._writer is None:
+            return
+        if self._unsaved:
+            self._save_vector_index()
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        self._writer.close()
+        self._writer = None
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _state(self, connection: sqlite3.Connection, key: str) -> str | None:
+        row = connection.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def _set_state(self, connection: sqlite3.Connection, key: str, value: str) -> None:
+        connection.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
+
+    async def get_state(self, key: str) -> str | None:
+        return await self._write(lambda: self._state(self._w(), key))
+
+    async def set_state(self, key: str, value: str) -> None:
+        await self._write(lambda: self._set_state(self._w(), key, value))
+
+    async def embedder(self) -> tuple[str, int] | None:
+        return await self._write(self._embedder)
+
+    def _embedder(self) -> tuple[str, int] | None:
+        name = self._state(self._w(), "embedder_name")
+        dim = self._state(self._w(), "embedder_dim")
+        return None if name is None or dim is None else (name, int(dim))
+
+    async def reset(self, embedder_name: str, dim: int) -> None:
+        await self._write(self._reset, embedder_name, dim)
+
+    def _reset(self, embedder_name: str, dim: int) -> None:
+        connection = self._w()
+        with self._transaction(connection):
+            generation = self._generation(connection) + 1
+            for table in ("passage_words", "passages", "items", "state"):
+                connection.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
+            self._set_state(connection, "embedder_name", embedder_name)
+            self._set_state(connection, "embedder_dim", str(dim))
+            self._set_state(connection, "generation", str(generation))
+        with self._index_lock:
+            self._index = self._new_index(dim)
+            self._dim = dim
+        self.vector_path.unlink(missing_ok=True)
+        self._unsaved = True
+
+    # -- writes -------------------------------------------------------------------------------
+
+    class _Transaction:
+        def __init__(self, connection: sqlite3.Connection) -> None:
+            self.connection = connection
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.connection.execute("BEGIN IMMEDIATE")
+            return self.connection
+
+        def __exit__(self, kind: object, value: object, traceback: object) -> None:
+            self.connection.execute("COMMIT" if kind is None else "ROLLBACK")
+
+    def _transaction(self, connection: sqlite3.Connection) -> SqliteStore._Transaction:
+        return SqliteStore._Transaction(connection)
+
+    def _generation(self, connection: sqlite3.Connection) -> int:
+        return int(self._state(connection, "generation") or 0)
+
+    async def versions(self) -> dict[str, str]:
+        return await self._read(lambda: dict(self._r().execute("SELECT id, version FROM items").fetchall()))
+
+    async def apply(self, updates: Sequence[ItemUpdate], deletions: Sequence[str]) -> None:
+        if not updates and not deletions:
+            return
+        await self._write(self._apply, list(updates), list(deletions))
+
+    def _apply(self, updates: list[ItemUpdate], deletions: list[str]) -> None:
+        connection = self._w()
+        dim = self._dim
+        for update in updates:
+            if len(update.passages) != len(update.vectors):
+                raise StoreError(
+                    f"item {update.item.id!r}: {len(update.passages)} passages "
+                    f"but {len(update.vectors)} vectors"
+                )
+            if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
+                raise StoreError(
+                    f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
+                    f"of {self.source!r} was set up for {dim}; the sync must reset it first"
+                )
+        removed: list[int] = []
+        added_keys: list[int] = []
+        added_vectors: list[np.ndarray] = []
+        with self._transaction(connection):
+            gone = list(dict.fromkeys([*deletions, *(update.item.id for update in updates)]))
+            for start in range(0, len(gone), 500):
+                chunk = gone[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                keys = [row[0] for row in connection.execute(
+                    f"SELECT key FROM passages WHERE item IN ({marks})", chunk)]  # noqa: S608
+                removed.extend(keys)
+                connection.executemany("DELETE FROM passage_words WHERE rowid = ?", [(k,) for k in keys])
+                connection.execute(f"DELETE FROM passages WHERE item IN ({marks})", chunk)  # noqa: S608
+                connection.execute(f"DELETE FROM items WHERE id IN ({marks})", chunk)  # noqa: S608
+            for update in updates:
+                item = update.item
+                connection.execute(
+                    "INSERT INTO items (id, title, url, version, weight, path, labels, links, updated)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (item.id, item.title, item.url, item.version, float(item.weight),
+                     json.dumps(list(item.path), ensure_ascii=False),
+                     json.dumps(list(item.labels), ensure_ascii=False),
+                     json.dumps(list(item.links), ensure_ascii=False), item.updated),
+                )
+                path_text = PATH_SEPARATOR.join(item.path)
+                vectors = np.asarray(update.vectors, dtype="<f4")
+                for passage, vector in zip(update.passages, vectors, strict=True):
+                    cursor = connection.execute(
+                        "INSERT INTO passages (item, ordinal, heading, text, digest, vector)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
+                         vector.tobytes()),
+                    )
+                    key = int(cursor.lastrowid or 0)
+                    connection.execute(
+                        "INSERT INTO passage_words (rowid, title, path, heading, text)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (key, index_text(item.title), index_text(path_text),
+                         index_text(passage.heading or ""), index_text(passage.text)),
+                    )
+                    added_keys.append(key)
+                    added_vectors.append(vector)
+            self._set_state(connection, "generation", str(self._generation(connection) + 1))
+        # The database has committed; bring the in-memory vector index up to date with it.
+        with self._index_lock:
+            if self._index is not None:
+                present = [key for key in removed if self._index.contains(key)]
+                if present:
+                    self._index.remove(np.array(present, dtype=np.uint64))
+                if added_keys:
+                    self._index.add(np.array(added_keys, dtype=np.uint64), np.vstack(added_vectors))
+        self._unsaved = True
+        if time.monotonic() - self._last_save > SAVE_INTERVAL_SECONDS:
+            self._save_vector_index()
+
+    # -- the vector index file ----------------------------------------------------------------
+
+    def _new_index(self, dim: int) -> Any:
+        from usearch.index import Index
+
+        return Index(ndim=dim, metric="cos", dtype="f32")
+
+    def _load_vector_index(self) -> None:
+        """Use the saved vector file if it matches the database exactly, else rebuild it."""
+        connection = self._w()
+        recorded = self._embedder()
+        if recorded is None:
+            self._index, self._dim = None, None
+            return
+        dim = recorded[1]
+        self._dim = dim
+        count = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
+        generation = self._generation(connection)
+        reason = self._vector_file_problem(connection, generation, count)
+        if reason is None:
+            from usearch.index import Index
+
+            try:
+                index = Index.restore(str(self.vector_path))
+                if index is not None and index.ndim == dim and len(index) == count:
+                    self._index = index
+                    self._unsaved = False
+                    self._last_save = time.monotonic()
+                    return
+                reason = "its contents do not match the database"
+            except Exception as error:  # a damaged file of any kind is rebuilt
+                reason = f"it cannot be read ({error})"
+        log.info("source %s: rebuilding the vector index from the database: %s", self.source, reason)
+        self._rebuild_vector_index(dim)
+
+    def _vector_file_problem(self, connection: sqlite3.Connection, generation: int, count: int) -> str | None:
+        if not self.vector_path.exists():
+            return "the file is missing"
+        if self._state(connection, "usearch_generation") != str(generation):
+            return "the file is older than the database"
+        if self._state(connection, "usearch_count") != str(count):
+            return "the file holds another number of vectors"
+        if self._state(connection, "usearch_size") != str(self.vector_path.stat().st_size):
+            return "the file has the wrong size (truncated?)"
+        if self._state(connection, "usearch_checksum") != _checksum(self.vector_path):
+            return "the file's checksum does not match"
+        return None
+
+    def _rebuild_vector_index(self, dim: int) -> None:
+        index = self._new_index(dim)
+        keys: list[int] = []
+        vectors: list[bytes] = []
+
+        def flush() -> None:
+            if keys:
+                matrix = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(keys), dim)
+                index.add(np.array(keys, dtype=np.uint64), matrix)
+                keys.clear()
+                vectors.clear()
+
+        for key, blob in self._w().execute("SELECT key, vector FROM passages ORDER BY key"):
+            if len(blob) != dim * 4:
+                raise StoreError(
+                    f"the index of source {self.source!r} holds a vector of the wrong size; "
+                    "delete the file to rebuild it from the connector"
+                )
+            keys.append(key)
+            vectors.append(blob)
+            if len(keys) >= 4096:
+                flush()
+        flush()
+        with self._index_lock:
+            self._index = index
+        self._save_vector_index()
+
+    def _save_vector_index(self) -> None:
+        connection = self._w()
+        with self._index_lock:
+            index = self._index
+            if index is None:
+                self._unsaved = False
+                return
+            generation = self._generation(connection)
+            count = len(index)
+            temporary = self.vector_path.with_suffix(".usearch.tmp")
+            index.save(str(temporary))
+        os.replace(temporary, self.vector_path)
+        with self._transaction(connection):
+            self._set_state(connection, "usearch_generation", str(generation))
+            self._set_state(connection, "usearch_count", str(count))
+            self._set_state(connection, "usearch_size", str(self.vector_path.stat().st_size))
+            self._set_state(connection, "usearch_checksum", _checksum(self.vector_path))
+        self._unsaved = False
+        self._last_save = time.monotonic()
+
+    # -- searches -----------------------------------------------------------------------------
+
+    _COLUMNS = (
+        "p.key, p.item, p.heading, p.text, p.vector, i.title, i.url, i.weight, i.path, i.labels, "
+        "i.links, i.updated"
+    )
+
+    def _candidate(self, row: Sequence[Any], vector: np.ndarray, rank: int, keyword_score: float,
+                   similarity: float | None = None) -> Candidate:
+        key, item_id, heading, text, blob, title, url, weight, path, labels, links, updated = row
+        if similarity is None:
+            stored = np.frombuffer(blob, dtype="<f4")
+            similarity = float(np.dot(stored, vector)) if stored.shape == vector.shape else 0.0
+        return Candidate(
+            source=self.source, passage_key=int(key), item_id=item_id, title=title, url=url,
+            heading=heading, text=text, similarity=similarity, rank=rank, keyword_score=keyword_score,
+            weight=float(weight), path=tuple(json.loads(path)), labels=tuple(json.loads(labels)),
+            links=tuple(json.loads(links)), updated=updated,
+        )
+
+    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
+        query = match_query(question, prefix=self._prefix_queries)
+        if query is None or limit <= 0:
+            return []
+        question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        return await self._read(self._keyword_search, query, question_vector, limit)
+
+    def _keyword_search(self, query: str, vector: np.ndarray, limit: int) -> list[Candidate]:
+        weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
+        sql = (
+            f"SELECT {self._COLUMNS}, bm25(passage_words, {weights}) AS score "  # noqa: S608
+            "FROM passage_words JOIN passages p ON p.key = passage_words.rowid "
+            "JOIN items i ON i.id = p.item WHERE passage_words MATCH ? ORDER BY score LIMIT ?"
+        )
+        try:
+            rows = self._r().execute(sql, (query, limit)).fetchall()
+        except sqlite3.OperationalError as error:
+            # match_query quotes every term, so this means a damaged index, not a bad question.
+            raise StoreError(f"keyword search in source {self.source!r} failed: {error}") from None
+        return [self._candidate(row[:-1], vector, rank, -float(row[-1])) for rank, row in enumerate(rows)]
+
+    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
+        question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if limit <= 0:
+            return []
+        return await self._read(self._vector_search, question_vector, limit)
+
+    def _vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
+        with self._index_lock:
+            index = self._index
+            if index is None or len(index) == 0:
+                return []
+            if vector.shape[0] != index.ndim:
+                raise StoreError(
+                    f"the question vector has dimension {vector.shape[0]} but the index of source "
+                    f"{self.source!r} holds dimension {index.ndim}; it must be rebuilt for this embedder"
+                )
+            # Small indexes are searched exhaustively: exact, and as fast as the graph there.
+            matches = index.search(vector, min(limit, len(index)), exact=len(index) <= 20000)
+            keys = [int(key) for key in matches.keys]
+            distances = [float(distance) for distance in matches.distances]
+        if not keys:
+            return []
+        marks = ",".join("?" * len(keys))
+        rows = {
+            row[0]: row
+            for row in self._r().execute(
+                f"SELECT {self._COLUMNS} FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
+                f"WHERE p.key IN ({marks})", keys,
+            )
+        }
+        candidates = []
+        for key, distance in zip(keys, distances, strict=True):
+            row = rows.get(key)
+            if row is not None:  # deleted since the search: skip it
+                candidates.append(self._candidate(row, vector, len(candidates), 0.0, 1.0 - distance))
+        return candidates
+
+    async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
+        wanted = list(dict.fromkeys(item_ids))
+        if not wanted:
+            return []
+        return await self._read(self._items, wanted)
+
+    def _items(self, wanted: list[str]) -> list[StoredItem]:
+        found: dict[str, StoredItem] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for item_id, title, url in self._r().execute(
+                f"SELECT id, title, url FROM items WHERE id IN ({marks})", chunk  # noqa: S608
+            ):
+                found[item_id] = StoredItem(item_id, title, url)
+        return [found[item_id] for item_id in wanted if item_id in found]
+
+    async def counts(self) -> tuple[int, int]:
+        return await self._read(self._counts)
+
+    def _counts(self) -> tuple[int, int]:
+        connection = self._r()
+        items = connection.execute("SELECT count(*) FROM items").fetchone()[0]
+        passages = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
+        return int(items), int(passages)
+
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
+        return await self._read(
+            lambda: self._r().execute(
+                "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal",
+                (item_id,),
+            ).fetchall()
+        )
+
+    async def check_integrity(self) -> list[str]:
+        """Problems found by SQLite's and FTS5's integrity checks and by comparing the tables."""
+        return await self._write(self._check_integrity)
+
+    def _check_integrity(self) -> list[str]:
+        connection = self._w()
+        problems = [row[0] for row in connection.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        try:
+            connection.execute("INSERT INTO passage_words (passage_words) VALUES ('integrity-check')")
+        except sqlite3.DatabaseError as error:
+            problems.append(f"keyword index: {error}")
+        orphans = connection.execute(
+            "SELECT count(*) FROM passages WHERE item NOT IN (SELECT id FROM items)").fetchone()[0]
+        if orphans:
+            problems.append(f"{orphans} passages without an item")
+        words = connection.execute("SELECT count(*) FROM passage_words").fetchone()[0]
+        passages = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
+        if words != passages:
+            problems.append(f"{words} keyword rows for {passages} passages")
+        with self._index_lock:
+            if self._index is not None and len(self._index) != passages:
+                problems.append(f"{len(self._index)} vectors in the vector index for {passages} passages")
+        return problems
+
+
+def _checksum(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sqlite_store(path: Path, source: str) -> SqliteStore:
+    """The factory registered as ``sqlite``: the index of ``source`` in the file ``path``."""
+    return SqliteStore(path, source)
+
+
+@hookimpl
+def passageway_register_stores(register: Callable[[str, Callable[..., Any]], None]) -> None:
+    register("sqlite", sqlite_store)

@@ -1,0 +1,91 @@
+"""Keyword search text: what goes into the FTS5 index, and a question turned into a safe query.
+
+The builtin store indexes passages with SQLite FTS5's ``unicode61`` tokenizer with
+``remove_diacritics 2``, so case and accents do not matter (``Über`` finds ``uber``; ``ß`` stays
+``ß``, which is also how it is queried). That tokenizer treats a run of Chinese or Japanese
+characters as one long word, which would make CJK text unfindable by any shorter query, so
+:func:`index_text` puts a space between CJK characters and :func:`match_query` asks for the
+question's CJK runs as phrases of two characters.
+
+A question is never passed to FTS5 as written: :func:`match_query` keeps only its words and
+quotes each one, so quotes, ``AND``, ``NEAR(``, ``*``, ``-``, ``:`` or parentheses in a question
+are plain text and can never be an FTS5 syntax error.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Han, Hiragana, Katakana, Hangul syllables and CJK compatibility ranges: scripts written
+# without spaces between words (Hangul uses spaces but short words; characters work for it too).
+_CJK = (
+    "\u2e80-\u2fdf\u3040-\u30ff\u3100-\u312f\u3190-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
+CJK_CHARACTER = re.compile(f"[{_CJK}]")
+CJK_RUN = re.compile(f"[{_CJK}]+")
+WORD = re.compile(r"\w+", re.UNICODE)
+
+MAX_QUERY_TERMS = 64
+"""A question longer than this many terms is cut; BM25 over more adds time, not quality."""
+
+
+def index_text(text: str) -> str:
+    """The form of ``text`` stored in the FTS5 table: CJK characters stand apart."""
+    if not CJK_CHARACTER.search(text):
+        return text
+    return CJK_CHARACTER.sub(lambda match: f" {match.group(0)} ", text)
+
+
+def query_terms(question: str) -> list[str]:
+    """The terms of a question: its words, and two-character pieces of its CJK runs."""
+    terms: list[str] = []
+    seen: set[str] = set()
+
+    def add(term: str) -> None:
+        key = term.casefold()
+        if key not in seen and len(terms) < MAX_QUERY_TERMS:
+            seen.add(key)
+            terms.append(term)
+
+    for word in WORD.findall(question):
+        if word.startswith("_") or word.endswith("_"):
+            word = word.strip("_")
+            if not word:
+                continue
+        position = 0
+        for run in CJK_RUN.finditer(word):
+            if run.start() > position:
+                add(word[position : run.start()])
+            characters = run.group(0)
+            if len(characters) == 1:
+                add(characters)
+            for start in range(len(characters) - 1):
+                add(characters[start : start + 2])
+            position = run.end()
+        if position < len(word):
+            add(word[position:])
+    return terms
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def match_query(question: str, prefix: bool = False) -> str | None:
+    """An FTS5 ``MATCH`` expression for a question, or None when it has no searchable word.
+
+    Each term is a quoted string (a CJK pair becomes the phrase ``"x y"``, matching the spaced
+    form :func:`index_text` stores), and the terms are joined with ``OR``, so BM25 ranks the
+    passages that hold more and rarer terms first. ``prefix`` appends ``*`` to words of four or
+    more letters (measured in ``docs/index-and-sync.md``; off by default).
+    """
+    parts = []
+    for term in query_terms(question):
+        if CJK_CHARACTER.search(term):
+            parts.append(_quote(" ".join(term)))
+        elif prefix and len(term) >= 4:
+            parts.append(_quote(term) + "*")
+        else:
+            parts.append(_quote(term))
+    return " OR ".join(parts) if parts else None

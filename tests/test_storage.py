@@ -1,0 +1,253 @@
+"""The builtin sqlite store: schema, transactions, keyword and vector search, the vector file."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import numpy as np
+import pytest
+
+from passageway.builtin.storage import MIGRATIONS, SqliteStore
+from passageway.kernel.chunking import passages_for
+from passageway.kernel.errors import StoreError
+from passageway.kernel.plugins import build_plugin_manager, collect_registries
+from passageway.kernel.records import Item, Passage, Section
+from passageway.kernel.store import ItemUpdate, Store
+from passageway.testing.toy_embedder import toy_vectors
+from tests.sync_helpers import item
+
+DIM = 64
+
+
+def update_for(entry: Item) -> ItemUpdate:
+    passages = passages_for(entry)
+    return ItemUpdate(entry, passages, toy_vectors([p.embedding_input for p in passages], DIM))
+
+
+@pytest.fixture
+async def store(tmp_path):
+    opened = SqliteStore(tmp_path / "notes.db", "notes")
+    await opened.open()
+    await opened.reset("toy-hash-64", DIM)
+    yield opened
+    await opened.close()
+
+
+def doc(item_id: str, title: str, *texts: str, path: tuple[str, ...] = ()) -> Item:
+    return Item(id=item_id, title=title, url=f"https://example.test/{item_id}", version="1",
+                sections=tuple(Section(text, f"Section {n}") for n, text in enumerate(texts)), path=path)
+
+
+def question_vector(text: str) -> np.ndarray:
+    return toy_vectors([text], DIM)[0]
+
+
+async def test_registered_as_sqlite_and_satisfies_the_protocol(tmp_path):
+    registries = collect_registries(build_plugin_manager({}, load_entry_points=False))
+    factory = registries.stores.get("sqlite")
+    made = factory(tmp_path / "src.db", "src")
+    assert isinstance(made, Store)
+    assert made.source == "src"
+
+
+async def test_a_new_index_is_wal_migrated_and_records_no_embedder(tmp_path):
+    opened = SqliteStore(tmp_path / "new.db", "new")
+    await opened.open()
+    assert await opened.embedder() is None
+    await opened.close()
+    connection = sqlite3.connect(tmp_path / "new.db")
+    assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    connection.close()
+
+
+async def test_a_newer_schema_or_a_broken_file_is_a_store_error(tmp_path):
+    newer = tmp_path / "newer.db"
+    connection = sqlite3.connect(newer)
+    connection.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    connection.close()
+    with pytest.raises(StoreError, match="newer passageway"):
+        await SqliteStore(newer, "newer").open()
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(b"this is not sqlite" * 200)
+    with pytest.raises(StoreError, match="delete the file"):
+        await SqliteStore(broken, "broken").open()
+
+
+async def test_reset_records_the_embedder_and_empties_the_index(store):
+    await store.apply([update_for(item(1))], [])
+    await store.set_state("last_poll", "2026-01-01T00:00:00Z")
+    assert await store.embedder() == ("toy-hash-64", DIM)
+    await store.reset("other", 32)
+    assert await store.embedder() == ("other", 32)
+    assert await store.counts() == (0, 0)
+    assert await store.get_state("last_poll") is None
+
+
+async def test_apply_stores_versions_counts_items_and_deletes(store):
+    await store.apply([update_for(item(n)) for n in range(3)], [])
+    assert await store.versions() == {"item-0": "1", "item-1": "1", "item-2": "1"}
+    assert await store.counts() == (3, 6)
+    await store.apply([update_for(item(1, "2", sections=3))], ["item-0"])
+    assert await store.versions() == {"item-1": "2", "item-2": "1"}
+    assert await store.counts() == (2, 5)
+    found = await store.items(["item-2", "missing", "item-1"])
+    assert [(entry.item_id, entry.url) for entry in found] == [
+        ("item-2", "https://example.test/item/2"), ("item-1", "https://example.test/item/1")]
+    assert await store.check_integrity() == []
+
+
+async def test_a_failing_apply_leaves_the_index_as_it_was(store):
+    await store.apply([update_for(item(1))], [])
+    good = update_for(item(2))
+    duplicate = Passage("item-3", 0, None, "x", "t: x", "d" * 64)
+    bad = ItemUpdate(item(3), [duplicate, duplicate], toy_vectors(["a", "b"], DIM))  # same ordinal twice
+    with pytest.raises(sqlite3.IntegrityError):
+        await store.apply([good, bad], ["item-1"])
+    assert await store.versions() == {"item-1": "1"}
+    assert await store.counts() == (1, 2)
+    assert await store.check_integrity() == []
+    hits = await store.vector_search(question_vector("river"), 10)
+    assert [hit.item_id for hit in hits] == ["item-1", "item-1"]
+
+
+async def test_vectors_of_the_wrong_dimension_are_refused(store):
+    entry = item(1)
+    passages = passages_for(entry)
+    with pytest.raises(StoreError, match="dimension"):
+        await store.apply([ItemUpdate(entry, passages, toy_vectors(["a", "b"], 32))], [])
+
+
+async def test_vector_search_returns_the_nearest_passages_with_their_cosine(store):
+    entries = [doc("tesla", "Tesla", "alternating current induction motor"),
+               doc("bread", "Bread", "flour water yeast salt oven")]
+    await store.apply([update_for(entry) for entry in entries], [])
+    vector = question_vector("induction motor current")
+    hits = await store.vector_search(vector, 2)
+    assert [hit.item_id for hit in hits] == ["tesla", "bread"]
+    assert [hit.rank for hit in hits] == [0, 1]
+    expected = toy_vectors([passages_for(entries[0])[0].embedding_input], DIM)[0]
+    assert hits[0].similarity == pytest.approx(float(expected @ vector), abs=1e-5)
+    assert hits[0].title == "Tesla" and hits[0].heading == "Section 0" and hits[0].source == "notes"
+
+
+async def test_keyword_candidates_carry_the_cosine_and_bm25(store):
+    entries = [doc("a", "Engines", "The steam engine drove the mill.", path=("Tech", "History")),
+               doc("b", "Gardens", "Roses need sun."), doc("c", "Rivers", "Rivers need rain.")]
+    await store.apply([update_for(entry) for entry in entries], [])
+    vector = question_vector("steam engine")
+    hits = await store.keyword_search("Who built the steam engine?", vector, 5)
+    assert [hit.item_id for hit in hits] == ["a"]
+    stored = toy_vectors([passages_for(entries[0])[0].embedding_input], DIM)[0]
+    assert hits[0].similarity == pytest.approx(float(stored @ vector), abs=1e-5)
+    assert hits[0].keyword_score > 0
+    assert hits[0].path == ("Tech", "History")
+    # the path and the title are searchable too
+    assert [hit.item_id for hit in await store.keyword_search("history", vector, 5)] == ["a"]
+    assert [hit.item_id for hit in await store.keyword_search("gardens", vector, 5)] == ["b"]
+
+
+async def test_title_and_heading_words_weigh_more_than_body_words(store):
+    await store.apply([
+        update_for(doc("body", "Misc", "a note about lighthouses and more words here")),
+        update_for(doc("title", "Lighthouses", "a note about coasts and more words here")),
+    ], [])
+    hits = await store.keyword_search("lighthouses", question_vector("x"), 5)
+    assert [hit.item_id for hit in hits] == ["title", "body"]
+
+
+@pytest.mark.parametrize("question", [
+    '"unbalanced quote', 'steam AND engine', 'NEAR(steam engine)', 'steam*', '-engine', 'title:steam',
+    '(steam) OR (', 'engine)', '^steam', '', '   ', '?!.,;', '"" ""', '+', 'steam - engine: "x"',
+    'NOT', 'AND OR NOT', '{title}: steam', 'steam_engine', '___', '\x00 steam',
+])
+async def test_no_question_is_an_fts_syntax_error(store, question):
+    await store.apply([update_for(doc("a", "Engines", "The steam engine drove the mill."))], [])
+    hits = await store.keyword_search(question, question_vector("steam"), 5)
+    assert isinstance(hits, list)
+    if "steam" in question.lower():
+        assert [hit.item_id for hit in hits] == ["a"]
+
+
+async def test_german_umlauts_and_sharp_s(store):
+    await store.apply([update_for(doc("de", "Dampfmaschine", "Die Straße führte über die Brücke zur Mühle.")),
+                       update_for(doc("en", "Bridge", "The road led over the bridge to the mill."))], [])
+    vector = question_vector("x")
+    for question in ("Brücke", "brucke", "BRÜCKE", "Straße", "muhle", "Welche Straße führt zur Mühle?"):
+        assert [hit.item_id for hit in await store.keyword_search(question, vector, 5)] == ["de"], question
+
+
+async def test_cjk_text_is_found_by_words_inside_a_run(store):
+    await store.apply([update_for(doc("ja", "東京", "東京は日本の首都です。人口は多い。")),
+                       update_for(doc("zh", "北京", "北京是中国的首都。")),
+                       update_for(doc("en", "Paris", "Paris is the capital of France."))], [])
+    vector = question_vector("x")
+    assert {hit.item_id for hit in await store.keyword_search("首都", vector, 5)} == {"ja", "zh"}
+    hits = await store.keyword_search("日本の首都はどこですか", vector, 5)
+    assert hits[0].item_id == "ja"
+    assert [hit.item_id for hit in await store.keyword_search("中国", vector, 5)] == ["zh"]
+    assert [hit.item_id for hit in await store.keyword_search("capital", vector, 5)] == ["en"]
+
+
+async def test_the_store_state_table(store):
+    assert await store.get_state("last_poll") is None
+    await store.set_state("last_poll", "2026-11-30T10:00:00Z")
+    assert await store.get_state("last_poll") == "2026-11-30T10:00:00Z"
+
+
+async def _results(path) -> list[tuple[str, float]]:
+    reopened = SqliteStore(path, "notes")
+    await reopened.open()
+    try:
+        hits = await reopened.vector_search(question_vector("river engine garden"), 40)
+        assert await reopened.check_integrity() == []
+        # ties between items of equal text come back in any order
+        return sorted(((hit.item_id, round(hit.similarity, 5)) for hit in hits), key=lambda x: (-x[1], x[0]))
+    finally:
+        await reopened.close()
+
+
+async def _filled(tmp_path) -> tuple[SqliteStore, list[tuple[str, float]]]:
+    path = tmp_path / "notes.db"
+    filled = SqliteStore(path, "notes")
+    await filled.open()
+    await filled.reset("toy-hash-64", DIM)
+    await filled.apply([update_for(item(n)) for n in range(30)], [])
+    await filled.close()
+    return filled, await _results(path)
+
+
+async def test_a_deleted_vector_file_is_rebuilt_with_the_same_results(tmp_path):
+    filled, before = await _filled(tmp_path)
+    assert filled.vector_path.exists()
+    filled.vector_path.unlink()
+    assert await _results(filled.path) == before
+    assert filled.vector_path.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+async def test_a_damaged_vector_file_is_detected_and_rebuilt(tmp_path, damage):
+    filled, before = await _filled(tmp_path)
+    data = filled.vector_path.read_bytes()
+    if damage == "truncate":
+        filled.vector_path.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        filled.vector_path.write_bytes(bytes(reversed(data)))  # same size, other bytes
+    else:
+        filled.vector_path.write_bytes(b"")
+    assert await _results(filled.path) == before
+
+
+async def test_an_outdated_vector_file_is_rebuilt(tmp_path):
+    filled, _ = await _filled(tmp_path)
+    old = tmp_path / "old.usearch"
+    shutil.copy(filled.vector_path, old)
+    reopened = SqliteStore(filled.path, "notes")
+    await reopened.open()
+    await reopened.apply([update_for(item(n, "2", sections=1)) for n in range(10)], ["item-29"])
+    await reopened.close()
+    after = await _results(filled.path)
+    shutil.copy(old, filled.vector_path)  # as if the process died before saving the file
+    assert await _results(filled.path) == after
+    assert "item-29" not in {item_id for item_id, _ in after}
