@@ -1,1 +1,74 @@
-"""Builtin plugin: transport (being built)."""
+"""Builtin plugin: the transport. Mounts ``/mcp``, ``/recall`` and ``/health`` (and, with
+``PASSAGEWAY_BASE_URL`` set, the OAuth routes) on the server's aiohttp application.
+
+Every route but ``/health`` and the OAuth routes requires the bearer password; ``/mcp`` also
+accepts an OAuth access token. Each route's handler lives in the kernel module named below, so
+another transport plugin can reuse them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from passageway import hookimpl
+from passageway.kernel.app import Kernel
+from passageway.kernel.auth import bearer_token, unauthorized
+from passageway.kernel.hook_endpoint import HookEndpoint
+from passageway.kernel.mcp_transport import McpTransport
+from passageway.kernel.oauth import OAuthServer
+
+MCP_KEY = web.AppKey("passageway.mcp", McpTransport)
+HOOK_KEY = web.AppKey("passageway.hook", HookEndpoint)
+OAUTH_KEY = web.AppKey("passageway.oauth", OAuthServer)
+
+
+@hookimpl
+def passageway_add_routes(app: web.Application, kernel: Kernel) -> None:
+    mount(app, kernel)
+
+
+def mount(app: web.Application, kernel: Kernel) -> None:
+    """Add the builtin routes and the MCP session manager's lifecycle to ``app``."""
+    oauth = _oauth(kernel)
+    if oauth is not None:
+        app[OAUTH_KEY] = oauth
+        oauth.add_routes(app)
+
+    async def health(request: web.Request) -> web.Response:
+        report = kernel.health(include_errors=kernel.authorize(request))
+        return web.json_response(report, status=503 if report["status"] == "error" else 200)
+
+    app.router.add_get("/health", health)
+
+    hook = HookEndpoint(kernel)
+    app[HOOK_KEY] = hook
+    app.router.add_post("/recall", hook.handle)
+
+    mcp = McpTransport(kernel)
+    app[MCP_KEY] = mcp
+
+    async def mcp_lifecycle(app: web.Application) -> AsyncIterator[None]:
+        async for _ in mcp.lifecycle(app):
+            yield
+
+    app.cleanup_ctx.append(mcp_lifecycle)
+
+    async def mcp_route(request: web.Request) -> web.StreamResponse:
+        if not kernel.authorize(request) and not (oauth is not None and oauth.verify(bearer_token(request))):
+            return unauthorized(
+                oauth.resource_metadata_url if oauth is not None else None,
+                reason="the token is not valid" if bearer_token(request) else None,
+            )
+        return await mcp.handle(request)
+
+    for method in ("GET", "POST", "DELETE"):
+        app.router.add_route(method, "/mcp", mcp_route)
+
+
+def _oauth(kernel: Kernel) -> OAuthServer | None:
+    settings = kernel.settings
+    if settings is None or not settings.base_url or kernel.config_error is not None:
+        return None
+    return OAuthServer(settings.base_url, kernel.password, settings.data_dir / "oauth.json")

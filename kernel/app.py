@@ -1,0 +1,463 @@
+"""The kernel: settings, plugins, the embedder, one store and one sync per source, and recall.
+
+:class:`Kernel` is what both the server and ``passageway eval`` hold. It owns every resource and
+every ``await`` of the data flow; the stages it drives (stores, the embedder, the ranker) come from
+the plugin registries. Each resource has its own start and stop pair so that the server can give
+each one an aiohttp ``cleanup_ctx`` of its own; :meth:`Kernel.open` runs them all in order for
+in-process use::
+
+    async with Kernel.open(settings) as kernel:
+        await kernel.sync_once()
+        answer = await kernel.recall("how does the gate work?")
+
+A broken piece breaks only itself (V6): a source whose store or connector fails is reported as
+``failing`` by :meth:`health` and the others keep serving; an embedder that fails to start makes
+:meth:`recall` raise instead of answering with silence; a configuration that cannot be read gives
+a kernel in the ``error`` state (:meth:`Kernel.broken`) that still answers ``/health``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from passageway import __version__
+from passageway.kernel.auth import bearer_token, password_matches
+from passageway.kernel.errors import EmbedderError, PassagewayError
+from passageway.kernel.records import Answer
+
+if TYPE_CHECKING:
+    from passageway.kernel.config import ConnectorSettings, Settings
+    from passageway.kernel.embedder import Embedder
+    from passageway.kernel.plugins import PluginManager, Registries
+    from passageway.kernel.store import Store
+
+log = logging.getLogger("passageway.kernel")
+
+
+class SourceSyncLike(Protocol):
+    """What the kernel needs of a source's sync (``passageway.kernel.sync.SourceSync``)."""
+
+    async def sync_once(self) -> Any: ...
+
+    async def run_forever(self, poll_seconds: float, reconcile_seconds: float) -> Any: ...
+
+    def health(self) -> Any: ...
+
+
+SyncFactory = Callable[["ConnectorSettings", "Store", "Embedder", Mapping[str, str]], SourceSyncLike]
+"""``factory(connector settings, store, embedder, environ)`` → the source's sync."""
+
+
+@attrs.define
+class Source:
+    """One ``[[connector]]``: its store, its sync and what went wrong opening them."""
+
+    settings: ConnectorSettings
+    store: Store | None = None
+    sync: SourceSyncLike | None = None
+    error: str | None = None
+    """Why the store or the sync could not be set up; the source is ``failing`` while set."""
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+
+class Kernel:
+    """Ties settings, plugins, the embedder, the stores, the syncs and health together.
+
+    Build one with :meth:`open` (everything started) or :meth:`create` (nothing started yet, for
+    the server, which starts each resource in its own ``cleanup_ctx``).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None,
+        *,
+        manager: PluginManager | None = None,
+        registries: Registries | None = None,
+        environ: Mapping[str, str] | None = None,
+        password: str | None = None,
+        config_error: str | None = None,
+        sync_factory: SyncFactory | None = None,
+    ) -> None:
+        self.settings = settings
+        self.manager = manager
+        self.registries = registries
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.password = password
+        self.config_error = config_error
+        self.instance = settings.instance if settings is not None else None
+        self.embedder: Embedder | None = None
+        self.embedder_error: str | None = None
+        self.ranker: Any = None
+        self.sources: dict[str, Source] = {}
+        self.started_at = time.time()
+        self._sync_factory = sync_factory or self._make_source_sync
+        self.vector_cache: Any = None
+        self._sync_tasks: dict[str, asyncio.Task[Any]] = {}
+        self._sync_errors: dict[str, str] = {}
+        """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
+
+    # -----------------------------------------------------------------------------------------
+    # Construction
+    # -----------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        settings: Settings,
+        manager: PluginManager | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        sync_factory: SyncFactory | None = None,
+    ) -> Kernel:
+        """A kernel with its plugins loaded and its ranker chosen, nothing started yet.
+
+        A plugin or ranker that cannot be loaded gives a kernel in the ``error`` state rather than
+        an exception, so that a server still answers ``/health`` with the reason.
+        """
+        from passageway.kernel.config import load_password
+        from passageway.kernel.plugins import build_plugin_manager, collect_registries
+
+        environ = os.environ if environ is None else environ
+        password = _password_or_none(environ)
+        try:
+            manager = manager or build_plugin_manager(environ)
+            registries = collect_registries(manager)
+            kernel = cls(
+                settings, manager=manager, registries=registries, environ=environ,
+                password=load_password(environ) if password is None else password,
+                sync_factory=sync_factory,
+            )
+            kernel.ranker = registries.rankers.get(settings.ranker)()
+            registries.stores.get(settings.store)
+            registries.embedders.get(settings.embedder.kind)
+        except PassagewayError as error:
+            return cls.broken(str(error), environ=environ, settings=settings)
+        return kernel
+
+    @classmethod
+    def broken(
+        cls, error: str, *, environ: Mapping[str, str] | None = None, settings: Settings | None = None,
+        instance: str | None = None,
+    ) -> Kernel:
+        """A kernel for a configuration that cannot be used: it answers health with ``error``."""
+        kernel = cls(settings, environ=environ, password=_password_or_none(environ), config_error=error)
+        kernel.instance = instance if settings is None else settings.instance
+        return kernel
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls,
+        settings: Settings,
+        manager: PluginManager | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        sync_factory: SyncFactory | None = None,
+    ) -> AsyncIterator[Kernel]:
+        """A started kernel (embedder and stores open, no background sync), closed on exit.
+
+        :raises PassagewayError: the configuration or the plugins cannot be used.
+        """
+        kernel = cls.create(settings, manager, environ, sync_factory=sync_factory)
+        if kernel.config_error is not None:
+            raise PassagewayError(kernel.config_error)
+        try:
+            await kernel.start_embedder()
+            await kernel.open_stores()
+            yield kernel
+        finally:
+            await kernel.stop_background_sync()
+            await kernel.close_stores()
+            await kernel.close_embedder()
+
+    # -----------------------------------------------------------------------------------------
+    # Resources, each with its start and stop
+    # -----------------------------------------------------------------------------------------
+
+    async def start_embedder(self) -> None:
+        """Build and start the embedder; a failure is kept for health and recall, not raised."""
+        if self.config_error is not None or self.settings is None or self.registries is None:
+            return
+        try:
+            self.embedder = self._build_embedder()
+            await self.embedder.start()
+        except PassagewayError as error:
+            self.embedder_error = str(error)
+            log.error("the embedder could not start: %s", error)
+        except Exception as error:  # a third-party embedder's bug must not stop the server (V6)
+            self.embedder_error = f"{type(error).__name__}: {error}"
+            log.exception("the embedder could not start")
+        else:
+            self.embedder_error = None
+            log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
+
+    def _build_embedder(self) -> Embedder:
+        assert self.settings is not None and self.registries is not None
+        try:
+            from passageway.kernel.embedder import build_embedder  # type: ignore[attr-defined]
+        except ImportError:
+            build_embedder = None
+        context = self.embedder_context()
+        if build_embedder is not None:
+            return build_embedder(self.settings.embedder, context, self.registries)  # type: ignore[no-any-return]
+        factory = self.registries.embedders.get(self.settings.embedder.kind)
+        return factory(self.settings.embedder, context)  # type: ignore[no-any-return]
+
+    def embedder_context(self) -> Any:
+        from passageway.kernel.embedder import EmbedderContext
+
+        assert self.settings is not None
+        return EmbedderContext(
+            data_dir=self.settings.data_dir,
+            shared_data_dir=self.settings.shared_data_dir,
+            model_dir=self.settings.model_dir,
+            model_hub=self.settings.model_hub,
+            environ=self.environ,
+            log=lambda message: log.info("%s", message),
+        )
+
+    async def close_embedder(self) -> None:
+        embedder, self.embedder = self.embedder, None
+        if embedder is not None:
+            with contextlib.suppress(Exception):
+                await embedder.close()
+
+    async def open_stores(self) -> None:
+        """Open one store per source and build its sync; a failing source is only marked."""
+        if self.config_error is not None or self.settings is None or self.registries is None:
+            return
+        factory = self.registries.stores.get(self.settings.store)
+        await asyncio.to_thread(self.settings.data_dir.mkdir, parents=True, exist_ok=True)
+        for connector in self.settings.connectors:
+            source = Source(connector)
+            self.sources[connector.name] = source
+            try:
+                store = factory(self.settings.data_dir / f"{connector.name}.db", connector.name)
+                await store.open()
+                source.store = store
+            except PassagewayError as error:
+                source.error = str(error)
+                log.error("source %s: the index cannot be opened: %s", connector.name, error)
+                continue
+            except Exception as error:
+                source.error = f"the index cannot be opened: {type(error).__name__}: {error}"
+                log.exception("source %s: the index cannot be opened", connector.name)
+                continue
+            if self.embedder is not None and self.embedder_error is None:
+                try:
+                    if self._sync_factory == self._make_source_sync:
+                        await self._open_vector_cache()
+                    source.sync = self._sync_factory(connector, store, self.embedder, self.environ)
+                except PassagewayError as error:
+                    source.error = str(error)
+
+    def _make_source_sync(
+        self, connector: ConnectorSettings, store: Store, embedder: Embedder, environ: Mapping[str, str]
+    ) -> SourceSyncLike:
+        from passageway.kernel import connector as connector_module
+        from passageway.kernel import sync as sync_module
+
+        logger = logging.getLogger(f"passageway.sync.{connector.name}")
+        runner = connector_module.ConnectorRunner(connector, environ=environ, logger=logger)
+        return sync_module.SourceSync(connector, store, embedder, runner, self.vector_cache)  # type: ignore[no-any-return]
+
+    async def _open_vector_cache(self) -> None:
+        """The cache of passage vectors by digest, shared by every source of this embedder."""
+        if self.vector_cache is not None or self.embedder is None or self.settings is None:
+            return
+        from passageway.kernel.vector_cache import VectorCache
+
+        cache = VectorCache.for_embedder(self.settings.data_dir, self.embedder.name, self.embedder.dim)
+        await cache.open()
+        self.vector_cache = cache
+
+    async def close_stores(self) -> None:
+        for source in self.sources.values():
+            store, source.store = source.store, None
+            if store is not None:
+                with contextlib.suppress(Exception):
+                    await store.close()
+        cache, self.vector_cache = self.vector_cache, None
+        if cache is not None:
+            with contextlib.suppress(Exception):
+                await cache.close()
+
+    def start_background_sync(self) -> None:
+        """One task per source: the first build or reconcile, then polling and reconciling."""
+        assert self.settings is not None or not self.sources
+        for name, source in self.sources.items():
+            if source.sync is None or name in self._sync_tasks:
+                continue
+            self._sync_tasks[name] = asyncio.create_task(self._run_source(source), name=f"sync {name}")
+
+    async def _run_source(self, source: Source) -> None:
+        assert self.settings is not None and source.sync is not None
+        try:
+            await source.sync.run_forever(self.settings.poll_seconds, self.settings.reconcile_seconds)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the sync's own bug: this source stops, the server does not
+            self._sync_errors[source.name] = f"the sync stopped: {type(error).__name__}: {error}"
+            log.exception("source %s: the sync stopped", source.name)
+
+    async def stop_background_sync(self) -> None:
+        tasks, self._sync_tasks = self._sync_tasks, {}
+        for task in tasks.values():
+            task.cancel()
+        for task in tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def sync_once(self) -> dict[str, str | None]:
+        """Build (or reconcile) every source once, concurrently; returns each source's error or None.
+
+        A source whose index is new or was built by another embedder is built in full, any other
+        is reconciled (the sync decides). Failures are also kept for :meth:`health`.
+        """
+
+        async def one(source: Source) -> str | None:
+            if source.sync is None:
+                return source.error or self.embedder_error or "no sync for this source"
+            try:
+                await source.sync.sync_once()
+            except PassagewayError as error:
+                self._sync_errors[source.name] = str(error)
+                return str(error)
+            except Exception as error:
+                message = f"{type(error).__name__}: {error}"
+                self._sync_errors[source.name] = message
+                log.exception("source %s: the sync failed", source.name)
+                return message
+            self._sync_errors.pop(source.name, None)
+            return None
+
+        sources = list(self.sources.values())
+        results = await asyncio.gather(*(one(source) for source in sources))
+        return {source.name: result for source, result in zip(sources, results, strict=True)}
+
+    # -----------------------------------------------------------------------------------------
+    # The query path
+    # -----------------------------------------------------------------------------------------
+
+    async def recall(
+        self, question: str, *, boost_words: Iterable[str] = (), exclude_items: Iterable[tuple[str, str]] = ()
+    ) -> Answer:
+        """At most three passages for ``question``, or a silent :class:`Answer`.
+
+        ``boost_words`` lift items whose title, path or labels contain one of them (the hook's
+        folder names); ``exclude_items`` are ``(source, item_id)`` pairs already shown.
+
+        :raises EmbedderError: the embedder is not running or fails; never an empty answer then.
+        :raises PassagewayError: the configuration is broken.
+        """
+        if self.config_error is not None:
+            raise PassagewayError(f"the configuration is broken: {self.config_error}")
+        if self.embedder is None or self.embedder_error is not None:
+            raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
+        from passageway.kernel.recall import recall as run_recall
+
+        stores = [source.store for source in self.sources.values() if source.store is not None]
+        started = time.perf_counter()
+        try:
+            answer = await run_recall(
+                question, stores, self.embedder, self.ranker,
+                boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
+            )
+        except EmbedderError as error:
+            self.embedder_error = str(error)
+            raise
+        # V2: the time and the number of hits, never the question.
+        log.info("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
+        return answer
+
+    def note_embedder_ok(self) -> None:
+        """Clear a recorded embedding failure once the embedder answers again."""
+        self.embedder_error = None
+
+    # -----------------------------------------------------------------------------------------
+    # Health and authorisation
+    # -----------------------------------------------------------------------------------------
+
+    @property
+    def version(self) -> str:
+        configured = self.settings.app_version if self.settings is not None else None
+        return configured or self.environ.get("APP_VERSION") or __version__
+
+    def health(self, include_errors: bool) -> dict[str, Any]:
+        """The health report: overall status, the embedder, and each source's state and counts.
+
+        Error texts are included only when ``include_errors`` (the caller showed the password).
+        """
+        report: dict[str, Any] = {"status": "ok", "version": self.version}
+        report["instance"] = self.instance
+        if self.config_error is not None:
+            report["status"] = "error"
+            report["error"] = self.config_error if include_errors else "the configuration is broken"
+            return report
+
+        embedder: dict[str, Any] = {"state": "ok" if self.embedder_error is None else "failing"}
+        if self.embedder is not None and self.embedder_error is None:
+            embedder["name"] = self.embedder.name
+        elif self.settings is not None:
+            embedder["kind"] = self.settings.embedder.kind
+        if self.embedder_error is not None and include_errors:
+            embedder["error"] = self.embedder_error
+        report["embedder"] = embedder
+
+        sources: dict[str, Any] = {}
+        for name, source in self.sources.items():
+            sources[name] = self._source_health(source, include_errors)
+        report["sources"] = sources
+
+        states = {entry["state"] for entry in sources.values()}
+        if self.embedder_error is not None or "failing" in states:
+            report["status"] = "degraded"
+        elif "indexing" in states:
+            report["status"] = "indexing"
+        return report
+
+    def _source_health(self, source: Source, include_errors: bool) -> dict[str, Any]:
+        entry: dict[str, Any] = {"state": "indexing", "items": 0, "passages": 0}
+        error = source.error or self._sync_errors.get(source.name)
+        if source.sync is not None:
+            health = source.sync.health()
+            entry = dict(health.full() if include_errors else health.public())
+            entry.pop("last_error", None)
+            error = error or health.last_error
+            if entry["state"] == "ok" and health.last_success is None and error is None:
+                entry["state"] = "indexing"  # not built yet: the first sync has not finished
+        elif self.embedder_error is not None and error is None:
+            error = f"waiting for the embedder: {self.embedder_error}"
+        if error is not None:
+            entry["state"] = "failing"
+            entry["failing"] = True
+            if include_errors:
+                entry["error"] = str(error)
+        return entry
+
+    def authorize(self, request: Any) -> bool:
+        """Whether ``request`` carries ``Authorization: Bearer <password>`` (constant-time)."""
+        return password_matches(bearer_token(request), self.password)
+
+    def names(self) -> Sequence[str]:
+        return list(self.sources)
+
+
+def _password_or_none(environ: Mapping[str, str] | None) -> str | None:
+    from passageway.kernel.config import load_password
+
+    try:
+        return load_password(environ)
+    except PassagewayError:
+        return None

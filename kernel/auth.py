@@ -1,0 +1,44 @@
+"""The bearer password: reading it from a request and comparing it in constant time.
+
+Every route but ``/health`` (and, with OAuth on, the OAuth routes themselves) requires
+``Authorization: Bearer <PASSAGEWAY_LOGIN_PASSWORD>``. ``/mcp`` also accepts an OAuth access token
+when ``PASSAGEWAY_BASE_URL`` is set (:mod:`passageway.kernel.oauth`); ``/recall`` never does.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from aiohttp import web
+
+
+def bearer_token(request: Any) -> str | None:
+    """The token of an ``Authorization: Bearer ...`` header, or None."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def password_matches(given: str | None, password: str | None) -> bool:
+    """Constant-time comparison; with no password configured nothing matches."""
+    if not given or not password:
+        return False
+    return hmac.compare_digest(given.encode("utf-8"), password.encode("utf-8"))
+
+
+def unauthorized(resource_metadata: str | None = None, *, reason: str | None = None) -> web.Response:
+    """A 401 with ``WWW-Authenticate: Bearer`` naming the protected-resource metadata when known."""
+    challenge = 'Bearer realm="passageway"'
+    if resource_metadata is not None:
+        challenge += f', resource_metadata="{resource_metadata}"'
+    if reason is not None:
+        challenge += ', error="invalid_token"'
+    return web.json_response(
+        {"error": "unauthorized",
+         "error_description": reason or "send Authorization: Bearer <password> (PASSAGEWAY_LOGIN_PASSWORD)"},
+        status=401,
+        headers={"WWW-Authenticate": challenge},
+    )

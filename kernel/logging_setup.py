@@ -1,0 +1,64 @@
+"""Logging for the server: one format, a level from ``PASSAGEWAY_LOG_LEVEL``, secrets masked.
+
+passageway never logs a question or a prompt (a recall leaves one line with the number of hits
+and the time) and never a secret. :class:`SecretFilter` is the second line of defence: it
+replaces any known secret (the password, the values of the secrets connectors reference) that
+would still reach a log line with ``***``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+# Libraries whose INFO lines are about their own plumbing (sessions, requests), not passageway's.
+QUIET_LOGGERS = ("aiohttp.access", "mcp", "httpx", "httpx2", "sse_starlette")
+
+
+class SecretFilter(logging.Filter):
+    """Masks every occurrence of the given secrets in a record's final message."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__()
+        # Short values would mask ordinary words; a password shorter than 4 characters is not masked.
+        kept = {secret for secret in secrets if secret and len(secret) >= 4}
+        self.secrets = sorted(kept, key=len, reverse=True)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.secrets:
+            return True
+        message = record.getMessage()
+        masked = message
+        for secret in self.secrets:
+            masked = masked.replace(secret, "***")
+        if masked != message:
+            record.msg, record.args = masked, None
+        if record.exc_info and record.exc_text is None:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            for secret in self.secrets:
+                record.exc_text = record.exc_text.replace(secret, "***")
+        return True
+
+
+def configure_logging(
+    level: str = "INFO", secrets: Iterable[str] = (), stream: object = None
+) -> logging.Handler:
+    """Send passageway's log lines to stderr (or ``stream``) at ``level``; returns the handler."""
+    handler = logging.StreamHandler(stream or sys.stderr)  # type: ignore[arg-type]
+    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.addFilter(SecretFilter(secrets))
+    root = logging.getLogger()
+    for existing in list(root.handlers):
+        if getattr(existing, "_passageway", False):
+            root.removeHandler(existing)
+    handler._passageway = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+    if level != "DEBUG":
+        for name in QUIET_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+    return handler

@@ -1,0 +1,279 @@
+"""``/mcp``: the MCP server (tools ``recall`` and ``status``) over streamable HTTP inside aiohttp.
+
+The MCP SDK's server machinery (``mcp.server.lowlevel.Server`` and its
+``StreamableHTTPSessionManager``) does the protocol: sessions, JSON-RPC, SSE, version
+negotiation. The SDK speaks ASGI, so :func:`call_asgi` hands one aiohttp request to it and streams
+its answer back; docs/adr/0010-mcp-inside-aiohttp.md says why this and not a rewrite.
+Authentication happens before the SDK sees the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from passageway.kernel.errors import PassagewayError
+from passageway.kernel.recall import render_answer
+
+if TYPE_CHECKING:
+    from passageway.kernel.app import Kernel
+
+log = logging.getLogger("passageway.mcp")
+
+MAX_QUESTION_CHARS = 20_000
+
+DEFAULT_INSTRUCTIONS = (
+    "This server searches the user's own indexed sources (notes, wikis, documentation). "
+    "Call `recall` with a question in natural language when the user asks about something those "
+    "sources may cover. It returns up to three short passages with their title, place and link, "
+    "or says that the sources have nothing relevant; it never writes an answer itself. "
+    "Call `status` to see whether every source is indexed and healthy."
+)
+DEFAULT_TOOL_DESCRIPTION = (
+    "Search the indexed sources for passages relevant to a question. Returns up to three short "
+    "passages, each with its title, place in the source and link, or a note that nothing relevant "
+    "is indexed. Ask a full question in natural language."
+)
+STATUS_DESCRIPTION = (
+    "The server's health report: whether each source is indexed, how many items it holds, and "
+    "the error text of anything that fails."
+)
+
+Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
+                 Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
+
+
+def server_name(kernel: Kernel) -> str:
+    instance = kernel.settings.instance if kernel.settings is not None else None
+    return "passageway" if instance is None else f"passageway-{instance}"
+
+
+class McpTransport:
+    """The MCP server for one kernel, and the aiohttp handler and lifecycle that serve it."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        from mcp.server.lowlevel import Server
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        self.kernel = kernel
+        settings = kernel.settings
+        self.instructions = (settings.instructions if settings else None) or DEFAULT_INSTRUCTIONS
+        self.tool_description = (settings.tool_description if settings else None) or DEFAULT_TOOL_DESCRIPTION
+        self.server: Any = Server(
+            server_name(kernel),
+            version=kernel.version,
+            instructions=self.instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=False,
+            stateless=False,
+            security_settings=self._security_settings(),
+        )
+
+    def _security_settings(self) -> Any:
+        """DNS-rebinding protection for a server on the loopback address (as the SDK does).
+
+        A server behind a reverse proxy under ``PASSAGEWAY_BASE_URL`` also accepts that host.
+        """
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        settings = self.kernel.settings
+        host = settings.host if settings is not None else "127.0.0.1"
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            return None
+        hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+        if settings is not None and settings.base_url:
+            public = urlsplit(settings.base_url)
+            hosts += [public.netloc, f"{public.hostname}:*"]
+            origins += [f"{public.scheme}://{public.netloc}"]
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+        )
+
+    # -----------------------------------------------------------------------------------------
+    # Tools
+    # -----------------------------------------------------------------------------------------
+
+    def tools(self) -> list[Any]:
+        import mcp_types as types
+
+        return [
+            types.Tool(
+                name="recall",
+                description=self.tool_description,
+                input_schema={
+                    "type": "object",
+                    "properties": {
+                        "question": {"type": "string", "description": "The question, in natural language"},
+                    },
+                    "required": ["question"],
+                },
+                annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+            ),
+            types.Tool(
+                name="status",
+                description=STATUS_DESCRIPTION,
+                input_schema={"type": "object", "properties": {}},
+                annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+            ),
+        ]
+
+    async def _list_tools(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        return types.ListToolsResult(tools=self.tools())
+
+    async def _call_tool(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+        from mcp_types.jsonrpc import INVALID_PARAMS
+
+        arguments = params.arguments or {}
+        if params.name == "status":
+            report = self.kernel.health(include_errors=True)
+            return types.CallToolResult(
+                content=[types.TextContent(text=json.dumps(report, indent=2, ensure_ascii=False))],
+            )
+        if params.name != "recall":
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are recall and status")
+        question = arguments.get("question")
+        if not isinstance(question, str) or not question.strip():
+            return _tool_error("`question` is required: the question to search the sources for, as text")
+        try:
+            answer = await self.kernel.recall(question[:MAX_QUESTION_CHARS])
+        except PassagewayError as error:
+            # V6: a failing embedder is an error the model sees, never a silent "nothing found".
+            return _tool_error(f"recall failed: {error}")
+        except Exception as error:
+            log.exception("recall failed")
+            return _tool_error(f"recall failed: {type(error).__name__}")
+        text = render_answer(answer)  # one line saying the sources have nothing, when silent
+        return types.CallToolResult(content=[types.TextContent(text=text)])
+
+    # -----------------------------------------------------------------------------------------
+    # aiohttp
+    # -----------------------------------------------------------------------------------------
+
+    async def lifecycle(self, app: web.Application) -> AsyncIterator[None]:
+        """``cleanup_ctx``: the SDK's session manager runs in a task of its own.
+
+        anyio task groups must be left by the task that entered them, and aiohttp may run
+        startup and cleanup in different tasks, so the manager gets a dedicated task.
+        """
+        started = asyncio.Event()
+        stop = asyncio.Event()
+
+        async def run() -> None:
+            async with self.manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.create_task(run(), name="mcp session manager")
+        waiter = asyncio.create_task(started.wait())
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            waiter.cancel()
+            task.result()  # raises what stopped the manager
+        try:
+            yield
+        finally:
+            stop.set()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(task, timeout=10)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Serve one request to ``/mcp`` (the caller has authenticated it)."""
+        return await call_asgi(self.manager.handle_request, request)
+
+
+def _tool_error(message: str) -> Any:
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+async def call_asgi(asgi: Asgi, request: web.Request) -> web.StreamResponse:
+    """Run an ASGI application for one aiohttp request, streaming its response.
+
+    The body is read in full first (MCP requests are small JSON documents; aiohttp's
+    ``client_max_size`` bounds them). After the body, ``receive`` waits until the response is
+    finished or the client went away, as an ASGI server's would, so that streamed (SSE) answers
+    are not cut short.
+    """
+    body = await request.read()
+    disconnected = asyncio.Event()
+    body_sent = False
+    response: web.StreamResponse | None = None
+    finished = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal body_sent
+        if not body_sent:
+            body_sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal response, finished
+        if message["type"] == "http.response.start":
+            headers: CIMultiDict[str] = CIMultiDict()
+            for name, value in message.get("headers", []):
+                headers.add(name.decode("latin-1"), value.decode("latin-1"))
+            response = web.StreamResponse(status=message["status"], headers=headers)
+            try:
+                await response.prepare(request)
+            except (ConnectionResetError, RuntimeError):
+                disconnected.set()
+        elif message["type"] == "http.response.body":
+            if response is None or finished or disconnected.is_set():
+                return
+            try:
+                chunk = message.get("body", b"")
+                if chunk:
+                    await response.write(chunk)
+                if not message.get("more_body", False):
+                    finished = True
+                    await response.write_eof()
+                    disconnected.set()
+            except (ConnectionResetError, RuntimeError):
+                disconnected.set()
+
+    peer = request.transport.get_extra_info("peername") if request.transport else None
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
+        "query_string": request.query_string.encode("latin-1"),
+        "root_path": "",
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
+        "server": (request.host.rsplit(":", 1)[0], request.url.port),
+        "state": {},
+    }
+    try:
+        await asgi(scope, receive, send)
+    finally:
+        disconnected.set()
+    if response is None:
+        return web.json_response({"error": "the MCP handler sent no response"}, status=500)
+    if not finished:
+        with contextlib.suppress(ConnectionResetError, RuntimeError):
+            await response.write_eof()
+    return response
