@@ -17,6 +17,8 @@ from passageway import __version__
 from passageway.kernel.errors import PassagewayError
 
 COMMANDS: tuple[str, ...] = (
+    "serve",
+    "init",
     "plugins",
 )
 """Modules under ``passageway.kernel.commands``, in the order ``--help`` shows them."""
