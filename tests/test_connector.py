@@ -1,0 +1,298 @@
+"""The connector runner against real subprocesses: good calls, and every way a connector breaks.
+
+Each misbehaving connector in ``tests/misbehaving/`` breaks one rule on its first call (``ONCE``)
+and answers well afterwards, so every case also shows that the same runner is usable again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from passageway.kernel.config import ConnectorSettings
+from passageway.kernel.connector import ConnectorRunner
+from passageway.kernel.errors import ConfigError, ConnectorError
+from passageway.kernel.records import CheckReply, Item, ListEntry
+
+MISBEHAVING = Path(__file__).with_name("misbehaving")
+ENVIRON = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp/home-of-the-server"}
+
+
+def runner_for(script: str, tmp_path: Path, *, env=None, secrets=None, environ=None, **limits):
+    settings = ConnectorSettings(
+        name="bad",
+        command=(sys.executable, str(MISBEHAVING / script)),
+        env={"ONCE": str(tmp_path / "once"), **(env or {})},
+        secrets=secrets or {},
+        **limits,
+    )
+    return ConnectorRunner(settings, environ={**ENVIRON, **(environ or {})})
+
+
+def fake_runner(tmp_path: Path, records: list[dict], **env: str) -> ConnectorRunner:
+    items = tmp_path / "items.json"
+    items.write_text(json.dumps(records))
+    settings = ConnectorSettings(
+        name="fake",
+        command=(sys.executable, "-m", "passageway.testing.fake_connector"),
+        env={"FAKE_ITEMS": str(items), **env},
+    )
+    return ConnectorRunner(settings, environ=ENVIRON)
+
+
+def item(item_id: str, version: str = "1", **extra) -> dict:
+    return {"id": item_id, "title": item_id.title(), "url": f"https://example.invalid/{item_id}",
+            "version": version, "sections": [{"heading": None, "text": f"text of {item_id}"}], **extra}
+
+
+# ---------------------------------------------------------------------------------------------
+# Good calls
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_the_four_modes_return_records(tmp_path):
+    runner = fake_runner(tmp_path, [
+        item("a", "1", updated="2026-10-28T09:00:00Z", weight=2, path=["Ops"]),
+        item("b", "7"),
+    ])
+    assert await runner.check() == CheckReply(ok=True, count=2, protocol="1")
+    assert await runner.list() == [ListEntry("a", "1"), ListEntry("b", "7")]
+    fetched = await runner.fetch(["b", "a", "gone"])
+    assert [record.id for record in fetched] == ["a", "b"]
+    assert isinstance(fetched[0], Item) and fetched[0].weight == 2.0 and fetched[0].path == ("Ops",)
+    assert await runner.fetch([]) == []
+    changed = await runner.changed(datetime(2026, 10, 1, tzinfo=UTC))
+    assert [record.id for record in changed] == ["a"]
+    assert await runner.changed(datetime(2026, 11, 1)) == []
+
+
+async def test_fetch_sends_each_id_once_as_a_json_line(tmp_path):
+    dump = tmp_path / "stdin.txt"
+    script = tmp_path / "echo_stdin.py"
+    script.write_text(
+        "import sys, os\n"
+        "data = sys.stdin.read()\n"
+        "open(os.environ['DUMP'], 'w').write(data)\n"
+    )
+    settings = ConnectorSettings(name="echo", command=(sys.executable, str(script)), env={"DUMP": str(dump)})
+    assert await ConnectorRunner(settings, environ=ENVIRON).fetch(["x", "y", "x"]) == []
+    assert [json.loads(line) for line in dump.read_text().splitlines()] == [{"id": "x"}, {"id": "y"}]
+
+
+async def test_environment_holds_only_the_allowed_variables(tmp_path):
+    dump = tmp_path / "environment.json"
+    runner = runner_for(
+        "environment.py", tmp_path,
+        env={"DUMP": str(dump), "FOLDER": "/notes"},
+        secrets={"TOKEN": "NOTES_TOKEN"},
+        environ={
+            "NOTES_TOKEN": "s3cr3t-value",
+            "OTHER_TOKEN": "not-for-this-connector",
+            "PASSAGEWAY_LOGIN_PASSWORD": "the-server-password",
+            "LANG": "C.UTF-8",
+        },
+    )
+    await runner.check()
+    seen = json.loads(dump.read_text())
+    # Python itself may add LC_CTYPE when it coerces the C locale; nothing else may appear.
+    seen.pop("LC_CTYPE", None)
+    assert seen == {
+        "PATH": ENVIRON["PATH"],
+        "HOME": ENVIRON["HOME"],
+        "PASSAGEWAY_PROTOCOL": "1",
+        "ONCE": str(tmp_path / "once"),
+        "DUMP": str(dump),
+        "FOLDER": "/notes",
+        "TOKEN": "s3cr3t-value",
+    }
+
+
+async def test_an_unset_secret_variable_is_a_config_error_naming_it(tmp_path):
+    runner = runner_for("environment.py", tmp_path, env={"DUMP": str(tmp_path / "e.json")},
+                        secrets={"TOKEN": "NOTES_TOKEN"})
+    with pytest.raises(ConfigError, match="NOTES_TOKEN"):
+        await runner.check()
+    assert not (tmp_path / "e.json").exists()
+
+
+async def test_a_missing_executable_says_what_to_do():
+    settings = ConnectorSettings(name="gone", command=("no-such-connector-program", "x"))
+    with pytest.raises(ConnectorError) as caught:
+        await ConnectorRunner(settings, environ=ENVIRON).list()
+    assert caught.value.rule == "command not found"
+    message = str(caught.value)
+    assert "no-such-connector-program" in message and "absolute interpreter path" in message
+    assert "'gone'" in message
+
+
+async def test_calls_do_not_block_the_event_loop(tmp_path):
+    runner = fake_runner(tmp_path, [item("a")], FAKE_SLEEP="0.5")
+    ticks = 0
+
+    async def tick():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    await runner.list()
+    ticker.cancel()
+    assert ticks >= 7
+
+
+# ---------------------------------------------------------------------------------------------
+# Misbehaviour: every case fails the call, returns nothing, and the next call works
+# ---------------------------------------------------------------------------------------------
+
+
+async def expect_failure(runner: ConnectorRunner, call, rule: str, line: int | None = None) -> ConnectorError:
+    with pytest.raises(ConnectorError) as caught:
+        await call()
+    error = caught.value
+    assert error.connector == "bad"
+    assert error.rule == rule
+    assert f"connector 'bad': {rule}:" in str(error)
+    if line is not None:
+        assert f"line {line}:" in str(error)
+    return error
+
+
+async def test_a_line_that_is_not_json(tmp_path):
+    runner = runner_for("non_json.py", tmp_path)
+    error = await expect_failure(runner, runner.list, "malformed line", line=2)
+    assert "hello, this is not JSON" in str(error)
+    assert await runner.list() == [ListEntry("a", "1"), ListEntry("b", "2")]
+
+
+async def test_a_record_without_title(tmp_path):
+    runner = runner_for("missing_title.py", tmp_path)
+    error = await expect_failure(runner, lambda: runner.fetch(["a"]), "invalid record", line=1)
+    assert "title" in str(error)
+    assert [record.title for record in await runner.fetch(["a"])] == ["Alpha"]
+
+
+async def test_a_line_over_max_line_bytes(tmp_path):
+    runner = runner_for("long_line.py", tmp_path)
+    started = time.monotonic()
+    error = await expect_failure(runner, runner.list, "line too long", line=1)
+    assert "max_line_bytes" in str(error)
+    assert len(str(error)) < 600  # an excerpt, not the line
+    assert time.monotonic() - started < 10
+    assert len(await runner.list()) == 2
+
+
+async def test_output_over_max_output_bytes_stops_early(tmp_path):
+    runner = runner_for("huge_output.py", tmp_path)
+    started = time.monotonic()
+    error = await expect_failure(runner, runner.list, "output too large")
+    elapsed = time.monotonic() - started
+    assert "max_output_bytes" in str(error)
+    # The default limit is 64 MiB of the 200 MiB; reading stops there and the process is killed.
+    assert elapsed < 15, elapsed
+    assert len(await runner.list()) == 2
+
+
+def process_is_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:  # a zombie waiting for init to reap it is dead too
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+async def test_a_timeout_kills_the_connector_and_its_child(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    runner = runner_for("sleeper.py", tmp_path, env={"CHILD_PID_FILE": str(pid_file)}, timeout=1.0)
+    started = time.monotonic()
+    error = await expect_failure(runner, runner.list, "timeout")
+    assert time.monotonic() - started < 5
+    assert "1 s" in str(error)
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 3
+    while not process_is_gone(child) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert process_is_gone(child), f"the connector's child {child} survived the timeout"
+    assert len(await runner.list()) == 2
+
+
+async def test_a_non_zero_exit_after_valid_records(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="passageway.connector")
+    runner = runner_for("exits_one.py", tmp_path)
+    error = await expect_failure(runner, runner.list, "exit status")
+    assert "status 1" in str(error)
+    assert "lost the connection half-way" in caplog.text
+    assert len(await runner.list()) == 2
+
+
+async def test_an_id_that_was_not_requested(tmp_path):
+    runner = runner_for("unrequested.py", tmp_path)
+    error = await expect_failure(runner, lambda: runner.fetch(["a"]), "unrequested id", line=2)
+    assert "'b'" in str(error)
+    assert [record.id for record in await runner.fetch(["a"])] == ["a"]
+
+
+async def test_the_same_id_twice(tmp_path):
+    runner = runner_for("duplicate.py", tmp_path)
+    error = await expect_failure(runner, runner.list, "duplicate id", line=2)
+    assert "line 1" in str(error)
+    assert len(await runner.list()) == 2
+
+
+async def test_a_secret_on_stderr_is_masked_in_the_log_and_the_error(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="passageway.connector")
+    runner = runner_for("secret_stderr.py", tmp_path, secrets={"TOKEN": "NOTES_TOKEN"},
+                        environ={"NOTES_TOKEN": "tok-9f8e7d6c"})
+    error = await expect_failure(runner, runner.check, "malformed line", line=1)
+    assert "tok-9f8e7d6c" not in str(error)
+    assert "not json ***" in str(error)
+    assert "tok-9f8e7d6c" not in caplog.text
+    assert "login failed with token ***" in caplog.text
+    assert "printed a secret value on stderr" in caplog.text
+    assert (await runner.check()).count == 2
+
+
+async def test_another_protocol_version_is_refused(tmp_path):
+    runner = runner_for("protocol_two.py", tmp_path)
+    error = await expect_failure(runner, runner.check, "protocol version", line=1)
+    assert "speaks protocol 2" in str(error) and "speaks protocol 1" in str(error)
+    assert (await runner.check()).protocol == "1"
+
+
+async def test_check_must_print_one_line(tmp_path):
+    runner = fake_runner(tmp_path, [])
+    script = tmp_path / "silent.py"
+    script.write_text("")
+    runner = ConnectorRunner(
+        ConnectorSettings(name="bad", command=(sys.executable, str(script))), environ=ENVIRON
+    )
+    await expect_failure(runner, runner.check, "check reply")
+
+
+async def test_a_cancelled_call_kills_the_process_group(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    runner = runner_for("sleeper.py", tmp_path, env={"CHILD_PID_FILE": str(pid_file)}, timeout=60.0)
+    task = asyncio.create_task(runner.list())
+    deadline = time.monotonic() + 5
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 3
+    while not process_is_gone(child) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert process_is_gone(child)
