@@ -87,7 +87,10 @@ def wilson(count: int, total: int, z: float = Z_95) -> tuple[float, float] | Non
     denominator = 1 + z * z / total
     centre = (p + z * z / (2 * total)) / denominator
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # Exact bounds at the edges, which floating point would otherwise miss by an ulp.
+    low = 0.0 if count == 0 else max(0.0, centre - half)
+    high = 1.0 if count == total else min(1.0, centre + half)
+    return low, high
 
 
 def percentile(values: Sequence[float], share: float) -> float | None:

@@ -1,0 +1,344 @@
+"""`passageway eval` end to end: the fake connector as a real subprocess, toy embedders in-process.
+
+Every option and exit code of the command is exercised here; the scoring itself is tested on
+synthetic outcomes in test_eval_metrics.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from passageway import hookimpl
+from passageway.kernel import plugins
+from passageway.kernel.cli import main
+from passageway.testing.toy_embedder import ToyEmbedder
+from passageway.testing.toy_embedder import plugin as toy_plugin
+
+FIXTURES = Path(__file__).parent / "eval_fixtures"
+START = "<!-- passageway:results:start -->"
+END = "<!-- passageway:results:end -->"
+
+
+class _Toy32:
+    @hookimpl
+    def passageway_register_embedders(self, register):
+        def factory(settings, context):
+            threshold = settings.min_similarity if settings.min_similarity is not None else 0.4
+            return ToyEmbedder(dim=32, min_similarity=threshold)
+
+        register("toy32", factory)
+
+
+@pytest.fixture(autouse=True)
+def toy_plugins(monkeypatch, tmp_path):
+    """The toy embedders as plugins of every manager the command builds; a home of its own."""
+    original = plugins.build_plugin_manager
+
+    def with_toys(env=None, **kwargs):
+        return original(env, extra=(("toy", toy_plugin), ("toy32", _Toy32())), load_entry_points=False)
+
+    monkeypatch.setattr(plugins, "build_plugin_manager", with_toys)
+    for name in (
+        "PASSAGEWAY_CONFIG",
+        "PASSAGEWAY_DATA_DIR",
+        "PASSAGEWAY_MODEL_DIR",
+        "PASSAGEWAY_INSTANCE",
+        "PASSAGEWAY_RANKER",
+        "APP_VERSION",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def write_config(tmp_path: Path, *, embedders: str = "", env: str = "", kind: str = "toy") -> Path:
+    items = tmp_path / "items.json"
+    shutil.copy(FIXTURES / "items.json", items)
+    config = tmp_path / "passageway.toml"
+    config.write_text(
+        f'[embedder]\nkind = "{kind}"\nmin_similarity = 0.5\n\n'
+        f'[[connector]]\nname = "notes"\n'
+        f'command = ["{sys.executable}", "-m", "passageway.testing.fake_connector"]\n'
+        f'env = {{ FAKE_ITEMS = "{items}"{env} }}\n\n{embedders}',
+        encoding="utf-8",
+    )
+    return config
+
+
+def run(capsys, *arguments) -> tuple[int, str, str]:
+    code = main(["eval", *[str(argument) for argument in arguments]])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+CASES = FIXTURES / "cases.toml"
+
+
+def test_a_run_prints_the_report_and_writes_it_without_quoting_sources(tmp_path, capsys):
+    config = write_config(tmp_path)
+    out = tmp_path / "out"
+    code, stdout, stderr = run(capsys, CASES, "--config", config, "--out", out)
+    assert code == 0, stderr
+    assert "eval: building the index of notes" in stderr and "index ready" in stderr
+    assert "| Hit@3" in stdout and "ranker hybrid" in stdout
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert (out / "report.md").read_text(encoding="utf-8") == stdout
+    assert report["kind"] == "run"
+    assert report["embedder"] == {"name": "toy-hash-64", "dim": 64}
+    assert report["threshold"] == 0.5
+    assert report["questions"] == {"total": 5, "answerable": 3, "unanswerable": 2, "with_answer_text": 3}
+    assert report["index"]["sources"] == [{"name": "notes", "items": 3, "passages": 6, "error": None}]
+    assert [group["group"] for group in report["groups"]] == ["garden", "bikes", "bread", "absent"]
+    assert set(report["intervals"]) >= {"hit_at_1", "hit_at_3", "silence", "false_silence"}
+    assert "Python" in report["machine"]
+    text = json.dumps(report) + stdout
+    for private in ("tomatoes get watering", "Growing tomatoes", "notes.example", "quantum"):
+        assert private not in text
+    assert "cases" not in report
+
+
+def test_include_cases_quotes_questions_and_what_was_found(tmp_path, capsys):
+    config = write_config(tmp_path)
+    code, stdout, _ = run(capsys, CASES, "--config", config, "--out", tmp_path / "out", "--include-cases")
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    chain = next(case for case in report["cases"] if case["query"].startswith("when to replace"))
+    assert chain["rank"] == 1
+    assert chain["found"][0]["title"] == "Bicycle chain care"
+    assert "when to replace the bicycle chain wear" in stdout
+
+
+def test_expect_text_counts_an_answer_only_when_the_passage_holds_it(tmp_path, capsys):
+    config = write_config(tmp_path)
+    code, _, _ = run(capsys, CASES, "--config", config, "--out", tmp_path / "out", "--threshold", "0.2")
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    # All three articles are found at 0.2; the sourdough case's answer text is not in its article.
+    assert report["counts"]["hit_at_3"] == [3, 3]
+    assert report["counts"]["answer_at_3"] == [2, 3]
+    assert report["threshold"] == 0.2
+
+
+def test_sweep_builds_once_and_reports_every_threshold(tmp_path, capsys):
+    config = write_config(tmp_path)
+    code, stdout, stderr = run(
+        capsys, CASES, "--config", config, "--sweep", "0.9,0.2,0.5", "--out", tmp_path / "o"
+    )
+    assert code == 0
+    assert stderr.count("index ready") == 1
+    report = json.loads((tmp_path / "o" / "report.json").read_text(encoding="utf-8"))
+    assert [row["threshold"] for row in report["sweep"]] == [0.2, 0.5, 0.9]
+    low, high = report["sweep"][0], report["sweep"][2]
+    assert low["metrics"]["hit_at_3"] >= high["metrics"]["hit_at_3"]
+    assert low["metrics"]["silence"] <= high["metrics"]["silence"]
+    assert report["sweep_choice"] in (0.2, 0.5, 0.9)
+    assert "### Relevance threshold" in stdout and "On this sweep it gives" in stdout
+
+
+def test_enforce_below_and_above_the_targets(tmp_path, capsys):
+    config = write_config(tmp_path)
+    strict = tmp_path / "strict.toml"
+    strict.write_text(
+        CASES.read_text(encoding="utf-8").replace("hit_at_3 = 0.5", "hit_at_3 = 1.0"), encoding="utf-8"
+    )
+    code, stdout, stderr = run(capsys, strict, "--config", config, "--threshold", "0.9", "--enforce")
+    assert code == 1 and "below the targets: hit_at_3" in stderr and "NOT MET" in stdout
+    code, _, stderr = run(capsys, CASES, "--config", config, "--threshold", "0.5", "--enforce")
+    assert code == 0, stderr
+
+
+def test_enforce_without_targets_warns_and_passes(tmp_path, capsys):
+    config = write_config(tmp_path)
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[[case]]\nquery = "sourdough starter"\nexpect = ["sourdough"]\n', encoding="utf-8")
+    code, _, stderr = run(capsys, plain, "--config", config, "--enforce")
+    assert code == 0 and "has no [targets]" in stderr
+
+
+def test_a_metric_without_questions_is_na_and_fails_its_target(tmp_path, capsys):
+    config = write_config(tmp_path)
+    answerable_only = tmp_path / "only.toml"
+    answerable_only.write_text(
+        '[targets]\nsilence = 0.0\n[[case]]\nquery = "sourdough starter"\nexpect = ["sourdough"]\n',
+        encoding="utf-8",
+    )
+    code, stdout, stderr = run(
+        capsys, answerable_only, "--config", config, "--enforce", "--out", tmp_path / "o"
+    )
+    assert code == 1 and "silence" in stderr
+    assert re.search(r"\| Silence on unanswerable questions +\| n/a +\|", stdout)
+    report = json.loads((tmp_path / "o" / "report.json").read_text(encoding="utf-8"))
+    assert report["metrics"]["silence"] is None and report["intervals"]["silence"] is None
+    assert report["targets"]["silence"] == {"target": 0.0, "value": None, "met": False, "at_least": True}
+
+
+def test_a_typo_in_the_cases_file_is_exit_2_naming_the_key(tmp_path, capsys):
+    config = write_config(tmp_path)
+    typo = tmp_path / "typo.toml"
+    typo.write_text('[[case]]\nquery = "sourdough"\nexpcet = ["sourdough"]\n', encoding="utf-8")
+    code, _, stderr = run(capsys, typo, "--config", config)
+    assert code == 2 and "'expcet'" in stderr and "building" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--ranker", "nope"], "no ranker named 'nope'"),
+        (["--block", "x"], "--block names a block"),
+        (["--embedder", "x"], "option of eval compare"),
+        (["--group", "nope"], "no case has that group"),
+    ],
+)
+def test_bad_options_are_exit_2(tmp_path, capsys, arguments, message):
+    config = write_config(tmp_path)
+    code, _, stderr = run(capsys, CASES, "--config", config, *arguments)
+    assert code == 2 and message in stderr
+
+
+@pytest.mark.parametrize(
+    "arguments", [["--sweep", "0.5,high"], ["--threshold", "1.5"], ["--threshold", "0.1,0.2"]]
+)
+def test_malformed_numbers_are_exit_2(tmp_path, capsys, arguments):
+    config = write_config(tmp_path)
+    with pytest.raises(SystemExit) as caught:
+        main(["eval", str(CASES), "--config", str(config), *arguments])
+    assert caught.value.code == 2
+
+
+def test_a_bad_or_missing_configuration_is_exit_2(tmp_path, capsys):
+    code, _, stderr = run(capsys, CASES, "--config", tmp_path / "missing.toml")
+    assert code == 2 and "no configuration" in stderr
+    empty = tmp_path / "empty.toml"
+    empty.write_text("", encoding="utf-8")
+    code, _, stderr = run(capsys, CASES, "--config", empty)
+    assert code == 2 and "no [[connector]]" in stderr
+
+
+def test_a_source_that_fails_to_sync_is_exit_1(tmp_path, capsys):
+    config = write_config(tmp_path, env=', FAKE_FAIL = "list,check,fetch"')
+    code, stdout, stderr = run(capsys, CASES, "--config", config)
+    assert code == 1 and "failed to sync" in stderr and stdout == ""
+
+
+def test_group_filter_keeps_only_those_cases(tmp_path, capsys):
+    config = write_config(tmp_path)
+    code, _, _ = run(capsys, CASES, "--config", config, "--group", "bikes,absent", "--out", tmp_path / "o")
+    assert code == 0
+    report = json.loads((tmp_path / "o" / "report.json").read_text(encoding="utf-8"))
+    assert [group["group"] for group in report["groups"]] == ["bikes", "absent"]
+
+
+def test_write_updates_the_block_keeps_crlf_and_the_history(tmp_path, capsys):
+    config = write_config(tmp_path)
+    page = tmp_path / "docs" / "measurements.md"
+    page.parent.mkdir()
+    page.write_bytes(
+        f"# Page\r\n\r\n```\r\n{START}\r\n{END}\r\n```\r\n\r\n"
+        f"{START}\r\nold\r\n{END}\r\n\r\nNotes.\r\n".encode()
+    )
+    for _ in range(2):
+        code, _, stderr = run(capsys, CASES, "--config", config, "--write", page)
+        assert code == 0, stderr
+    raw = page.read_bytes()
+    assert b"\n" not in raw.replace(b"\r\n", b"")
+    text = raw.decode().replace("\r\n", "\n")
+    assert f"```\n{START}\n{END}\n```" in text and "\nold\n" not in text
+    assert "### History" in text and "toy-hash-64" in text and text.endswith("Notes.\n")
+    history = json.loads((tmp_path / "docs" / "measurements.history.json").read_text(encoding="utf-8"))
+    assert len(history["runs"]) == 1  # the same date, model, threshold and version: replaced
+    code, _, _ = run(capsys, CASES, "--config", config, "--write", page, "--threshold", "0.3")
+    history = json.loads((tmp_path / "docs" / "measurements.history.json").read_text(encoding="utf-8"))
+    assert [run["threshold"] for run in history["runs"]] == [0.5, 0.3]
+
+
+def test_write_checks_the_page_before_the_run(tmp_path, capsys):
+    config = write_config(tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text(f"```\n{START}\n{END}\n```\n", encoding="utf-8")
+    code, _, stderr = run(capsys, CASES, "--config", config, "--write", page)
+    assert code == 2 and "passageway:results:start" in stderr and "building" not in stderr
+
+
+def test_data_dir_is_reused_and_refused_for_another_embedder(tmp_path, capsys):
+    config = write_config(tmp_path)
+    data = tmp_path / "index"
+    code, _, stderr = run(capsys, CASES, "--config", config, "--data-dir", data, "--out", tmp_path / "a")
+    assert code == 0, stderr
+    assert (data / "notes.db").exists()
+    code, stdout, _ = run(capsys, CASES, "--config", config, "--data-dir", data, "--out", tmp_path / "b")
+    assert code == 0 and "index reused from --data-dir" in stdout
+    first = json.loads((tmp_path / "a" / "report.json").read_text(encoding="utf-8"))
+    second = json.loads((tmp_path / "b" / "report.json").read_text(encoding="utf-8"))
+    assert first["counts"] == second["counts"] and second["index"]["reused"] is True
+    (tmp_path / "other").mkdir()
+    other = write_config(tmp_path / "other", kind="toy32")
+    code, _, stderr = run(capsys, CASES, "--config", other, "--data-dir", data)
+    assert code == 2 and "was built with the embedder 'toy-hash-64'" in stderr
+
+
+def test_compare_embedders_each_with_its_own_index_and_gate(tmp_path, capsys):
+    config = write_config(tmp_path, embedders='[embedders.small]\nkind = "toy32"\n')
+    out = tmp_path / "out"
+    page = tmp_path / "models.md"
+    page.write_text(f"# Models\n\n{START}\n{END}\n", encoding="utf-8")
+    code, stdout, stderr = run(
+        capsys, "compare", CASES, "--config", config, "--out", out, "--write", page, "--sweep", "0.3,0.6"
+    )
+    assert code == 0, stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["kind"] == "compare" and report["axis"] == "embedder"
+    entries = report["entries"]
+    assert [(entry["label"], entry["embedder"]["dim"], entry["threshold"]) for entry in entries] == [
+        ("default", 64, 0.5),
+        ("small", 32, 0.4),
+    ]
+    assert stderr.count("index ready") == 2
+    assert "default: toy-hash-64" in stdout and "small: toy-hash-32" in stdout
+    assert "### Relevance threshold: small" in stdout
+    history = json.loads((tmp_path / "models.history.json").read_text(encoding="utf-8"))
+    assert [run["label"] for run in history["runs"]] == ["default", "small"]
+    code, _, _ = run(capsys, "compare", CASES, "--config", config, "--threshold", "0.45", "--out", out)
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert [entry["threshold"] for entry in report["entries"]] == [0.45, 0.45]
+
+
+def test_compare_rankers_on_one_index(tmp_path, capsys):
+    config = write_config(tmp_path)
+    out = tmp_path / "out"
+    code, stdout, stderr = run(
+        capsys, "compare", CASES, "--config", config, "--rankers", "hybrid,keyword,vector", "--out", out
+    )
+    assert code == 0, stderr
+    assert stderr.count("index ready") == 1
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["axis"] == "ranker"
+    assert [entry["ranker"] for entry in report["entries"]] == ["hybrid", "keyword", "vector"]
+    assert "Every ranker answered from the same index." in stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ([], "at least two embedders"),
+        (["--embedder", "default", "--embedder", "nope"], "--embedder nope"),
+        (["--enforce"], "option of a single run"),
+        (["--rankers", "hybrid,nope"], "no ranker named 'nope'"),
+    ],
+)
+def test_compare_refuses_bad_input_with_exit_2(tmp_path, capsys, arguments, message):
+    config = write_config(tmp_path)
+    code, _, stderr = run(capsys, "compare", CASES, "--config", config, *arguments)
+    assert code == 2 and message in stderr
+
+
+def test_compare_with_an_embedder_that_cannot_start_is_exit_2(tmp_path, capsys):
+    config = write_config(
+        tmp_path, embedders='[embedders.broken]\nkind = "command"\ncommand = ["/nonexistent/embedder"]\n'
+    )
+    code, _, stderr = run(capsys, "compare", CASES, "--config", config)
+    assert code == 2 and "embedder 'broken'" in stderr and "building" not in stderr
