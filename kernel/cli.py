@@ -20,6 +20,7 @@ COMMANDS: tuple[str, ...] = (
     "serve",
     "init",
     "plugins",
+    "eval",
     "check_connector",
 )
 """Modules under ``passageway.kernel.commands``, in the order ``--help`` shows them."""
