@@ -1,0 +1,71 @@
+"""The sample corpus is exactly the published files, with its licence, and its questions fit it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from passageway.kernel.eval.cases import load_cases, normalise
+
+CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+MANIFEST = CORPUS / "MANIFEST.sha256"
+# Files of ours that live beside the corpus but are not part of the published set.
+NOT_IN_MANIFEST = {"MANIFEST.sha256", "near-topic.toml", "measure.sh", "compare.sh"}
+
+
+def manifest() -> dict[str, str]:
+    entries = {}
+    for line in MANIFEST.read_text(encoding="utf-8").splitlines():
+        digest, name = line.split("  ", 1)
+        assert len(digest) == 64 and name not in entries
+        entries[name] = digest
+    return entries
+
+
+def test_every_file_matches_the_manifest():
+    entries = manifest()
+    assert len(entries) == 43
+    for name, digest in entries.items():
+        assert hashlib.sha256((CORPUS / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_no_unlisted_file_in_the_article_folders():
+    entries = manifest()
+    for folder in ("en", "de"):
+        for path in (CORPUS / folder).iterdir():
+            assert f"{folder}/{path.name}" in entries, f"{path} is not in MANIFEST.sha256"
+    for path in CORPUS.iterdir():
+        if path.is_file() and path.name not in NOT_IN_MANIFEST and not path.name.startswith("eval-"):
+            assert path.name in entries, f"{path} is not in MANIFEST.sha256"
+
+
+def test_licence_and_readme_are_there():
+    licence = (CORPUS / "LICENSE.md").read_text(encoding="utf-8")
+    assert "CC BY-SA 4.0" in licence and "Attribution-ShareAlike 4.0 International Public License" in licence
+    assert "LICENSE.md" in (CORPUS / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_questions_fit_the_articles():
+    cases = load_cases([CORPUS / "questions.toml"]).cases
+    assert len(cases) == 100
+    assert Counter(case.group for case in cases) == {"en": 35, "de": 35, "absent-en": 15, "absent-de": 15}
+    for case in cases:
+        if not case.answerable:
+            assert case.group.startswith("absent-")
+            continue
+        assert case.expect and case.expect_text
+        for name in case.expect:
+            assert (CORPUS / "en" / name).is_file() and (CORPUS / "de" / name).is_file()
+        # The answer text stands in the article of the question's language.
+        text = normalise((CORPUS / case.group / case.expect[0]).read_text(encoding="utf-8"))
+        assert any(normalise(answer) in text for answer in case.expect_text), case.query
+
+
+@pytest.mark.skipif(not (CORPUS / "near-topic.toml").exists(), reason="near-topic questions not written yet")
+def test_near_topic_questions_must_all_stay_silent():
+    cases = load_cases([CORPUS / "near-topic.toml"]).cases
+    assert cases and not any(case.answerable for case in cases)
+    assert {case.group for case in cases} <= {"near-topic-en", "near-topic-de"}
