@@ -139,8 +139,8 @@ class MarkdownConnector(Connector):
             raise SettingsError(f"FOLDER {folder!r} is not an existing folder")
         self.root = root.resolve()
 
-        include = env.get("INCLUDE", "").strip() or DEFAULT_INCLUDE
-        self.include = Globs.parse(include)
+        include = env.get("INCLUDE", "")
+        self.include = Globs.parse(include if include.strip() else DEFAULT_INCLUDE)
         if not self.include:
             raise SettingsError(f"INCLUDE {include!r} holds no pattern; leave it unset for {DEFAULT_INCLUDE}")
         self.exclude = Globs.parse(env.get("EXCLUDE", ""))
