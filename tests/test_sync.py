@@ -1,0 +1,376 @@
+"""The sync: build, reconcile, poll, the deletion guard, failing batches, health and the cache."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime, timedelta
+
+import attrs
+import pytest
+
+from passageway.kernel.connector import ConnectorRunner
+from passageway.kernel.errors import PassagewayError
+from passageway.kernel.sync import (
+    POLL_OVERLAP_SECONDS,
+    DeletionRefused,
+    SyncError,
+    deletion_refusal,
+)
+from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
+from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, write_items
+
+
+def stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+async def test_first_build_stores_every_item_in_batches_of_50(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(120)])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+        health = sync.health()
+        assert (health.state, health.items, health.passages) == ("ok", 120, 240)
+        assert health.last_success is not None and health.last_error is None
+        assert [len(call) for call in runner.fetch_calls] == [50, 50, 20]
+        assert await sync.store.embedder() == ("toy-hash-64", 64)
+        assert await sync.store.get_state("last_poll") is not None
+        assert len(await sync.store.versions()) == 120
+
+
+async def test_reconcile_fetches_only_edits_and_additions_and_deletes_the_rest(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(10)])
+    setup = Setup(tmp_path, runner)
+    async with setup as sync:
+        await sync.sync_once()
+        embedded = setup.embedder.texts_embedded
+        runner.fetch_calls.clear()
+        runner.set(item(3, "2"), item(10))
+        runner.remove("item-7")
+        await sync.reconcile()
+        assert runner.fetch_calls == [["item-3", "item-10"]]
+        versions = await sync.store.versions()
+        assert versions["item-3"] == "2" and "item-10" in versions and "item-7" not in versions
+        assert len(versions) == 10
+        # item-3's texts changed (version is in the text), item-10 is new: 4 passages embedded
+        assert setup.embedder.texts_embedded - embedded == 4
+        assert all("version 2" in text for _, _, text, _ in await sync.store.passages_of("item-3"))
+        assert sync.health().state == "ok"
+
+
+async def test_a_reconcile_with_nothing_changed_fetches_and_embeds_nothing(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(30)])
+    setup = Setup(tmp_path, runner)
+    async with setup as sync:
+        await sync.sync_once()
+        calls, embedded = len(runner.fetch_calls), setup.embedder.texts_embedded
+        await sync.sync_once()  # an existing index built by this embedder is reconciled
+        assert len(runner.fetch_calls) == calls
+        assert setup.embedder.texts_embedded == embedded
+        assert runner.list_calls == 2
+
+
+async def test_poll_stores_changed_items_since_the_last_poll_minus_the_overlap(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(5)])
+    setup = Setup(tmp_path, runner)
+    async with setup as sync:
+        before = datetime.now(UTC)
+        await sync.sync_once()
+        last = datetime.fromisoformat((await sync.store.get_state("last_poll")).replace("Z", "+00:00"))
+        assert before - timedelta(seconds=1) <= last <= datetime.now(UTC)
+        runner.set(item(2, "2", updated=stamp(datetime.now(UTC))), item(40, updated=stamp(datetime.now(UTC))))
+        runner.set(item(3, "1", updated=stamp(datetime.now(UTC))))  # reported, but its version is unchanged
+        embedded, fetches = setup.embedder.texts_embedded, len(runner.fetch_calls)
+        await sync.poll()
+        assert runner.changed_calls == [last - timedelta(seconds=POLL_OVERLAP_SECONDS)]
+        versions = await sync.store.versions()
+        assert versions["item-2"] == "2" and versions["item-40"] == "1"
+        assert setup.embedder.texts_embedded - embedded == 4  # item-3 was not embedded again
+        assert len(runner.fetch_calls) == fetches  # changed delivers whole items: no fetch
+        second = datetime.fromisoformat((await sync.store.get_state("last_poll")).replace("Z", "+00:00"))
+        assert second > last
+        assert sync.health().state == "ok"
+
+
+async def test_a_poll_before_any_build_does_nothing(tmp_path):
+    runner = FakeRunner("notes", [item(1, updated="2026-01-01T00:00:00Z")])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.poll()
+        assert runner.changed_calls == []
+        assert (await sync.store.counts()) == (0, 0)
+
+
+def test_the_guard_rule():
+    assert deletion_refusal(10, 3, 0.3) is None
+    assert "4 of 10" in deletion_refusal(10, 4, 0.3)
+    assert "all 2 items" in deletion_refusal(2, 2, 0.3)
+    assert deletion_refusal(2, 1, 0.3) is None  # one item may always go
+    assert deletion_refusal(1, 1, 0.3) is None
+    assert deletion_refusal(100, 31, 0.3) is not None
+    assert deletion_refusal(100, 30, 0.3) is None
+    assert deletion_refusal(10, 9, 1.0) is None
+    assert deletion_refusal(10, 10, 1.0) is not None
+
+
+async def test_the_guard_refuses_31_percent_and_reports_it(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(100)])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+        runner.remove(*(f"item-{n}" for n in range(31)))
+        runner.set(item(50, "2"))
+        with pytest.raises(DeletionRefused, match="31 of 100"):
+            await sync.reconcile()
+        health = sync.health()
+        assert health.state == "failing" and "deletion guard" in health.last_error
+        assert "deletion guard" not in str(health.public()) and "deletion guard" in str(health.full())
+        versions = await sync.store.versions()
+        assert len(versions) == 100 and versions["item-50"] == "1"  # the whole reconcile was refused
+        runner.set(*(item(n) for n in range(1, 31)))  # the listing is complete again: 1 of 100 goes
+        await sync.reconcile()
+        assert sync.health().state == "ok"
+        assert len(await sync.store.versions()) == 99
+
+
+async def test_the_guard_refuses_to_empty_a_source_but_one_item_may_go(tmp_path):
+    runner = FakeRunner("notes", [item(1), item(2)])
+    async with Setup(tmp_path, runner, max_delete_fraction=1.0) as sync:
+        await sync.sync_once()
+        runner.remove("item-1", "item-2")
+        with pytest.raises(DeletionRefused, match="all 2 items"):
+            await sync.reconcile()
+        assert len(await sync.store.versions()) == 2
+        runner.set(item(2))
+        await sync.reconcile()  # one of two is 50 %, over the fraction, but a single item always goes
+        assert list(await sync.store.versions()) == ["item-2"]
+        runner.remove("item-2")
+        await sync.reconcile()  # the last item of a one-item source may go as well
+        assert await sync.store.versions() == {}
+        assert sync.health().state == "ok"
+
+
+async def test_an_embedder_change_rebuilds_the_source(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(5)])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+    other = ToyEmbedder(dim=32, name="toy-other-32")
+    setup = Setup(tmp_path, runner, embedder=other)
+    async with setup as sync:
+        runner.fetch_calls.clear()
+        await sync.sync_once()
+        assert await sync.store.embedder() == ("toy-other-32", 32)
+        assert other.texts_embedded == 10
+        assert sum(len(call) for call in runner.fetch_calls) == 5
+        hits = await sync.store.vector_search(toy_vectors(["river"], 32)[0], 3)
+        assert hits and sync.health().passages == 10
+
+
+async def test_a_failing_batch_between_good_ones_costs_only_its_own_items(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(150)])
+    runner.fail_batches = {2}
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="1 of 3 fetch batches failed"):
+            await sync.sync_once()
+        health = sync.health()
+        assert health.state == "failing" and health.items == 100
+        assert "1 of 3 fetch batches failed" in health.last_error
+        assert (health.failed_batches, health.batches) == (1, 3)
+        stored = await sync.store.versions()
+        assert "item-49" in stored and "item-50" not in stored and "item-100" in stored
+        runner.fail_batches = set()
+        runner.fetch_calls.clear()
+        await sync.reconcile()  # the next sync asks for the missing items again
+        assert runner.fetch_calls == [[f"item-{n}" for n in range(50, 100)]]
+        assert sync.health().state == "ok" and sync.health().items == 150
+
+
+async def test_two_failing_batches_in_a_row_stop_the_fetch(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(200)])
+    runner.fail_batches = {2, 3}
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="2 of 4 fetch batches failed") as raised:
+            await sync.sync_once()
+        assert "two in a row" in str(raised.value)
+        assert len(runner.fetch_calls) == 3  # the fourth batch was never asked for
+        assert sync.health().items == 50
+
+
+async def test_a_refused_protocol_keeps_the_old_index_serving(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(5)])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+    runner.protocol = "2"
+    async with Setup(tmp_path, runner, embedder=ToyEmbedder(name="toy-new")) as sync:
+        with pytest.raises(PassagewayError, match="protocol"):
+            await sync.sync_once()
+        assert sync.health().state == "failing"
+        assert await sync.store.embedder() == ("toy-hash-64", 64)
+        assert sync.health().items == 5
+        assert await sync.store.keyword_search("river", toy_vectors(["river"])[0], 5)
+
+
+async def test_one_failing_source_leaves_the_other_ok_and_keeps_serving(tmp_path):
+    good = FakeRunner("good", [item(n) for n in range(20)])
+    bad = FakeRunner("bad", [item(n, prefix="bad") for n in range(20)])
+    first, second = Setup(tmp_path, good, "good"), Setup(tmp_path, bad, "bad")
+    async with first as good_sync, second as bad_sync:
+        await asyncio.gather(good_sync.sync_once(), bad_sync.sync_once())
+        bad.fail_all = True
+        good.set(item(3, "2"))
+        results = await asyncio.gather(good_sync.reconcile(), bad_sync.reconcile(), return_exceptions=True)
+        assert results[0] is None and isinstance(results[1], PassagewayError)
+        assert good_sync.health().state == "ok"
+        assert bad_sync.health().state == "failing" and "told to fail" in bad_sync.health().last_error
+        assert bad_sync.health().items == 20
+        hits = await bad_sync.store.keyword_search("river", toy_vectors(["river"])[0], 5)
+        assert hits and all(hit.source == "bad" for hit in hits)
+
+
+async def test_health_views_hide_the_error_text_from_the_public(tmp_path):
+    runner = FakeRunner("notes", [item(1)])
+    runner.fail_all = True
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(PassagewayError):
+            await sync.sync_once()
+        public, full = sync.health().public(), sync.health().full()
+        assert public["state"] == "failing" and public["failing"] is True
+        assert "last_error" not in public and "told to fail" in full["last_error"]
+
+
+async def test_a_good_poll_does_not_hide_a_failed_batch(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(100)])
+    runner.fail_batches = {1}
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError):
+            await sync.sync_once()
+        await sync.poll()
+        assert sync.health().state == "failing"
+
+
+async def test_a_failed_poll_is_cleared_by_the_next_good_poll(tmp_path):
+    runner = FakeRunner("notes", [item(1)])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+        runner.fail_all = True
+        with pytest.raises(PassagewayError):
+            await sync.poll()
+        assert sync.health().state == "failing"
+        runner.fail_all = False
+        await sync.poll()
+        assert sync.health().state == "ok"
+
+
+async def test_the_vector_cache_means_a_second_build_embeds_nothing(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(60)])
+    embedder = ToyEmbedder()
+    async with Setup(tmp_path, runner, embedder=embedder) as sync:
+        await sync.sync_once()
+        assert embedder.texts_embedded == 120
+        await sync.build()
+        assert embedder.texts_embedded == 120
+        assert sync.health().passages == 120
+    (tmp_path / "notes.db").unlink()
+    (tmp_path / "notes.usearch").unlink()
+    async with Setup(tmp_path, runner, embedder=embedder) as sync:
+        await sync.sync_once()
+        assert embedder.texts_embedded == 120  # a rebuilt source reuses every vector
+        assert sync.health().items == 60
+        assert len(await sync.store.vector_search(toy_vectors(["river"])[0], 200)) == 120
+
+
+async def test_embedding_is_batched(tmp_path):
+    runner = FakeRunner("notes", [item(n, sections=5) for n in range(20)])
+    embedder = ToyEmbedder()
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=32) as sync:
+        await sync.sync_once()
+    assert embedder.texts_embedded == 100
+    assert embedder.calls == 4  # 100 texts in 32 + 32 + 32 + 4
+
+
+async def test_a_failing_embedder_fails_the_batch_and_stores_nothing(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(10)])
+    embedder = ToyEmbedder()
+    embedder.fail = True
+    async with Setup(tmp_path, runner, embedder=embedder) as sync:
+        with pytest.raises(SyncError, match="toy embedder told to fail"):
+            await sync.sync_once()
+        assert sync.health().items == 0
+
+
+async def test_a_long_build_reports_progress_in_health_and_the_log(tmp_path, caplog):
+    runner = FakeRunner("notes", [item(n) for n in range(200)])
+    seen = []
+    original = runner.fetch
+
+    async def watching_fetch(ids):
+        seen.append((sync.health().state, sync.health().fetched, sync.health().of))
+        return await original(ids)
+
+    runner.fetch = watching_fetch
+    caplog.set_level(logging.INFO, logger="passageway.sync")
+    async with Setup(tmp_path, runner, progress_seconds=0.0) as sync:
+        await sync.sync_once()
+    assert seen[0] == ("indexing", 0, 200)
+    assert ("indexing", 100, 200) in seen or ("indexing", 50, 200) in seen
+    lines = [record.getMessage() for record in caplog.records if "items fetched" in record.getMessage()]
+    assert lines and "200 of 200 items fetched" in lines[-1] and "items/s" in lines[-1]
+    assert sync.health().fetched is None and sync.health().state == "ok"
+
+
+async def test_run_forever_polls_and_reconciles_on_schedule(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(3)])
+    async with Setup(tmp_path, runner) as sync:
+        task = asyncio.create_task(sync.run_forever(poll_seconds=0.02, reconcile_seconds=0.15))
+        await asyncio.sleep(0.5)
+        runner.fail_all = True  # failures go to health; the loop goes on
+        await asyncio.sleep(0.2)
+        assert not task.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert runner.list_calls >= 3  # the start, then reconciles
+        assert len(runner.changed_calls) >= 5
+        assert sync.health().state == "failing"
+
+
+# -- with the real fake connector as a subprocess --------------------------------------------
+
+
+async def test_end_to_end_with_the_fake_connector(tmp_path):
+    items_file = write_items(tmp_path / "items.json", [item(n) for n in range(60)])
+    settings = fake_connector_settings("notes", items_file)
+    runner = ConnectorRunner(settings, environ={"PATH": "/usr/bin:/bin"})
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+        assert sync.health().items == 60
+        write_items(items_file, [item(n, "2" if n == 5 else "1") for n in range(1, 61)])
+        await sync.reconcile()
+        versions = await sync.store.versions()
+        assert "item-0" not in versions and versions["item-5"] == "2" and "item-60" in versions
+
+
+async def test_end_to_end_a_failing_fetch_batch(tmp_path):
+    items_file = write_items(tmp_path / "items.json", [item(n) for n in range(120)])
+    settings = fake_connector_settings("notes", items_file, FAKE_FAIL="fetch:item-60")
+    runner = ConnectorRunner(settings, environ={"PATH": "/usr/bin:/bin"})
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="1 of 3 fetch batches failed"):
+            await sync.sync_once()
+        assert sync.health().items == 70
+
+
+async def test_a_hanging_source_does_not_hold_up_another(tmp_path):
+    quick_file = write_items(tmp_path / "quick.json", [item(n) for n in range(5)])
+    slow_file = write_items(tmp_path / "slow.json", [item(n) for n in range(5)])
+    quick = ConnectorRunner(fake_connector_settings("quick", quick_file), environ={"PATH": "/usr/bin:/bin"})
+    slow_settings = fake_connector_settings("slow", slow_file, FAKE_SLEEP="check:30")
+    slow_settings = attrs.evolve(slow_settings, timeout=1.5)
+    slow = ConnectorRunner(slow_settings, environ={"PATH": "/usr/bin:/bin"})
+    async with Setup(tmp_path, quick, "quick") as quick_sync, Setup(tmp_path, slow, "slow") as slow_sync:
+        slow_task = asyncio.create_task(slow_sync.sync_once())
+        started = asyncio.get_running_loop().time()
+        await quick_sync.sync_once()
+        assert quick_sync.health().state == "ok" and quick_sync.health().items == 5
+        assert asyncio.get_running_loop().time() - started < 1.5
+        with pytest.raises(PassagewayError, match="time"):
+            await slow_task
+        assert slow_sync.health().state == "failing"
