@@ -1,0 +1,3 @@
+from passageway_connector_wikipedia.connector import WikipediaConnector
+
+WikipediaConnector.main()
