@@ -99,8 +99,12 @@ def test_own_table_agrees_with_jsonschema(definition, message, valid, why):
 def test_shared_table_agrees_with_jsonschema():
     if not EXAMPLES_PATH.exists():
         pytest.skip(f"{EXAMPLES_PATH.relative_to(REPOSITORY)} is not written yet")
-    rows = json.loads(EXAMPLES_PATH.read_text("utf-8"))
-    assert rows, "the shared table is empty"
+    rows = [
+        row
+        for row in json.loads(EXAMPLES_PATH.read_text("utf-8"))
+        if row.get("schema", "connector-protocol") == "connector-protocol"  # the SDK is for connectors
+    ]
+    assert rows, "the shared table has no connector rows"
     disagreements = []
     for row in rows:
         sdk_valid = message_errors(row["definition"], row["message"]) == []
