@@ -1,8 +1,9 @@
 """Keyword search text: what goes into the FTS5 index, and a question turned into a safe query.
 
 The builtin store indexes passages with SQLite FTS5's ``unicode61`` tokenizer with
-``remove_diacritics 2``, so case and accents do not matter (``Über`` finds ``uber``; ``ß`` stays
-``ß``, which is also how it is queried). That tokenizer treats a run of Chinese or Japanese
+``remove_diacritics 2``, so case and accents do not matter (``Über`` finds ``uber``). ``ß`` is
+stored and queried as ``ss``, so ``Straße`` and ``strasse`` (Swiss spelling, or a question folded
+with ``str.casefold``) find each other. That tokenizer treats a run of Chinese or Japanese
 characters as one long word, which would make CJK text unfindable by any shorter query, so
 :func:`index_text` puts a space between CJK characters and :func:`match_query` asks for the
 question's CJK runs as phrases of two characters.
@@ -30,8 +31,13 @@ MAX_QUERY_TERMS = 64
 """A question longer than this many terms is cut; BM25 over more adds time, not quality."""
 
 
+def _sharp_s(text: str) -> str:
+    return text.replace("ß", "ss").replace("ẞ", "SS")
+
+
 def index_text(text: str) -> str:
-    """The form of ``text`` stored in the FTS5 table: CJK characters stand apart."""
+    """The form of ``text`` stored in the FTS5 table: ``ß`` as ``ss``, CJK characters apart."""
+    text = _sharp_s(text)
     if not CJK_CHARACTER.search(text):
         return text
     return CJK_CHARACTER.sub(lambda match: f" {match.group(0)} ", text)
@@ -48,7 +54,7 @@ def query_terms(question: str) -> list[str]:
             seen.add(key)
             terms.append(term)
 
-    for word in WORD.findall(question):
+    for word in WORD.findall(_sharp_s(question)):
         if word.startswith("_") or word.endswith("_"):
             word = word.strip("_")
             if not word:
