@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import socket
 import threading
 from collections.abc import Iterator
@@ -21,9 +22,15 @@ API_KEY = "sk-test-9f8e7d6c5b4a-secret"
 
 
 def fake_vector(text: str, dim: int) -> list[float]:
-    """A deterministic vector for a text: tests compute the expected answer the same way."""
-    digest = hashlib.sha256(text.encode()).digest()
-    return [(digest[i % len(digest)] + 1) / 256 for i in range(dim)]
+    """A deterministic vector for a text: words hashed into ``dim`` buckets, over a small floor.
+
+    Tests compute the expected answer the same way; texts that share words come out close, so
+    the embedder contract's lighthouse-versus-banana rule holds against the fake too.
+    """
+    vector = [0.01] * dim
+    for word in re.findall(r"\w+", text.lower()):
+        vector[int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big") % dim] += 1.0
+    return vector
 
 
 @dataclass

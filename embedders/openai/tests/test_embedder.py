@@ -337,3 +337,29 @@ def test_runs_as_a_subprocess_and_keeps_stdout_clean(fake_api, api_key):
     assert replies[0]["dim"] == 8
     assert replies[1]["vectors"] == [fake_api.vector("a"), fake_api.vector("b")]
     assert api_key not in result.stderr
+
+
+def test_the_program_passes_the_embedder_contract(fake_api, api_key):
+    from passageway.embed_command import CommandEmbedder
+    from passageway.testing.embedder_contract import check_embedder
+
+    fake_api.dim = 64
+    embedder = CommandEmbedder(
+        "openai-fake",
+        [sys.executable, "-m", "passageway_embedder_openai"],
+        env={
+            "MODEL": "m",
+            "BASE_URL": fake_api.base_url,
+            "QUERY_PREFIX": "query: ",
+            "PASSAGE_PREFIX": "passage: ",
+        },
+        secrets={"API_KEY": api_key},
+        timeout=30,
+    )
+    try:
+        check_embedder(embedder)
+        assert embedder.dim == 64
+        assert embedder.name.startswith(f"openai:m@127.0.0.1:{fake_api.port}#")
+    finally:
+        embedder.close()
+    assert all(request["headers"]["Authorization"] == f"Bearer {api_key}" for request in fake_api.requests)
