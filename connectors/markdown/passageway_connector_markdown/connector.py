@@ -118,6 +118,15 @@ class Note:
         return name.rsplit(".", 1)[0] if "." in name else name
 
 
+def _is_utf8(name: str) -> bool:
+    # os.scandir hands undecodable bytes over as lone surrogates, which no JSON reader should get.
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text_value(front_matter: Mapping[str, Any], key: str) -> str | None:
     value = front_matter.get(key)
     if isinstance(value, str) and value.strip():
@@ -194,12 +203,18 @@ class MarkdownConnector(Connector):
             try:
                 entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
             except OSError as error:
-                self.warn(f"skipped the folder {folder or '.'}: {error.strerror or error}")
+                if not folder:  # listing nothing would look like every note was deleted
+                    reason = error.strerror or error
+                    raise SourceError(f"cannot read FOLDER {str(self.root)!r}: {reason}") from None
+                self.warn(f"skipped the folder {folder}: {error.strerror or error}")
                 continue
             subfolders = []
             for entry in entries:
                 relative = f"{folder}/{entry.name}" if folder else entry.name
                 if entry.name.startswith(".") or entry.name in ALWAYS_SKIPPED:
+                    continue
+                if not _is_utf8(entry.name):
+                    self.warn(f"skipped {relative!a}: its name is not UTF-8")
                     continue
                 try:
                     if entry.is_symlink():
@@ -432,11 +447,21 @@ def _updated_pattern() -> str:
 
 
 def _iso_8601(value: str) -> str | None:
-    """``value`` if it is the ISO 8601 date or time the protocol accepts, else ``None``."""
-    if not re.search(_updated_pattern(), value):
-        return None
+    """``value`` as an ISO 8601 date or time the protocol accepts, or ``None``.
+
+    A value already in the protocol's form is kept as written (``2026-10-28`` stays a date). Static
+    site generators often write ``2026-10-28 09:00:00 +0200``; such a time is converted to UTC.
+    """
+    if re.search(_updated_pattern(), value):
+        try:
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None  # the right shape but no such day, such as 2026-02-30
+        return value
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(re.sub(r"\s+(?=[+-][0-9]{2}:?[0-9]{2}$|Z$)", "", value))
     except ValueError:
-        return None  # the right shape but no such day, such as 2026-02-30
-    return value
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import time
 from datetime import UTC, datetime, timedelta
@@ -423,3 +424,37 @@ def test_non_ascii_file_names_in_an_empty_environment(notes):
     notes.write("Grüße/Café.md", "# Café\n\nKaffee.\n")
     item = notes.item("Grüße/Café.md")
     assert item["title"] == "Café" and item["path"] == ["Grüße"]
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped(notes):
+    notes.write("good.md", "fine\n")
+    with open(os.fsencode(notes.root) + b"/bad\xff.md", "wb") as handle:
+        handle.write(b"text\n")
+    result = notes.run("list")
+    assert result.code == 0 and [entry["id"] for entry in result.records] == ["good.md"]
+    assert "skipped 'bad\\udcff.md': its name is not UTF-8" in result.stderr
+
+
+def test_site_generator_dates_become_utc(notes):
+    notes.write("post.md", "---\nupdated: 2026-10-28 09:00:00 +0200\n---\nBody.\n")
+    assert notes.item("post.md")["updated"] == "2026-10-28T07:00:00Z"
+
+
+def test_an_unreadable_folder_fails_instead_of_listing_nothing(notes, monkeypatch):
+    # Run in-process: as root (CI) a folder cannot be made unreadable, so the refusal is simulated.
+    from passageway_connector_markdown import connector as module
+
+    notes.write("a.md", "text\n")
+    real_scandir = os.scandir
+
+    def refusing_scandir(path):
+        if os.fspath(path) == str(notes.root.resolve()):
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr(module.os, "scandir", refusing_scandir)
+    out, err = io.StringIO(), io.StringIO()
+    code = module.MarkdownConnector.run(["list"], {"FOLDER": str(notes.root)}, io.StringIO(), out, err)
+    assert (code, out.getvalue()) == (1, "")
+    assert err.getvalue() == (f"markdown connector: cannot read FOLDER {str(notes.root.resolve())!r}: "
+                              "Permission denied\n")
