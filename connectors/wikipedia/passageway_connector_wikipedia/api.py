@@ -135,10 +135,12 @@ class MediaWikiClient:
             if status in RETRY_STATUSES:
                 asked = retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
                 return None, f"HTTP {status} from {self.api_url}", asked
-            raise SourceError(
-                f"{self.api_url} answered HTTP {status} {error.reason}; check API_URL "
-                "(it should be a MediaWiki api.php address)"
-            ) from None
+            hint = (
+                "; check API_URL (it should be a MediaWiki api.php address)"
+                if status in (400, 404, 405)
+                else ""
+            )
+            raise SourceError(f"{self.api_url} answered HTTP {status} {error.reason}{hint}") from None
         except (urllib.error.URLError, OSError) as error:
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
             return None, f"cannot reach {self.api_url} ({reason})", None
