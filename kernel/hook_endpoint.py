@@ -42,6 +42,15 @@ ACKNOWLEDGEMENTS = frozenset({
     "klingt gut", "alles klar", "fertig", "weiter so", "y", "n",
 })
 
+# Words that point back at an earlier answer ("the second one", "the rest") rather than name a topic.
+FOLLOW_UP_WORDS = frozenset({
+    "first", "second", "third", "fourth", "last", "next", "previous", "other", "others", "another",
+    "rest", "more", "again", "same", "one", "ones", "two", "three", "part", "point", "example",
+    "erste", "ersten", "zweite", "zweiten", "dritte", "letzte", "letzten", "nachste",
+    "andere", "anderen", "mehr", "nochmal", "gleiche", "teil", "punkt", "beispiel",
+})
+SHORT_FOLLOW_UP_WORDS = 6
+
 # Folder names that say nothing about a project.
 GENERIC_FOLDERS = frozenset({
     "home", "users", "user", "src", "source", "code", "projects", "project", "repos", "repo", "work",
@@ -60,7 +69,10 @@ def is_question(prompt: str) -> bool:
     if " ".join(words) in ACKNOWLEDGEMENTS:
         return False
     # A short follow-up ("and the second one?") without a content word has nothing to search for.
-    return bool(content_words(text))
+    meaningful = content_words(text)
+    if len(words) <= SHORT_FOLLOW_UP_WORDS:
+        meaningful = [word for word in meaningful if word not in FOLLOW_UP_WORDS]
+    return bool(meaningful)
 
 
 def folder_words(cwd: str | None) -> tuple[str, ...]:

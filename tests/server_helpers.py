@@ -73,8 +73,9 @@ ITEMS: list[dict[str, Any]] = [
 ]
 
 
-def write_instance(tmp_path: Path, *, items: list[dict[str, Any]] | None = None, extra_env: Mapping[str, str] = (),
-                   config: str | None = None, fail: str = "") -> dict[str, str]:
+def write_instance(tmp_path: Path, *, items: list[dict[str, Any]] | None = None,
+                   extra_env: Mapping[str, str] | None = None,
+                   config: str | None = None, fail: str = "", sleep: str = "") -> dict[str, str]:
     """A config, an items file and the environment for one instance under ``tmp_path``."""
     items_path = tmp_path / "items.json"
     items_path.write_text(json.dumps(ITEMS if items is None else items), encoding="utf-8")
@@ -83,6 +84,8 @@ def write_instance(tmp_path: Path, *, items: list[dict[str, Any]] | None = None,
         env_table = f'FAKE_ITEMS = {json.dumps(str(items_path))}'
         if fail:
             env_table += f', FAKE_FAIL = "{fail}"'
+        if sleep:
+            env_table += f', FAKE_SLEEP = "{sleep}"'
         config = (
             '[embedder]\nkind = "toy"\n\n'
             '[[connector]]\nname = "notes"\n'
@@ -101,7 +104,7 @@ def write_instance(tmp_path: Path, *, items: list[dict[str, Any]] | None = None,
         "PASSAGEWAY_POLL_SECONDS": "3600",
         "PASSAGEWAY_RECONCILE_SECONDS": "7200",
     }
-    environ.update(extra_env)
+    environ.update(extra_env or {})
     return environ
 
 

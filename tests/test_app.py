@@ -1,0 +1,181 @@
+"""The kernel in process: building, syncing, recall, health states and the bearer check."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from passageway import hookimpl
+from passageway.kernel.app import Kernel
+from passageway.kernel.config import load_settings
+from passageway.kernel.errors import EmbedderError, PassagewayError
+from passageway.kernel.plugins import build_plugin_manager
+from passageway.testing.toy_embedder import ToyEmbedder
+from passageway.testing.toy_embedder import plugin as toy_plugin
+from tests.server_helpers import PASSWORD, make_kernel, write_instance
+
+
+class _BrokenEmbedder(ToyEmbedder):
+    async def start(self) -> None:
+        raise EmbedderError("the model file /models/x.onnx is missing; run `passageway model download`")
+
+
+class _BrokenEmbedderPlugin:
+    @hookimpl
+    def passageway_register_embedders(self, register):  # type: ignore[no-untyped-def]
+        register("broken-toy", lambda settings, context: _BrokenEmbedder())
+
+
+class _Request:
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.headers = headers
+
+
+async def test_open_sync_once_and_recall(tmp_path):
+    environ = write_instance(tmp_path)
+    settings = load_settings(environ)
+    manager = build_plugin_manager(environ, extra=(("toy", toy_plugin),), load_entry_points=False)
+    async with Kernel.open(settings, manager, environ) as kernel:
+        assert kernel.health(include_errors=True)["status"] == "indexing"
+        assert await kernel.sync_once() == {"notes": None}
+        answer = await kernel.recall("how does a refracting telescope gather starlight with a lens?")
+        assert [hit.item_id for hit in answer.hits][:1] == ["telescope"]
+        silent = await kernel.recall("quarterly tax declaration deadline")
+        assert silent.silent
+        report = kernel.health(include_errors=False)
+        assert report["status"] == "ok"
+        assert report["sources"]["notes"]["items"] == 4
+        assert (tmp_path / "data" / "notes.db").is_file()
+
+
+async def test_recall_excludes_items_already_sent(tmp_path):
+    environ = write_instance(tmp_path)
+    async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:
+        await kernel.sync_once()
+        question = "how does a refracting telescope gather starlight with a lens?"
+        first = await kernel.recall(question)
+        assert first.hits[0].item_id == "telescope"
+        again = await kernel.recall(question, exclude_items=[("notes", "telescope")])
+        assert "telescope" not in [hit.item_id for hit in again.hits]
+
+
+async def test_failing_source_is_degraded_and_error_text_needs_authorisation(tmp_path):
+    environ = write_instance(tmp_path, fail="check,list")
+    async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:
+        errors = await kernel.sync_once()
+        assert errors["notes"] is not None and "check" in errors["notes"]
+        public = kernel.health(include_errors=False)
+        assert public["status"] == "degraded"
+        assert public["sources"]["notes"]["state"] == "failing"
+        assert "error" not in public["sources"]["notes"]
+        assert "FAKE_FAIL" not in str(public)
+        private = kernel.health(include_errors=True)
+        assert "check" in private["sources"]["notes"]["error"]
+
+
+async def test_embedder_failing_to_start_makes_recall_raise(tmp_path):
+    environ = write_instance(tmp_path, config='[embedder]\nkind = "broken-toy"\n')
+    settings = load_settings(environ)
+    manager = build_plugin_manager(
+        environ, extra=(("broken", _BrokenEmbedderPlugin()),), load_entry_points=False
+    )
+    async with Kernel.open(settings, manager, environ) as kernel:
+        with pytest.raises(EmbedderError, match="missing"):
+            await kernel.recall("anything at all about rivers")
+        public = kernel.health(include_errors=False)
+        assert public["status"] == "degraded"
+        assert public["embedder"]["state"] == "failing"
+        assert "error" not in public["embedder"]
+        assert "passageway model download" in kernel.health(include_errors=True)["embedder"]["error"]
+
+
+async def test_embedder_failing_during_recall_raises_and_shows_in_health(tmp_path):
+    environ = write_instance(tmp_path)
+    async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:
+        await kernel.sync_once()
+        assert isinstance(kernel.embedder, ToyEmbedder)
+        kernel.embedder.fail = True
+        with pytest.raises(EmbedderError):
+            await kernel.recall("how does a refracting telescope gather starlight?")
+        assert kernel.health(include_errors=False)["status"] == "degraded"
+        with pytest.raises(EmbedderError):  # still failing: no silent answer in between
+            await kernel.recall("how does a refracting telescope gather starlight?")
+
+
+def test_broken_configuration_answers_error(tmp_path):
+    kernel = Kernel.broken(
+        "passageway.toml: unknown key 'nmae' in [[connector]] 1", environ={}, instance="work"
+    )
+    report = kernel.health(include_errors=True)
+    assert report["status"] == "error"
+    assert "nmae" in report["error"]
+    assert report["instance"] == "work"
+    assert "nmae" not in str(kernel.health(include_errors=False))
+
+
+async def test_broken_configuration_recall_raises():
+    kernel = Kernel.broken("bad config", environ={})
+    with pytest.raises(PassagewayError, match="bad config"):
+        await kernel.recall("anything")
+
+
+def test_unknown_ranker_gives_an_error_kernel(tmp_path):
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_RANKER": "nonesuch"})
+    kernel = make_kernel(environ)
+    assert kernel.health(include_errors=True)["status"] == "error"
+    assert "nonesuch" in kernel.health(include_errors=True)["error"]
+
+
+async def test_open_refuses_a_broken_setup(tmp_path):
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_STORE": "nonesuch"})
+    with pytest.raises(PassagewayError, match="nonesuch"):
+        async with Kernel.open(load_settings(environ), None, environ):
+            pass
+
+
+def test_version_and_instance(tmp_path):
+    environ = write_instance(tmp_path, extra_env={"APP_VERSION": "9.9.9-test"})
+    report = make_kernel(environ).health(include_errors=False)
+    assert report["version"] == "9.9.9-test"
+    assert report["instance"] is None
+
+
+def test_authorize_compares_the_bearer_password(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path))
+    assert kernel.authorize(_Request({"Authorization": f"Bearer {PASSWORD}"}))
+    assert kernel.authorize(_Request({"Authorization": f"bearer {PASSWORD}"}))
+    assert not kernel.authorize(_Request({"Authorization": f"Bearer {PASSWORD}x"}))
+    assert not kernel.authorize(_Request({"Authorization": PASSWORD}))
+    assert not kernel.authorize(_Request({}))
+
+
+def test_no_password_authorises_nobody(tmp_path):
+    environ = write_instance(tmp_path)
+    del environ["PASSAGEWAY_LOGIN_PASSWORD"]
+    kernel = make_kernel(environ)
+    assert not kernel.authorize(_Request({"Authorization": "Bearer "}))
+    assert not kernel.authorize(_Request({"Authorization": "Bearer None"}))
+
+
+async def test_background_sync_builds_and_stops(tmp_path):
+    environ = write_instance(tmp_path)
+    async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:
+        kernel.start_background_sync()
+        from tests.server_helpers import wait_built
+
+        await wait_built(kernel)
+        assert kernel.health(include_errors=True)["sources"]["notes"]["items"] == 4
+        await kernel.stop_background_sync()
+        assert not kernel._sync_tasks
+
+
+async def test_recall_logs_count_and_time_only(tmp_path, caplog):
+    environ = write_instance(tmp_path)
+    async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:
+        await kernel.sync_once()
+        with caplog.at_level(logging.DEBUG):
+            await kernel.recall("how does a refracting telescope gather starlight?")
+        lines = [record.getMessage() for record in caplog.records if record.name == "passageway.kernel"]
+        assert len(lines) == 1 and lines[0].startswith("recall: 1 hits in ")
+        assert "telescope" not in caplog.text

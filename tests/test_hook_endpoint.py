@@ -1,0 +1,197 @@
+"""``POST /recall`` for the prompt hook: the question filter, per-session memory, the cwd boost,
+long prompts, and the hook script's own self-test."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from passageway.kernel.hook_endpoint import MAX_PROMPT_CHARS, SessionMemory, folder_words, is_question
+from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+
+AUTH = {"Authorization": f"Bearer {PASSWORD}"}
+TELESCOPE = "how does a refracting telescope gather starlight with a lens?"
+HOOKS = Path(__file__).resolve().parent.parent / "hooks"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("/compact", False),
+        ("/passageway-status now", False),
+        ("ok", False),
+        ("OK!", False),
+        ("weiter", False),
+        ("Mach weiter", False),
+        ("thanks", False),
+        ("thank you", False),
+        ("yes", False),
+        ("", False),
+        ("   ", False),
+        ("and the second one?", False),
+        ("why?", False),
+        ("what about this?", False),
+        ("und das?", False),
+        ("how does the refracting telescope work?", True),
+        ("Wie funktioniert die Rheinschifffahrt?", True),
+        ("telescope lenses", True),
+        ("ok, and what about the sourdough starter?", True),
+    ],
+)
+def test_question_filter(prompt, expected):
+    assert is_question(prompt) is expected
+
+
+@pytest.mark.parametrize(
+    ("cwd", "words"),
+    [
+        ("/home/me/code/passageway-project", ("passageway",)),
+        ("/Users/anna/Documents/trilium_notes", ("trilium", "notes")),
+        ("/srv/wiki/garden-planner", ("wiki", "garden", "planner")),
+        ("/", ()),
+        (None, ()),
+        ("C:\\Users\\anna\\kitchen-recipes", ("anna", "kitchen", "recipes")),
+    ],
+)
+def test_folder_words(cwd, words):
+    assert folder_words(cwd) == words
+
+
+def test_session_memory_is_bounded_and_expires():
+    memory = SessionMemory(max_sessions=3, ttl=100)
+    for number in range(5):
+        memory.remember(f"s{number}", [("notes", f"item-{number}")], now=float(number))
+    assert len(memory) == 3
+    assert memory.sent("s0", now=5) == ()
+    assert memory.sent("s4", now=5) == (("notes", "item-4"),)
+    assert memory.sent("s4", now=200) == ()  # expired
+    memory.remember(None, [("notes", "x")])
+    assert memory.sent(None) == ()
+
+
+def test_session_memory_keeps_the_latest_items_per_session():
+    memory = SessionMemory(max_items=2)
+    memory.remember("s", [("a", "1"), ("a", "2"), ("a", "3")], now=0)
+    assert memory.sent("s", now=1) == (("a", "2"), ("a", "3"))
+
+
+@pytest.fixture
+async def served(tmp_path):  # type: ignore[no-untyped-def]
+    kernel = make_kernel(write_instance(tmp_path))
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
+        await wait_built(kernel)
+        yield client, url
+
+
+async def post(client: httpx2.AsyncClient, url: str, prompt: str, **fields: str) -> httpx2.Response:
+    return await client.post(f"{url}/recall", json={"prompt": prompt, **fields}, headers=AUTH)
+
+
+async def test_a_question_gets_context(served):
+    client, url = served
+    response = await post(client, url, TELESCOPE, session_id="a", cwd="/tmp")
+    assert response.status_code == 200
+    context = response.json()["context"]
+    assert "Refracting telescope" in context and "https://example.test/telescope" in context
+
+
+async def test_non_questions_get_nothing_without_a_search(served):
+    client, url = served
+    for prompt in ("/compact", "ok", "weiter", "thanks"):
+        response = await post(client, url, prompt, session_id="a")
+        assert response.json() == {"context": ""}
+
+
+async def test_nothing_relevant_is_an_empty_context(served):
+    client, url = served
+    response = await post(client, url, "quarterly tax declaration deadline", session_id="a")
+    assert response.status_code == 200
+    assert response.json() == {"context": ""}
+
+
+async def test_a_session_is_not_sent_the_same_item_twice(served):
+    client, url = served
+    first = (await post(client, url, TELESCOPE, session_id="one")).json()["context"]
+    assert "Refracting telescope" in first
+    second = (await post(client, url, TELESCOPE, session_id="one")).json()["context"]
+    assert "Refracting telescope" not in second
+    other_session = (await post(client, url, TELESCOPE, session_id="two")).json()["context"]
+    assert "Refracting telescope" in other_session
+    no_session = (await post(client, url, TELESCOPE)).json()["context"]
+    assert "Refracting telescope" in no_session
+
+
+async def test_cwd_folder_names_boost_matching_items(served):
+    client, url = served
+    question = "sourdough starter ferments with wild yeast"
+    plain = (await post(client, url, question, session_id="p", cwd="/tmp/elsewhere")).json()["context"]
+    boosted = (await post(client, url, question, session_id="b",
+                          cwd="/home/me/code/passageway-project")).json()["context"]
+    # Rye bread carries the label "passageway-project"; the folder name lifts it above sourdough.
+    assert plain.index("Sourdough bread") < plain.index("Rye bread")
+    assert boosted.index("Rye bread") < boosted.index("Sourdough bread")
+
+
+async def test_prompt_is_cut_at_twenty_thousand_characters(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path))
+    asked: list[str] = []
+    original = kernel.recall
+
+    async def recording_recall(question, **options):  # type: ignore[no-untyped-def]
+        asked.append(question)
+        return await original(question, **options)
+
+    kernel.recall = recording_recall  # type: ignore[method-assign]
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
+        await wait_built(kernel)
+        prompt = TELESCOPE + " " + "lenses and mirrors " * 5_000  # 95,000 characters
+        response = await post(client, url, prompt, session_id="long")
+        assert response.status_code == 200
+        assert isinstance(response.json()["context"], str)
+        assert asked == [prompt[:MAX_PROMPT_CHARS]]
+        assert len(asked[0]) == 20_000
+
+
+async def test_bad_requests(served):
+    client, url = served
+    response = await client.post(f"{url}/recall", content=b"not json", headers=AUTH)
+    assert response.status_code == 400
+    response = await client.post(f"{url}/recall", json={"prompt": 5}, headers=AUTH)
+    assert response.status_code == 400
+    response = await client.post(f"{url}/recall", json=["prompt"], headers=AUTH)
+    assert response.status_code == 400
+
+
+async def test_failing_embedder_is_an_error_not_an_empty_context(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path))
+    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
+        await wait_built(kernel)
+        kernel.embedder.fail = True
+        response = await post(client, url, TELESCOPE)
+        assert response.status_code == 503
+        assert response.json()["context"] == ""
+        assert "embedder" in response.json()["error"]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("python3") is None,
+                    reason="the hook self-test needs bash and python3")
+def test_hook_script_self_test():
+    result = subprocess.run(["bash", str(HOOKS / "test-recall-hook.sh")], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all checks passed" in result.stdout
+    assert "FAIL" not in result.stdout
+
+
+def test_hooks_json_registers_the_prompt_hook():
+    import json
+
+    config = json.loads((HOOKS / "hooks.json").read_text())
+    entries = config["hooks"]["UserPromptSubmit"]
+    commands = [hook["command"] for entry in entries for hook in entry["hooks"]]
+    assert any("recall-hook.sh" in command and "${CLAUDE_PLUGIN_ROOT}" in command for command in commands)
+    assert (HOOKS / "recall-hook.sh").is_file()

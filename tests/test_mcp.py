@@ -1,0 +1,173 @@
+"""``/mcp`` through the official MCP Python client over streamable HTTP, against a live server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from passageway.kernel.mcp_transport import DEFAULT_INSTRUCTIONS, DEFAULT_TOOL_DESCRIPTION, call_asgi
+from passageway.kernel.recall import NOTHING
+from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+
+TELESCOPE = "how does a refracting telescope gather starlight with a lens?"
+
+
+@contextlib.asynccontextmanager
+async def mcp_client(url: str, token: str = PASSWORD, **options) -> AsyncIterator[Client]:  # type: ignore[no-untyped-def]
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http), **options) as client:
+        yield client
+
+
+@pytest.fixture
+async def served(tmp_path):  # type: ignore[no-untyped-def]
+    kernel = make_kernel(write_instance(tmp_path))
+    async with running_server(kernel) as url:
+        await wait_built(kernel)
+        yield kernel, url
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_list_tools_and_instructions(served, mode):
+    _, url = served
+    async with mcp_client(url, mode=mode) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == {"recall", "status"}
+        assert tools["recall"].description == DEFAULT_TOOL_DESCRIPTION
+        assert tools["recall"].input_schema["required"] == ["question"]
+        if mode == "legacy":
+            assert client.session.initialize_result.instructions == DEFAULT_INSTRUCTIONS
+            assert client.session.initialize_result.server_info.name == "passageway"
+
+
+async def test_recall_returns_passages(served):
+    _, url = served
+    async with mcp_client(url) as client:
+        result = await client.call_tool("recall", {"question": TELESCOPE})
+        assert not result.is_error
+        text = result.content[0].text
+        assert "Refracting telescope" in text
+        assert "https://example.test/telescope" in text
+        assert "Rhine" not in text
+
+
+async def test_recall_says_when_nothing_is_relevant(served):
+    _, url = served
+    async with mcp_client(url) as client:
+        result = await client.call_tool("recall", {"question": "quarterly tax declaration deadline"})
+        assert not result.is_error
+        assert result.content[0].text == NOTHING
+
+
+async def test_recall_without_a_question_is_a_tool_error(served):
+    _, url = served
+    async with mcp_client(url) as client:
+        result = await client.call_tool("recall", {"question": "  "})
+        assert result.is_error
+        assert "question" in result.content[0].text
+
+
+async def test_status_reports_health_with_errors(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path, fail="check,list"))
+    async with running_server(kernel) as url:
+        await wait_built(kernel)
+        async with mcp_client(url) as client:
+            result = await client.call_tool("status", {})
+            report = json.loads(result.content[0].text)
+            assert report["status"] == "degraded"
+            assert "check" in report["sources"]["notes"]["error"]
+
+
+async def test_failing_embedder_is_a_tool_error_not_silence(served):
+    kernel, url = served
+    kernel.embedder.fail = True
+    async with mcp_client(url) as client:
+        result = await client.call_tool("recall", {"question": TELESCOPE})
+        assert result.is_error
+        assert "recall failed" in result.content[0].text
+        assert NOTHING not in result.content[0].text
+
+
+async def test_instructions_and_description_from_the_environment(tmp_path):
+    environ = write_instance(tmp_path, extra_env={
+        "PASSAGEWAY_INSTRUCTIONS": "Use recall for the team wiki.",
+        "PASSAGEWAY_TOOL_DESCRIPTION": "Search the team wiki.",
+    })
+    kernel = make_kernel(environ)
+    async with running_server(kernel) as url, mcp_client(url, mode="legacy") as client:
+        assert client.session.initialize_result.instructions == "Use recall for the team wiki."
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert tools["recall"].description == "Search the team wiki."
+
+
+async def test_instance_names_the_server(tmp_path):
+    environ = write_instance(tmp_path)
+    (tmp_path / "home" / ".config" / "passageway-work").mkdir(parents=True)
+    environ["PASSAGEWAY_INSTANCE"] = "work"
+    kernel = make_kernel(environ)
+    async with running_server(kernel) as url, mcp_client(url, mode="legacy") as client:
+        assert client.session.initialize_result.server_info.name == "passageway-work"
+
+
+async def test_mcp_refuses_a_wrong_token(served):
+    _, url = served
+    async with httpx2.AsyncClient() as http:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            response = await http.post(
+                f"{url}/mcp", headers={**headers, "Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            )
+            assert response.status_code == 401
+            assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+async def test_several_clients_at_once(served):
+    import asyncio
+
+    _, url = served
+
+    async def one() -> str:
+        async with mcp_client(url) as client:
+            result = await client.call_tool("recall", {"question": TELESCOPE})
+            return result.content[0].text
+
+    texts = await asyncio.gather(*(one() for _ in range(6)))
+    assert all("Refracting telescope" in text for text in texts)
+
+
+async def test_call_asgi_streams_chunks_and_headers():
+    from aiohttp import web
+
+    async def asgi(scope, receive, send):  # type: ignore[no-untyped-def]
+        message = await receive()
+        assert scope["method"] == "POST" and scope["path"] == "/x"
+        await send({"type": "http.response.start", "status": 201,
+                    "headers": [(b"content-type", b"text/plain"), (b"x-two", b"a"), (b"x-two", b"b")]})
+        await send({"type": "http.response.body", "body": message["body"].upper(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"!", "more_body": False})
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await call_asgi(asgi, request)
+
+    app = web.Application()
+    app.router.add_post("/x", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    from tests.server_helpers import free_port
+
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with httpx2.AsyncClient() as http:
+            response = await http.post(f"http://127.0.0.1:{port}/x", content=b"hello")
+            assert response.status_code == 201
+            assert response.text == "HELLO!"
+            assert response.headers.get_list("x-two") == ["a", "b"]
+    finally:
+        await runner.cleanup()

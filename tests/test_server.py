@@ -1,0 +1,153 @@
+"""The server: health over HTTP, answering while sources build, broken configuration, the
+passageway_add_routes hook, resource cleanup and the serve command's refusal without a password."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx2
+from aiohttp import web
+
+from passageway import hookimpl
+from passageway.kernel import cli
+from passageway.kernel.app import Kernel
+from passageway.kernel.plugins import build_plugin_manager
+from passageway.kernel.server import KERNEL_KEY, build_app
+from passageway.testing.toy_embedder import plugin as toy_plugin
+from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+
+AUTH = {"Authorization": f"Bearer {PASSWORD}"}
+
+
+async def test_health_is_open_and_counts_items(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path))
+    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
+        await wait_built(kernel)
+        response = await client.get(f"{url}/health")
+        assert response.status_code == 200
+        report = response.json()
+        assert report["status"] == "ok"
+        assert report["sources"]["notes"] == {
+            **report["sources"]["notes"], "state": "ok", "items": 4, "passages": 4,
+        }
+        assert report["embedder"]["name"] == "toy-hash-64"
+
+
+async def test_failing_source_is_degraded_and_error_only_with_password(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path, fail="check,list,fetch"))
+    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
+        await wait_built(kernel)
+        public = (await client.get(f"{url}/health")).json()
+        assert public["status"] == "degraded"
+        assert public["sources"]["notes"]["state"] == "failing"
+        assert "error" not in public["sources"]["notes"]
+        wrong = (await client.get(f"{url}/health", headers={"Authorization": "Bearer nope"})).json()
+        assert "error" not in wrong["sources"]["notes"]
+        private = (await client.get(f"{url}/health", headers=AUTH)).json()
+        assert "check" in private["sources"]["notes"]["error"]
+
+
+async def test_answers_while_a_source_is_still_building(tmp_path):
+    # A slow connector: its listing takes two seconds, so the first build takes a while.
+    kernel = make_kernel(write_instance(tmp_path, sleep="list:2"))
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=10) as client:
+        report = (await client.get(f"{url}/health")).json()
+        assert report["status"] == "indexing"
+        assert report["sources"]["notes"]["state"] == "indexing"
+        response = await client.post(f"{url}/recall", json={"prompt": "how do lenses in a telescope work?"},
+                                     headers=AUTH)
+        assert response.status_code == 200
+        assert response.json() == {"context": ""}
+        await wait_built(kernel)
+        assert (await client.get(f"{url}/health")).json()["status"] == "ok"
+
+
+async def test_broken_configuration_still_serves_health(tmp_path):
+    kernel = Kernel.broken("passageway.toml: unknown key 'nmae' in [[connector]] 1", environ={
+        "PASSAGEWAY_LOGIN_PASSWORD": PASSWORD}, instance=None)
+    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
+        response = await client.get(f"{url}/health")
+        assert response.status_code == 503
+        assert response.json()["status"] == "error"
+        assert "nmae" not in response.text
+        private = await client.get(f"{url}/health", headers=AUTH)
+        assert "nmae" in private.json()["error"]
+        recall = await client.post(f"{url}/recall", json={"prompt": "where does the rhine river flow?"},
+                                   headers=AUTH)
+        assert recall.status_code == 503
+        assert recall.json()["context"] == ""
+
+
+async def test_add_routes_hook_mounts_a_plugin_route(tmp_path):
+    class Extra:
+        @hookimpl
+        def passageway_add_routes(self, app, kernel):  # type: ignore[no-untyped-def]
+            async def hello(request: web.Request) -> web.Response:
+                if not kernel.authorize(request):
+                    return web.Response(status=401)
+                return web.json_response({"sources": list(kernel.sources)})
+
+            app.router.add_get("/hello", hello)
+
+    environ = write_instance(tmp_path)
+    manager = build_plugin_manager(environ, extra=(("toy", toy_plugin), ("extra", Extra())),
+                                   load_entry_points=False)
+    from passageway.kernel.config import load_settings
+
+    kernel = Kernel.create(load_settings(environ), manager, environ)
+    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
+        assert (await client.get(f"{url}/hello")).status_code == 401
+        assert (await client.get(f"{url}/hello", headers=AUTH)).json() == {"sources": ["notes"]}
+        assert (await client.get(f"{url}/health")).status_code == 200
+
+
+async def test_cleanup_stops_sync_and_closes_resources(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path))
+    app = build_app(kernel)
+    assert app[KERNEL_KEY] is kernel
+    async with running_server(kernel):
+        await wait_built(kernel)
+        assert kernel._sync_tasks
+        tasks = list(kernel._sync_tasks.values())
+    assert all(task.done() for task in tasks)
+    assert kernel.embedder is None
+    assert all(source.store is None for source in kernel.sources.values())
+
+
+async def test_many_concurrent_hook_requests(tmp_path):
+    kernel = make_kernel(write_instance(tmp_path))
+    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
+        await wait_built(kernel)
+
+        async def ask(number: int) -> int:
+            response = await client.post(
+                f"{url}/recall",
+                json={"prompt": "how does a refracting telescope gather starlight with a lens?",
+                      "session_id": f"s{number}"},
+                headers=AUTH,
+            )
+            assert "Refracting telescope" in response.json()["context"]
+            return response.status_code
+
+        assert set(await asyncio.gather(*(ask(n) for n in range(16)))) == {200}
+
+
+def test_serve_refuses_to_start_without_a_password(tmp_path, monkeypatch, capsys):
+    environ = write_instance(tmp_path)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("PASSAGEWAY_LOGIN_PASSWORD")
+    monkeypatch.delenv("PASSAGEWAY_LOGIN_PASSWORD_FILE", raising=False)
+    assert cli.main(["serve"]) == 2
+    error = capsys.readouterr().err
+    assert "PASSAGEWAY_LOGIN_PASSWORD" in error and "passageway init" in error
+
+
+def test_serve_names_an_unreadable_password_file(tmp_path, monkeypatch, capsys):
+    environ = write_instance(tmp_path)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("PASSAGEWAY_LOGIN_PASSWORD")
+    monkeypatch.setenv("PASSAGEWAY_LOGIN_PASSWORD_FILE", str(tmp_path / "missing-password"))
+    assert cli.main([]) == 2
+    assert "missing-password" in capsys.readouterr().err
