@@ -42,9 +42,7 @@ _DROPPED_TAGS = frozenset(
         "audio",
         "video",
         "map",
-        "gallery",
         "annotation",
-        "semantics-annotation",
         "svg",
         "button",
     }
@@ -134,7 +132,6 @@ class _SectionParser(HTMLParser):
         self._heading_parts: list[str] = []
         self._current: list[str] = []
         self._preformatted = 0
-        self._list_depth = 0
 
     def _flush(self) -> None:
         if self._preformatted:
@@ -179,8 +176,6 @@ class _SectionParser(HTMLParser):
             self._flush()
             if tag == "pre":
                 self._preformatted += 1
-            if tag in ("ul", "ol"):
-                self._list_depth += 1
             if tag == "li":
                 self._current.append("- ")
 
@@ -208,8 +203,6 @@ class _SectionParser(HTMLParser):
                 self._flush()
                 if open_tag == "pre":
                     self._preformatted -= 1
-                if open_tag in ("ul", "ol"):
-                    self._list_depth -= 1
 
     def _text(self, data: str) -> None:
         if self._heading_level:

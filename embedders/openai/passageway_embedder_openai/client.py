@@ -183,8 +183,8 @@ class EmbeddingClient:
             elapsed = self._clock() - started
             if self._clock() + wait >= deadline:
                 raise EmbeddingFailed(
-                    f"gave up after {attempts} attempts in {elapsed:.1f} s "
-                    f"(TIMEOUT is {timeout:g} s): {problem}"
+                    f"gave up after {attempts} attempts in {elapsed:.1f} s, as the next wait of {wait:g} s "
+                    f"would pass TIMEOUT ({timeout:g} s; raise it to wait longer): {problem}"
                 )
             self._log(f"{problem}; retrying in {wait:g} s (attempt {attempts})")
             self._sleep(wait)
