@@ -220,6 +220,12 @@ def test_a_link_out_of_the_folder_is_neither_followed_nor_a_link(notes, tmp_path
     [item] = result.records
     assert "links" not in item
     assert "root:" not in result.stdout
+    # A symbolic link named like a note that points at the same file is not read either.
+    (notes.root / "passwd.md").symlink_to("/etc/passwd")
+    result = notes.fetch_all()
+    assert result.code == 0 and set(result.by_id) == {"a/b.md"}
+    assert "root:" not in result.stdout
+    assert "skipped passwd.md: it links outside FOLDER" in result.stderr
 
 
 def test_a_leading_slash_is_the_folder(notes):
