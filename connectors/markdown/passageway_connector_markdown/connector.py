@@ -245,7 +245,7 @@ class MarkdownConnector(Connector):
         if not self.include.match(relative) or self.exclude.match(relative):
             return None
         if target is None or not target.is_file():
-            self.warn(f"skipped {relative}: the link is broken or loops")
+            self.warn(f"skipped {relative}: the link is broken, loops, or does not point at a file")
             return None
         if not target.is_relative_to(self.root):
             self.warn(f"skipped {relative}: it links outside FOLDER")
@@ -286,7 +286,7 @@ class MarkdownConnector(Connector):
                     changed_at=changed_at, modified_at=status.st_mtime)
 
     def _split_front_matter(self, relative: str, text: str) -> tuple[dict[str, Any], str]:
-        if not (text.startswith("---\n") or text.rstrip("\n") == "---"):
+        if not text.startswith("---\n"):
             return {}, text
         end = _FRONT_MATTER_END.search(text, 4)
         if end is None:

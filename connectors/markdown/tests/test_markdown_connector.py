@@ -298,8 +298,8 @@ def test_a_symlink_loop_is_skipped(notes):
         assert result.code == 0
     result = notes.run("list")
     assert [entry["id"] for entry in result.records] == ["ok.md"]
-    assert "skipped a.md: the link is broken or loops" in result.stderr
-    assert "skipped b.md: the link is broken or loops" in result.stderr
+    assert "skipped a.md: the link is broken, loops, or does not point at a file" in result.stderr
+    assert "skipped b.md: the link is broken, loops, or does not point at a file" in result.stderr
     assert "skipped loop: it links to a folder" in result.stderr
 
 
