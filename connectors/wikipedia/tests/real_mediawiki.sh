@@ -30,7 +30,9 @@ trap cleanup EXIT
 step() { printf '\n== %s\n' "$*"; }
 
 # -- 1. MediaWiki and PHP --------------------------------------------------------------------
-if [[ ! -f "$mediawiki/api.php" ]] || ! php -m 2>/dev/null | grep -qi '^pdo_sqlite$'; then
+# (php's module list is read whole first: `grep -q` on a pipe could end php early under pipefail.)
+php_modules="$(php -m 2>/dev/null || true)"
+if [[ ! -f "$mediawiki/api.php" ]] || ! grep -qix 'pdo_sqlite' <<<"$php_modules"; then
     step "installing Debian's mediawiki package"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
