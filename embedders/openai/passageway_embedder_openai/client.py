@@ -21,7 +21,6 @@ import truststore
 
 from passageway_embedder_openai.settings import Settings
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 BODY_EXCERPT = 300
 
 
@@ -158,7 +157,7 @@ class EmbeddingClient:
                         "set BASE_URL to the final address"
                     ) from None
                 problem = f"HTTP {status} from {self.settings.endpoint}: {_excerpt(body) or error.reason}"
-                if status not in RETRY_STATUSES:
+                if not (status == 429 or 500 <= status <= 599):
                     raise EmbeddingFailed(problem) from None
                 asked = retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
             except urllib.error.URLError as error:

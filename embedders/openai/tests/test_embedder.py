@@ -160,8 +160,8 @@ def test_500s_then_success(fake_api):
 
 def test_backoff_doubles_from_one_second_to_sixty_by_default(fake_api):
     # Real default waits, recorded instead of slept.
-    for _ in range(8):
-        fake_api.then(status=503)
+    for status in (503, 529, 500, 504, 502, 503, 507, 429):  # 429 and every 5xx
+        fake_api.then(status=status)
     waits: list[float] = []
     replies, _ = talk(
         {"MODEL": "m", "BASE_URL": fake_api.base_url, "TIMEOUT": "1000"},
