@@ -131,3 +131,22 @@ def test_the_runner_accepts_exactly_the_valid_lines(row):
         return
     assert row["valid"] and not refused_anyway
     assert len(parsed) == 1
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r["definition"] in ("listEntry", "item")], ids=row_id)
+def test_the_runners_fast_check_only_says_yes_to_valid_lines(row):
+    """The runner skips jsonschema for plainly valid lines; it must never wave a bad one through."""
+    from passageway.kernel.connector import _plainly_valid
+
+    assert _plainly_valid(row["definition"], row["message"]) == row["valid"]
+
+
+def test_nan_and_infinity_are_not_json():
+    from passageway.kernel.connector import _Problem
+
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        line = b'{"id": "a", "title": "A", "url": "", "version": "1", "sections": [], "weight": '
+        line += constant.encode() + b"}"
+        with pytest.raises(_Problem) as caught:
+            _parse_lines([line], 1, "fetch")
+        assert caught.value.rule == "malformed line"
