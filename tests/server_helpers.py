@@ -122,12 +122,13 @@ def free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def running_server(kernel: Kernel, *, start_sync: bool = True) -> AsyncIterator[str]:
-    """Serve ``kernel`` on 127.0.0.1 at a free port; yields the base URL."""
+async def running_server(kernel: Kernel, *, start_sync: bool = True, port: int | None = None
+                         ) -> AsyncIterator[str]:
+    """Serve ``kernel`` on 127.0.0.1 at ``port`` or a free one; yields the base URL."""
     app = build_app(kernel, start_sync=start_sync)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    port = free_port()
+    port = port or free_port()
     site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     try:

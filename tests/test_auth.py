@@ -1,0 +1,103 @@
+"""The bearer password on every route: none, a wrong one, the right one; /health stays open."""
+
+from __future__ import annotations
+
+import httpx2
+import pytest
+
+from passageway.kernel.auth import bearer_token, password_matches, unauthorized
+from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}},
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+ROUTES = [
+    ("POST", "/mcp", INITIALIZE, MCP_HEADERS),
+    ("GET", "/mcp", None, {"Accept": "text/event-stream"}),
+    ("DELETE", "/mcp", None, {}),
+    ("POST", "/recall", {"prompt": "how does a refracting telescope gather starlight?"}, {}),
+]
+
+
+@pytest.fixture
+async def served(tmp_path):  # type: ignore[no-untyped-def]
+    kernel = make_kernel(write_instance(tmp_path))
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=10) as client:
+        await wait_built(kernel)
+        yield client, url
+
+
+AUTHORIZATIONS = [None, "Bearer wrong-password", f"Basic {PASSWORD}", f"Bearer {PASSWORD} extra", "Bearer",
+                  f"Bearer {PASSWORD[:-1]}"]
+
+
+async def test_routes_refuse_a_missing_or_wrong_password(served):
+    client, url = served
+    for method, path, body, headers in ROUTES:
+        for authorization in AUTHORIZATIONS:
+            sent = headers if authorization is None else {**headers, "Authorization": authorization}
+            response = await client.request(method, f"{url}{path}", json=body, headers=sent)
+            assert response.status_code == 401, (method, path, authorization)
+            challenge = response.headers["WWW-Authenticate"]
+            assert challenge.startswith("Bearer")
+            assert "resource_metadata" not in challenge  # no OAuth without a base URL
+            assert PASSWORD not in response.text
+
+
+async def test_routes_accept_the_right_password(served):
+    client, url = served
+    auth = {"Authorization": f"Bearer {PASSWORD}"}
+    response = await client.post(f"{url}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **auth})
+    assert response.status_code == 200
+    assert "passageway" in response.text
+    response = await client.post(f"{url}/recall", json={"prompt": "ok"}, headers=auth)
+    assert response.status_code == 200
+
+
+async def test_health_is_open_with_or_without_a_password(served):
+    client, url = served
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Bearer {PASSWORD}"}):
+        response = await client.get(f"{url}/health", headers=headers)
+        assert response.status_code == 200
+        assert response.json()["status"] == "ok"
+
+
+async def test_oauth_routes_do_not_exist_without_a_base_url(served):
+    client, url = served
+    for path in ("/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource",
+                 "/authorize"):
+        assert (await client.get(f"{url}{path}")).status_code == 404
+    assert (await client.post(f"{url}/register", json={})).status_code == 404
+
+
+def test_password_matches():
+    assert password_matches("secret", "secret")
+    assert not password_matches("secret", "secret2")
+    assert not password_matches("", "")
+    assert not password_matches(None, None)
+    assert not password_matches("x", None)
+    assert password_matches("pässwört", "pässwört")
+
+
+def test_bearer_token():
+    class Request:
+        def __init__(self, header: str | None) -> None:
+            self.headers = {} if header is None else {"Authorization": header}
+
+    assert bearer_token(Request("Bearer abc")) == "abc"
+    assert bearer_token(Request("bearer  abc ")) == "abc"
+    assert bearer_token(Request("Basic abc")) is None
+    assert bearer_token(Request("Bearer ")) is None
+    assert bearer_token(Request(None)) is None
+
+
+def test_unauthorized_names_the_resource_metadata():
+    response = unauthorized("https://example.test/.well-known/oauth-protected-resource")
+    assert response.status == 401
+    assert 'resource_metadata="https://example.test/.well-known/oauth-protected-resource"' in (
+        response.headers["WWW-Authenticate"]
+    )

@@ -1,0 +1,271 @@
+"""OAuth for /mcp with PASSAGEWAY_BASE_URL: discovery, registration, the login page, PKCE, tokens,
+replays, rate limiting, hashed state that survives a restart."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import secrets
+import stat
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from passageway.kernel.oauth import LoginLimiter, pkce_challenge
+from tests.server_helpers import PASSWORD, free_port, make_kernel, running_server, wait_built, write_instance
+
+REDIRECT = "http://127.0.0.1:9/callback"
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+MCP_ACCEPT = "application/json, text/event-stream"
+
+
+def challenge_pair() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    return verifier, pkce_challenge(verifier)
+
+
+@pytest.fixture
+async def oauth_server(tmp_path):  # type: ignore[no-untyped-def]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_BASE_URL": base})
+    kernel = make_kernel(environ)
+    async with running_server(kernel, port=port) as url, httpx2.AsyncClient(timeout=10) as client:
+        await wait_built(kernel)
+        yield client, url, environ
+
+
+async def register(client: httpx2.AsyncClient, url: str, **metadata) -> dict:  # type: ignore[no-untyped-def]
+    body = {"redirect_uris": [REDIRECT], "client_name": "Test client", **metadata}
+    response = await client.post(f"{url}/register", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def authorize_params(client_id: str, challenge: str, **extra: str) -> dict[str, str]:
+    return {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT,
+            "code_challenge": challenge, "code_challenge_method": "S256", "state": "state-123", **extra}
+
+
+async def login(client: httpx2.AsyncClient, url: str, params: dict[str, str], password: str = PASSWORD
+                ) -> httpx2.Response:
+    return await client.post(f"{url}/authorize", data={**params, "password": password})
+
+
+async def get_code(client: httpx2.AsyncClient, url: str, client_id: str, challenge: str) -> str:
+    response = await login(client, url, authorize_params(client_id, challenge))
+    assert response.status_code == 302, response.text
+    location = urlsplit(response.headers["Location"])
+    query = parse_qs(location.query)
+    assert f"{location.scheme}://{location.netloc}{location.path}" == REDIRECT
+    assert query["state"] == ["state-123"]
+    assert query["iss"] == [url]
+    return query["code"][0]
+
+
+async def exchange(client: httpx2.AsyncClient, url: str, client_id: str, code: str, verifier: str,
+                   **extra: str) -> httpx2.Response:
+    return await client.post(f"{url}/token", data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+        "client_id": client_id, "code_verifier": verifier, **extra,
+    })
+
+
+async def test_discovery(oauth_server):
+    client, url, _ = oauth_server
+    response = await client.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                 headers={"Accept": "application/json, text/event-stream"})
+    assert response.status_code == 401
+    challenge = response.headers["WWW-Authenticate"]
+    assert f'resource_metadata="{url}/.well-known/oauth-protected-resource"' in challenge
+    resource = (await client.get(f"{url}/.well-known/oauth-protected-resource")).json()
+    assert resource["resource"] == f"{url}/mcp"
+    assert resource["authorization_servers"] == [url]
+    metadata = (await client.get(f"{url}/.well-known/oauth-authorization-server")).json()
+    assert metadata["issuer"] == url
+    assert metadata["code_challenge_methods_supported"] == ["S256"]
+    assert metadata["token_endpoint"] == f"{url}/token"
+    assert metadata["registration_endpoint"] == f"{url}/register"
+    assert set(metadata["grant_types_supported"]) == {"authorization_code", "refresh_token"}
+
+
+async def test_the_whole_flow_with_pkce(oauth_server, tmp_path):
+    client, url, _ = oauth_server
+    registered = await register(client, url)
+    client_id = registered["client_id"]
+    assert "client_secret" not in registered
+    verifier, challenge = challenge_pair()
+
+    page = await client.get(f"{url}/authorize", params=authorize_params(client_id, challenge))
+    assert page.status_code == 200
+    assert "type='password'" in page.text and "Test client" in page.text
+    assert page.headers["X-Frame-Options"] == "DENY"
+
+    wrong = await login(client, url, authorize_params(client_id, challenge), password="not-it")
+    assert wrong.status_code == 401
+    assert "Wrong password" in wrong.text
+    assert "Location" not in wrong.headers
+
+    code = await get_code(client, url, client_id, challenge)
+    tokens = await exchange(client, url, client_id, code, verifier)
+    assert tokens.status_code == 200, tokens.text
+    body = tokens.json()
+    assert body["token_type"] == "Bearer" and body["expires_in"] > 0
+    access, refresh = body["access_token"], body["refresh_token"]
+
+    # The access token opens /mcp for the official client ...
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {access}"}, timeout=30)
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as mcp:
+        names = {tool.name for tool in (await mcp.list_tools()).tools}
+        assert names == {"recall", "status"}
+    # ... but never the hook endpoint, which takes the static password only.
+    hook = await client.post(f"{url}/recall", json={"prompt": "telescope lenses"},
+                             headers={"Authorization": f"Bearer {access}"})
+    assert hook.status_code == 401
+
+    # The code works once.
+    replay = await exchange(client, url, client_id, code, verifier)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+
+    # Refresh tokens rotate: the new pair works, the old refresh token does not.
+    refreshed = await client.post(f"{url}/token", data={"grant_type": "refresh_token",
+                                                         "refresh_token": refresh, "client_id": client_id})
+    assert refreshed.status_code == 200
+    new_access = refreshed.json()["access_token"]
+    assert new_access != access
+    again = await client.post(f"{url}/token", data={"grant_type": "refresh_token",
+                                                     "refresh_token": refresh, "client_id": client_id})
+    assert again.json()["error"] == "invalid_grant"
+    ping = await client.post(f"{url}/mcp", json=INITIALIZE,
+                             headers={"Authorization": f"Bearer {new_access}", "Accept": MCP_ACCEPT})
+    assert ping.status_code == 200
+
+    # The state file holds hashes only, and only its owner can read it.
+    state_path = tmp_path / "data" / "oauth.json"
+    text = state_path.read_text()
+    for secret in (access, refresh, new_access, code):
+        assert secret not in text
+    assert hashlib.sha256(new_access.encode()).hexdigest() in text
+    assert stat.S_IMODE(os.stat(state_path).st_mode) == 0o600
+
+
+async def test_wrong_verifier_is_refused(oauth_server):
+    client, url, _ = oauth_server
+    client_id = (await register(client, url))["client_id"]
+    _, challenge = challenge_pair()
+    code = await get_code(client, url, client_id, challenge)
+    other_verifier, _ = challenge_pair()
+    response = await exchange(client, url, client_id, code, other_verifier)
+    assert response.status_code == 400 and response.json()["error"] == "invalid_grant"
+
+
+async def test_code_bound_to_its_client(oauth_server):
+    client, url, _ = oauth_server
+    first = (await register(client, url))["client_id"]
+    second = (await register(client, url))["client_id"]
+    verifier, challenge = challenge_pair()
+    code = await get_code(client, url, first, challenge)
+    response = await exchange(client, url, second, code, verifier)
+    assert response.json()["error"] == "invalid_grant"
+
+
+async def test_unregistered_client(oauth_server):
+    client, url, _ = oauth_server
+    _, challenge = challenge_pair()
+    page = await client.get(f"{url}/authorize", params=authorize_params("no-such-client", challenge))
+    assert page.status_code == 400 and "not registered" in page.text
+    posted = await login(client, url, authorize_params("no-such-client", challenge))
+    assert posted.status_code == 400 and "Location" not in posted.headers
+    token = await exchange(client, url, "no-such-client", "code", "v" * 43)
+    assert token.status_code == 401 and token.json()["error"] == "invalid_client"
+
+
+async def test_redirect_uri_must_be_registered(oauth_server):
+    client, url, _ = oauth_server
+    client_id = (await register(client, url))["client_id"]
+    _, challenge = challenge_pair()
+    params = authorize_params(client_id, challenge, redirect_uri="https://evil.example/steal")
+    page = await client.get(f"{url}/authorize", params=params)
+    assert page.status_code == 400 and "Location" not in page.headers
+
+
+async def test_plain_pkce_and_missing_challenge_are_refused(oauth_server):
+    client, url, _ = oauth_server
+    client_id = (await register(client, url))["client_id"]
+    for params in (authorize_params(client_id, "abc", code_challenge_method="plain"),
+                   authorize_params(client_id, "")):
+        response = await client.get(f"{url}/authorize", params=params)
+        assert response.status_code == 302
+        assert parse_qs(urlsplit(response.headers["Location"]).query)["error"] == ["invalid_request"]
+
+
+async def test_registration_rejects_unsafe_redirects(oauth_server):
+    client, url, _ = oauth_server
+    for uris in (["http://example.com/callback"], ["javascript:alert(1)"], [], "https://x.example/cb"):
+        response = await client.post(f"{url}/register", json={"redirect_uris": uris})
+        assert response.status_code == 400
+    response = await client.post(f"{url}/register", content=b"nonsense")
+    assert response.status_code == 400
+
+
+async def test_confidential_client_needs_its_secret(oauth_server):
+    client, url, _ = oauth_server
+    registered = await register(client, url, token_endpoint_auth_method="client_secret_post")
+    client_id, client_secret = registered["client_id"], registered["client_secret"]
+    verifier, challenge = challenge_pair()
+    code = await get_code(client, url, client_id, challenge)
+    refused = await exchange(client, url, client_id, code, verifier, client_secret="wrong")
+    assert refused.status_code == 401
+    code = await get_code(client, url, client_id, challenge)
+    basic = base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+    accepted = await client.post(f"{url}/token", data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier,
+    }, headers={"Authorization": f"Basic {basic}"})
+    assert accepted.status_code == 200, accepted.text
+
+
+async def test_login_attempts_are_rate_limited(oauth_server):
+    client, url, _ = oauth_server
+    client_id = (await register(client, url))["client_id"]
+    _, challenge = challenge_pair()
+    params = authorize_params(client_id, challenge)
+    for _ in range(5):
+        assert (await login(client, url, params, password="guess")).status_code == 401
+    blocked = await login(client, url, params)  # even the right password, for a while
+    assert blocked.status_code == 429
+    assert "Location" not in blocked.headers
+
+
+def test_login_limiter_window():
+    limiter = LoginLimiter(per_address=2, overall=3, window=10)
+    limiter.failed("a", now=0)
+    assert not limiter.blocked("a", now=1)
+    limiter.failed("a", now=1)
+    assert limiter.blocked("a", now=2)
+    assert not limiter.blocked("b", now=2)
+    limiter.failed("b", now=2)
+    assert limiter.blocked("c", now=3)  # three failures overall
+    assert not limiter.blocked("a", now=20)
+
+
+async def test_tokens_survive_a_restart(tmp_path):
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_BASE_URL": base})
+    async with running_server(make_kernel(environ), port=port) as url, httpx2.AsyncClient() as client:
+        client_id = (await register(client, url))["client_id"]
+        verifier, challenge = challenge_pair()
+        code = await get_code(client, url, client_id, challenge)
+        access = (await exchange(client, url, client_id, code, verifier)).json()["access_token"]
+    async with running_server(make_kernel(environ), port=port) as url, httpx2.AsyncClient() as client:
+        response = await client.post(f"{url}/mcp", json=INITIALIZE,
+                                     headers={"Authorization": f"Bearer {access}", "Accept": MCP_ACCEPT})
+        assert response.status_code == 200
+        state = json.loads((tmp_path / "data" / "oauth.json").read_text())
+        assert client_id in state["clients"]
