@@ -59,6 +59,7 @@ INLINE_PARSE_BYTES = 16 * 1024  # larger batches of lines are decoded and valida
 EXCERPT_CHARS = 120
 STDERR_CUT_BYTES = 8 * 1024  # a longer stderr line is cut and the rest of it dropped
 STDERR_SHOWN_BYTES = 2000
+STDERR_MAX_LINES = 1000  # per call; the rest is counted, not logged
 KILL_GRACE_SECONDS = 5.0
 MASK = "***"
 
@@ -412,11 +413,26 @@ class ConnectorRunner:
     async def _forward_stderr(
         self, stream: asyncio.StreamReader | None, masker: _Masker, trace: CallTrace
     ) -> None:
+        """Log stderr line by line, masked; cut very long lines and stop logging after many."""
         if stream is None:
             return
         keep_raw = self._observer is not None
         buffer = bytearray()
         dropping = False  # the rest of a line that was too long to log
+        logged = 0
+        unlogged = 0
+
+        def forward(text: str) -> None:
+            nonlocal logged, unlogged
+            text = text.rstrip("\r")
+            if not text.strip():
+                return
+            if logged >= STDERR_MAX_LINES:
+                unlogged += 1
+                return
+            logged += 1
+            self._logger.info("connector %s: %s", self.name, text)
+
         while chunk := await stream.read(READ_CHUNK):
             buffer += chunk
             while (end := buffer.find(b"\n")) >= 0:
@@ -427,24 +443,25 @@ class ConnectorRunner:
                 if dropping:
                     dropping = False
                 else:
-                    self._log_stderr(masker(line.decode("utf-8", "replace")))
+                    # Masking every line, logged or not, keeps the count of leaked secrets right.
+                    forward(masker(line.decode("utf-8", "replace")))
             if len(buffer) > STDERR_CUT_BYTES:
+                if keep_raw:
+                    trace.stderr_lines.append(bytes(buffer))
                 if not dropping:
-                    if keep_raw:
-                        trace.stderr_lines.append(bytes(buffer))
                     text = masker.cut(buffer.decode("utf-8", "replace"))
-                    self._log_stderr(text[:STDERR_SHOWN_BYTES] + " [line cut]")
+                    forward(text[:STDERR_SHOWN_BYTES] + " [line cut]")
                 dropping = True
                 buffer.clear()
-        if buffer and not dropping:
+        if buffer:
             if keep_raw:
                 trace.stderr_lines.append(bytes(buffer))
-            self._log_stderr(masker(buffer.decode("utf-8", "replace")))
-
-    def _log_stderr(self, text: str) -> None:
-        text = text.rstrip("\r")
-        if text.strip():
-            self._logger.info("connector %s: %s", self.name, text)
+            if not dropping:
+                forward(masker(buffer.decode("utf-8", "replace")))
+        if unlogged:
+            self._logger.info(
+                "connector %s: %d more stderr lines were not logged", self.name, unlogged
+            )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -296,3 +296,36 @@ async def test_a_cancelled_call_kills_the_process_group(tmp_path):
     while not process_is_gone(child) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert process_is_gone(child)
+
+
+async def test_long_and_many_stderr_lines_are_cut_and_capped(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="passageway.connector")
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import os, sys\n"
+        "token = os.environ['TOKEN']\n"
+        "sys.stderr.write('x' * 8180 + token + 'y' * 100000 + '\\n')\n"
+        "for n in range(1500):\n"
+        "    sys.stderr.write(f'note {n}\\n')\n"
+        "print('{\"ok\": true, \"count\": 0}')\n"
+    )
+    settings = ConnectorSettings(name="noisy", command=(sys.executable, str(script)),
+                                 secrets={"TOKEN": "NOISY_TOKEN"})
+    runner = ConnectorRunner(settings, environ={**ENVIRON, "NOISY_TOKEN": "tok-1234567890abcdef"})
+    assert (await runner.check()).count == 0
+    messages = [record.getMessage() for record in caplog.records]
+    assert not any("tok-12" in message for message in messages)
+    cut = next(message for message in messages if "[line cut]" in message)
+    assert len(cut) < 2100
+    assert any("note 998" in message for message in messages)
+    assert not any("note 1499" in message for message in messages)
+    assert any("501 more stderr lines were not logged" in message for message in messages)
+
+
+def test_a_secret_cut_in_half_is_masked():
+    from passageway.kernel.connector import _Masker
+
+    masker = _Masker(["abcdef123"])
+    assert masker.cut("line with abcd") == "line with ***"
+    assert masker.cut("abcdef123 and abc") == "*** and ***"
+    assert masker("nothing here") == "nothing here"
