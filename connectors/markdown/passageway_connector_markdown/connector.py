@@ -34,6 +34,8 @@ _FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 _MARKDOWN_LINK = re.compile(r"(?<!!)\[[^\[\]]*\]\(\s*<?([^()<>\s]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
 _WIKI_LINK = re.compile(r"\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+# libyaml's loader when PyYAML was built with it: the pure Python one takes most of a call's time.
+_YAML_LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,7 +297,7 @@ class MarkdownConnector(Connector):
         body = text[end.end() :].lstrip("\n")
         try:
             # BaseLoader keeps every scalar as text: `no` stays "no", a date stays a string.
-            loaded = yaml.load(block, Loader=yaml.BaseLoader)  # noqa: S506 - BaseLoader builds no objects
+            loaded = yaml.load(block, Loader=_YAML_LOADER)  # noqa: S506 - BaseLoader builds no objects
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
             where = f" (line {mark.line + 2})" if mark is not None else ""
