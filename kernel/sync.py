@@ -404,7 +404,13 @@ class SourceSync:
     # -- fetching, embedding and storing ------------------------------------------------------
 
     async def _fetch_and_store(self, ids: list[str]) -> _FetchOutcome:
-        """Fetch ``ids`` in batches, each stored in one transaction (ADR 0008 on failures)."""
+        """Fetch ``ids`` in batches, each stored in one transaction (ADR 0008 on failures).
+
+        Three stages overlap: while batch ``n`` is embedded, batch ``n + 1`` is being fetched and
+        batch ``n - 1`` is being written (SQLite and the vector index, in the store's thread).
+        Batches are still stored in order, one transaction each, and a batch counts as done
+        only when its write has committed.
+        """
         outcome = _FetchOutcome()
         batches = [ids[start : start + self.fetch_batch] for start in range(0, len(ids), self.fetch_batch)]
         outcome.batches = len(batches)
@@ -414,46 +420,74 @@ class SourceSync:
         progress = _Progress(self._health, len(ids), self.progress_seconds, self.log, self.clock)
         consecutive = 0
 
-        def start(index: int) -> asyncio.Task[list[Item]]:
+        def failed(index: int, error: PassagewayError) -> bool:
+            """Count a failed batch; True when it is the second in a row (stop)."""
+            nonlocal consecutive
+            outcome.failed += 1
+            self._health.failed_batches = outcome.failed
+            consecutive += 1
+            outcome.first_error = outcome.first_error or str(error)
+            self.log.warning("source %s: fetch batch %d of %d failed: %s",
+                             self.source, index + 1, len(batches), error)
+            progress.advance(len(batches[index]), 0)
+            if consecutive >= 2:
+                outcome.stopped = True
+            return outcome.stopped
+
+        async def settle(writing: tuple[int, asyncio.Future[None], int, int]) -> bool:
+            """Wait for a batch's write; True when the fetch must stop."""
+            nonlocal consecutive
+            index, future, stored, embedded = writing
+            try:
+                await future
+            except PassagewayError as error:
+                return failed(index, error)
+            consecutive = 0
+            outcome.stored += stored
+            progress.advance(len(batches[index]), embedded)
+            return False
+
+        def fetch(index: int) -> asyncio.Task[list[Item]]:
             return asyncio.ensure_future(self.runner.fetch(batches[index]))
 
-        # The next batch is fetched while this one is embedded, so the connector and the
-        # embedder work at the same time.
-        pending: asyncio.Task[list[Item]] | None = start(0)
+        fetching: asyncio.Task[list[Item]] | None = fetch(0)
+        writing: tuple[int, asyncio.Future[None], int, int] | None = None
         try:
             for index, batch in enumerate(batches):
-                assert pending is not None
-                current, pending = pending, None
+                assert fetching is not None
+                current, fetching = fetching, None
+                problem: PassagewayError | None = None
                 try:
                     items = await current
                     if index + 1 < len(batches):
-                        pending = start(index + 1)
+                        fetching = fetch(index + 1)
                     wanted = set(batch)
                     items = [item for item in _latest_items(items) if item.id in wanted]
                     updates, embedded = await self._prepare(items)
-                    await self.store.apply(updates, [])
                 except PassagewayError as error:
-                    outcome.failed += 1
-                    self._health.failed_batches = outcome.failed
-                    consecutive += 1
-                    outcome.first_error = outcome.first_error or str(error)
-                    self.log.warning("source %s: fetch batch %d of %d failed: %s",
-                                     self.source, index + 1, len(batches), error)
-                    if consecutive >= 2:
-                        outcome.stopped = True
+                    problem = error
+                if writing is not None:
+                    previous, writing = writing, None
+                    if await settle(previous):
                         break
-                    if pending is None and index + 1 < len(batches):
-                        pending = start(index + 1)
-                    progress.advance(len(batch), 0)
+                if problem is not None:
+                    if failed(index, problem):
+                        break
+                    if fetching is None and index + 1 < len(batches):
+                        fetching = fetch(index + 1)
                     continue
-                consecutive = 0
-                outcome.stored += len(items)
-                progress.advance(len(batch), embedded)
+                writing = (index, asyncio.ensure_future(self.store.apply(updates, [])), len(items), embedded)
+            if writing is not None:
+                previous, writing = writing, None
+                await settle(previous)
         finally:
-            if pending is not None:
-                pending.cancel()
+            if fetching is not None:
+                fetching.cancel()
                 with contextlib.suppress(BaseException):
-                    await pending
+                    await fetching
+            if writing is not None:  # leaving early (cancelled): let the write finish or fail
+                with contextlib.suppress(BaseException):
+                    await writing[1]
             progress.finish()
         return outcome
 
