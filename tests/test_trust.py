@@ -1,0 +1,51 @@
+"""Every HTTPS client checks certificates against the operating system's trust store (ADR 0006).
+
+The list below is every module that makes outgoing HTTP requests; a new one must join it, and the
+scan fails when a module starts making requests without being listed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HTTPS_CLIENTS = (
+    "kernel/models.py",
+    "connectors/wikipedia/passageway_connector_wikipedia/api.py",
+    "embedders/openai/passageway_embedder_openai/client.py",
+)
+REQUESTS = re.compile(
+    r"urlopen\(|HTTPSConnection\(|build_opener\(|ClientSession\(|httpx\.(?:get|post|Client|AsyncClient)\("
+)
+
+
+def shipped_python_files() -> list[Path]:
+    folders = ["kernel", "builtin", "passageway", "sdk", "connectors", "embedders"]
+    files = []
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT).parts
+            if "tests" in parts or path.is_symlink() or ".venv" in parts:
+                continue
+            files.append(path)
+    return files
+
+
+@pytest.mark.parametrize("client", HTTPS_CLIENTS)
+def test_each_client_uses_truststore(client):
+    source = (ROOT / client).read_text(encoding="utf-8")
+    assert "truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)" in source
+
+
+def test_no_unlisted_module_makes_requests():
+    listed = {ROOT / client for client in HTTPS_CLIENTS}
+    unlisted = [
+        path.relative_to(ROOT).as_posix()
+        for path in shipped_python_files()
+        if path.resolve() not in {p.resolve() for p in listed} and REQUESTS.search(path.read_text("utf-8"))
+    ]
+    assert not unlisted, f"these modules make HTTP requests without being in HTTPS_CLIENTS: {unlisted}"
