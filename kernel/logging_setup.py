@@ -14,8 +14,9 @@ from collections.abc import Iterable
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
-# Libraries whose INFO lines are about their own plumbing (sessions, requests), not passageway's.
-QUIET_LOGGERS = ("aiohttp.access", "mcp", "httpx", "httpx2", "sse_starlette")
+# Libraries whose lines are about their own plumbing. Their DEBUG lines can quote whole requests,
+# questions included, so they stay at WARNING whatever PASSAGEWAY_LOG_LEVEL says (V2).
+QUIET_LOGGERS = ("aiohttp.access", "mcp", "mcp_types", "httpx", "httpx2", "httpcore", "sse_starlette")
 
 
 class SecretFilter(logging.Filter):
@@ -58,7 +59,6 @@ def configure_logging(
     handler._passageway = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
-    if level != "DEBUG":
-        for name in QUIET_LOGGERS:
-            logging.getLogger(name).setLevel(logging.WARNING)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     return handler
