@@ -60,6 +60,7 @@ EXCERPT_CHARS = 120
 STDERR_CUT_BYTES = 8 * 1024  # a longer stderr line is cut and the rest of it dropped
 STDERR_SHOWN_BYTES = 2000
 STDERR_MAX_LINES = 1000  # per call; the rest is counted, not logged
+STDERR_QUOTED_CHARS = 300
 KILL_GRACE_SECONDS = 5.0
 MASK = "***"
 
@@ -81,6 +82,8 @@ class CallTrace:
     secrets_masked: int = 0
     error: ConnectorError | None = None
     seconds: float = 0.0
+    last_stderr: str = ""
+    """The last non-blank stderr line, masked and cut: quoted in the error of a failed call."""
 
 
 class _Masker:
@@ -292,10 +295,11 @@ class ConnectorRunner:
                 await stderr_task
             trace.exit_code = exit_code
             if exit_code != 0:
+                how = f"status {exit_code}" if exit_code > 0 else f"signal {-exit_code}"
                 raise ConnectorError(
                     self.name, "exit status",
-                    f"`{mode}` exited with status {exit_code} after printing {len(records)} records; "
-                    "nothing from this call is kept (its stderr is in the log)",
+                    f"`{mode}` exited with {how} after printing {len(records)} records; nothing from "
+                    f"this call is kept{_stderr_note(trace)}",
                 )
             failed = False
             return records
@@ -303,7 +307,8 @@ class ConnectorRunner:
             raise ConnectorError(
                 self.name, "timeout",
                 f"`{mode}` did not finish within {self.settings.timeout:g} s (`timeout` in "
-                "passageway.toml); its process group was killed and nothing from this call is kept",
+                f"passageway.toml); its process group was killed and nothing from this call is kept"
+                f"{_stderr_note(trace)}",
             ) from None
         except _Problem as problem:
             raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
@@ -428,8 +433,10 @@ class ConnectorRunner:
             if not text.strip():
                 return
             if logged >= STDERR_MAX_LINES:
+                trace.last_stderr = text[:STDERR_QUOTED_CHARS]
                 unlogged += 1
                 return
+            trace.last_stderr = text[:STDERR_QUOTED_CHARS]
             logged += 1
             self._logger.info("connector %s: %s", self.name, text)
 
@@ -512,6 +519,12 @@ def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> b
             raise _Problem("invalid record", number, f"not a valid {definition}: {error}", line) from None
         parsed.append((number, line, record))
     return parsed
+
+
+def _stderr_note(trace: CallTrace) -> str:
+    if not trace.last_stderr:
+        return " (it printed nothing on stderr)"
+    return f"; its last line on stderr: {trace.last_stderr}"
 
 
 def _refuse_constant(name: str) -> Any:

@@ -232,6 +232,7 @@ async def test_a_non_zero_exit_after_valid_records(tmp_path, caplog):
     runner = runner_for("exits_one.py", tmp_path)
     error = await expect_failure(runner, runner.list, "exit status")
     assert "status 1" in str(error)
+    assert "its last line on stderr: lost the connection half-way" in str(error)
     assert "lost the connection half-way" in caplog.text
     assert len(await runner.list()) == 2
 
