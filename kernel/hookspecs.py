@@ -51,9 +51,10 @@ def passageway_register_stores(register: Register) -> None:
 
     Called once when the plugin manager is built, for every plugin that implements it.
 
-    :param register: ``register(name, factory)``. ``factory(path, embedder_name, dim)`` returns an
-        object satisfying :class:`passageway.kernel.store.Store` for the index file ``path`` (one
-        per source, ``<data dir>/<source>.db`` for the builtin ``sqlite`` backend).
+    :param register: ``register(name, factory)``. ``factory(path, source)`` returns an object
+        satisfying :class:`passageway.kernel.store.Store` for the index file ``path`` (one per
+        source, ``<data dir>/<source>.db`` for the builtin ``sqlite`` backend) of the source named
+        ``source``; the store records which embedder built it (``embedder()`` / ``reset()``).
     :returns: nothing; every implementation is called (no result is collected).
 
     The kernel uses the store named ``sqlite`` unless a plugin registers another one and
