@@ -330,3 +330,48 @@ def test_a_secret_cut_in_half_is_masked():
     assert masker.cut("line with abcd") == "line with ***"
     assert masker.cut("abcdef123 and abc") == "*** and ***"
     assert masker("nothing here") == "nothing here"
+
+
+# ---------------------------------------------------------------------------------------------
+# The fake connector's switches, which the sync tests rely on
+# ---------------------------------------------------------------------------------------------
+
+
+async def test_fake_fail_fails_a_mode_or_only_a_batch_with_an_id(tmp_path):
+    runner = fake_runner(tmp_path, [item("a"), item("b")], FAKE_FAIL="fetch:b,changed")
+    assert [record.id for record in await runner.fetch(["a"])] == ["a"]
+    with pytest.raises(ConnectorError) as caught:
+        await runner.fetch(["a", "b"])
+    assert caught.value.rule == "exit status" and "FAKE_FAIL" in str(caught.value)
+    with pytest.raises(ConnectorError):
+        await runner.changed(datetime(2020, 1, 1, tzinfo=UTC))
+    assert len(await runner.list()) == 2
+
+
+async def test_fake_sleep_for_one_mode_runs_into_the_timeout(tmp_path):
+    items = tmp_path / "items.json"
+    items.write_text(json.dumps([item("a")]))
+    settings = ConnectorSettings(
+        name="fake", command=(sys.executable, "-m", "passageway.testing.fake_connector"),
+        env={"FAKE_ITEMS": str(items), "FAKE_SLEEP": "fetch:30"}, timeout=1.0,
+    )
+    runner = ConnectorRunner(settings, environ=ENVIRON)
+    assert len(await runner.list()) == 1
+    started = time.monotonic()
+    with pytest.raises(ConnectorError) as caught:
+        await runner.fetch(["a"])
+    assert caught.value.rule == "timeout" and time.monotonic() - started < 5
+
+
+async def test_the_fake_reads_its_file_on_every_call(tmp_path):
+    runner = fake_runner(tmp_path, [item("a", "1")])
+    assert await runner.list() == [ListEntry("a", "1")]
+    (tmp_path / "items.json").write_text(json.dumps([item("a", "2"), item("c", "1")]))
+    assert await runner.list() == [ListEntry("a", "2"), ListEntry("c", "1")]
+
+
+async def test_the_fake_serves_records_unchecked_so_the_runner_catches_them(tmp_path):
+    runner = fake_runner(tmp_path, [{"id": "a", "version": "1", "title": ""}])
+    with pytest.raises(ConnectorError) as caught:
+        await runner.fetch(["a"])
+    assert caught.value.rule == "invalid record"
