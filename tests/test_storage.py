@@ -252,3 +252,26 @@ async def test_an_outdated_vector_file_is_rebuilt(tmp_path):
     shutil.copy(old, filled.vector_path)  # as if the process died before saving the file
     assert await _results(filled.path) == after
     assert "item-29" not in {item_id for item_id, _ in after}
+
+
+# -- the vector cache ---------------------------------------------------------------------------
+
+
+async def test_the_vector_cache_round_trips_and_belongs_to_one_embedder(tmp_path):
+    from passageway.kernel.vector_cache import VectorCache, cache_path
+
+    path = cache_path(tmp_path, "org/model: v1", 4)
+    assert path == tmp_path / "vectors" / "org_model_v1-4.db"
+    cache = VectorCache(path, "org/model: v1", 4)
+    await cache.open()
+    vectors = {"a" * 64: np.array([1, 0, 0, 0], dtype=np.float32),
+               "b" * 64: np.array([0, 1, 0, 0], dtype=np.float32)}
+    await cache.put_many(vectors)
+    found = await cache.get_many(["a" * 64, "c" * 64, "a" * 64])
+    assert list(found) == ["a" * 64] and found["a" * 64].tolist() == [1, 0, 0, 0]
+    assert await cache.count() == 2
+    await cache.close()
+    other = VectorCache(path, "another-model", 4)
+    with pytest.raises(StoreError, match="belongs to the embedder"):
+        await other.open()
+    await other.close()
