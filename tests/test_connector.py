@@ -21,6 +21,7 @@ from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.connector import ConnectorRunner
 from passageway.kernel.errors import ConfigError, ConnectorError
 from passageway.kernel.records import CheckReply, Item, ListEntry
+from passageway.testing import fake_connector
 
 MISBEHAVING = Path(__file__).with_name("misbehaving")
 ENVIRON = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp/home-of-the-server"}
@@ -42,7 +43,7 @@ def fake_runner(tmp_path: Path, records: list[dict], **env: str) -> ConnectorRun
     items.write_text(json.dumps(records))
     settings = ConnectorSettings(
         name="fake",
-        command=(sys.executable, "-m", "passageway.testing.fake_connector"),
+        command=tuple(fake_connector.command()),
         env={"FAKE_ITEMS": str(items), **env},
     )
     return ConnectorRunner(settings, environ=ENVIRON)

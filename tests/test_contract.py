@@ -14,6 +14,7 @@ import pytest
 
 from passageway.kernel.cli import main as cli_main
 from passageway.protocol import Connector
+from passageway.testing import fake_connector
 from passageway.testing.contract import RULES, check_connector, check_connector_async, run_contract
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,8 +31,7 @@ def item(item_id: str, version: str = "1", **extra) -> dict:
 def fake(tmp_path: Path, records: list[dict], **env: str) -> Connector:
     path = tmp_path / "items.json"
     path.write_text(json.dumps(records))
-    return Connector("fake", [sys.executable, "-m", "passageway.testing.fake_connector"],
-                     env={"FAKE_ITEMS": str(path), **env})
+    return Connector("fake", fake_connector.command(), env={"FAKE_ITEMS": str(path), **env})
 
 
 def breaker(broken: str = "") -> Connector:
