@@ -11,14 +11,9 @@ Plugins import :data:`hookimpl` from here to mark their hook implementations::
 The kernel lives in ``passageway.kernel``, the default stages in ``passageway.builtin``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
 import pluggy
-
-try:
-    __version__ = version("passageway")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0.0.0"
 
 PROJECT = "passageway"
 
@@ -26,3 +21,16 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 """The marker for hook implementations; see ``passageway.kernel.hookspecs`` for the hooks."""
 
 __all__ = ["PROJECT", "__version__", "hookimpl"]
+
+
+def __getattr__(name: str) -> str:
+    # The version is looked up on first use: importing importlib.metadata costs every connector
+    # run through `python -m passageway.testing...` tens of milliseconds it does not need.
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("passageway")
+        except PackageNotFoundError:  # a source tree that was never installed
+            return "0.0.0"
+    raise AttributeError(f"module 'passageway' has no attribute {name!r}")
