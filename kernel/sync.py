@@ -331,6 +331,9 @@ class SourceSync:
         if failure is not None:
             raise SyncError(failure)
 
+    async def _index_fits(self) -> bool:
+        return await self.store.embedder() == (self.embedder.name, self.embedder.dim)
+
     async def _start(self) -> str | None:
         recorded = await self.store.embedder()
         if recorded != (self.embedder.name, self.embedder.dim):
@@ -362,6 +365,8 @@ class SourceSync:
         return outcome.message()
 
     async def _reconcile(self) -> str | None:
+        if not await self._index_fits():
+            return await self._start()  # a reconcile cannot fill an index of another embedder
         started = _now()
         entries = await self.runner.list()
         listed = _latest_versions(entries)
@@ -386,7 +391,7 @@ class SourceSync:
 
     async def _poll(self) -> str | None:
         last = await self.store.get_state(LAST_POLL)
-        if last is None:
+        if last is None or not await self._index_fits():
             return None  # nothing was built yet: the next start or reconcile covers everything
         started = _now()
         since = _parse(last) - timedelta(seconds=POLL_OVERLAP_SECONDS)

@@ -374,3 +374,11 @@ async def test_a_hanging_source_does_not_hold_up_another(tmp_path):
         with pytest.raises(PassagewayError, match="time"):
             await slow_task
         assert slow_sync.health().state == "failing"
+
+
+async def test_a_reconcile_of_a_new_index_builds_it(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(3)])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.reconcile()
+        assert sync.health().items == 3 and sync.health().state == "ok"
+        assert await sync.store.embedder() == ("toy-hash-64", 64)
