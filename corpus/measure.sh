@@ -11,7 +11,8 @@
 #            near-topic.toml
 #   cross  - corpus/en alone; only the German questions (de, absent-de, near-topic-de), so
 #            every answer has to cross from German to English
-# Extra arguments go to both eval runs. SWEEP overrides the thresholds.
+# Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
+# main tables use (default: the built-in model's own min_similarity).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,6 +60,9 @@ fi
 run() {  # block config [options]
     block=$1; config=$2; shift 2
     set -- compare $CASES --config "$config" --rankers hybrid,keyword,vector --sweep "$SWEEP" "$@"
+    if [ -n "${THRESHOLD:-}" ]; then
+        set -- "$@" --threshold "$THRESHOLD"
+    fi
     if [ "$WRITE" = yes ]; then
         if [ "$block" = both ]; then
             set -- "$@" --write "$PAGE"
@@ -82,4 +86,6 @@ if [ -n "$OUT" ]; then
 fi
 if [ "$WRITE" = yes ]; then
     echo "measure.sh: wrote $PAGE" >&2
+else
+    cat "$WORK/both.md" "$WORK/cross.md"
 fi

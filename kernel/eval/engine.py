@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from passageway.kernel.plugins import PluginManager
 
 PROGRESS_SECONDS = 2.0
+QUIET_SECONDS = 30.0
 
 
 class MeteredEmbedder:
@@ -198,11 +199,16 @@ class KernelEngine:
         before = self.embedder.passages_embedded
         started = time.perf_counter()
         task = asyncio.ensure_future(self.kernel.sync_once())
+        last_line, last_time = "", started
         while True:
             done, _pending = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
             if done:
                 break
-            self.progress(f"eval: indexing … {self._progress_line()}")
+            line = self._progress_line()
+            # A line when something moved, and at least every QUIET_SECONDS while nothing does.
+            if line != last_line or time.perf_counter() - last_time >= QUIET_SECONDS:
+                self.progress(f"eval: indexing … {line}")
+                last_line, last_time = line, time.perf_counter()
         errors = task.result()
         seconds = time.perf_counter() - started
         sources = []
