@@ -17,6 +17,7 @@ import pytest
 from passageway import hookimpl
 from passageway.kernel import plugins
 from passageway.kernel.cli import main
+from passageway.kernel.errors import EmbedderError
 from passageway.testing.toy_embedder import ToyEmbedder
 from passageway.testing.toy_embedder import plugin as toy_plugin
 
@@ -35,13 +36,31 @@ class _Toy32:
         register("toy32", factory)
 
 
+class _QuestionFails:
+    """An embedder that embeds passages but fails on every question."""
+
+    @hookimpl
+    def passageway_register_embedders(self, register):
+        class Failing(ToyEmbedder):
+            async def embed(self, texts, kind):
+                if kind == "query":
+                    raise EmbedderError("the toy embedder fails on questions")
+                return await super().embed(texts, kind)
+
+        register("toyfail", lambda settings, context: Failing(name="toy-fail"))
+
+
 @pytest.fixture(autouse=True)
 def toy_plugins(monkeypatch, tmp_path):
     """The toy embedders as plugins of every manager the command builds; a home of its own."""
     original = plugins.build_plugin_manager
 
     def with_toys(env=None, **kwargs):
-        return original(env, extra=(("toy", toy_plugin), ("toy32", _Toy32())), load_entry_points=False)
+        return original(
+            env,
+            extra=(("toy", toy_plugin), ("toy32", _Toy32()), ("toyfail", _QuestionFails())),
+            load_entry_points=False,
+        )
 
     monkeypatch.setattr(plugins, "build_plugin_manager", with_toys)
     for name in (
@@ -368,3 +387,17 @@ async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time
     assert (first == again).all()
     assert inner.texts_embedded == 3 and metered.passages_embedded == 2
     assert metered.embed_seconds_counted == pytest.approx(2 * metered.embed_seconds_real)
+
+
+def test_an_embedder_failing_on_the_questions_is_exit_1(tmp_path, capsys):
+    config = write_config(tmp_path, kind="toyfail")
+    code, stdout, stderr = run(capsys, CASES, "--config", config)
+    assert code == 1 and "failed on a question" in stderr and stdout == ""
+
+
+def test_model_dir_and_instance_are_accepted(tmp_path, capsys, monkeypatch):
+    config = write_config(tmp_path)
+    code, _, stderr = run(capsys, CASES, "--config", config, "--model-dir", tmp_path / "models")
+    assert code == 0, stderr
+    code, _, stderr = run(capsys, CASES, "--config", config, "--instance", "nope")
+    assert code == 2 and "there is no instance 'nope'" in stderr
