@@ -295,6 +295,11 @@ def questions_text(metrics: Metrics) -> str:
     return f"{metrics.questions} ({metrics.answerable} answerable, {metrics.unanswerable} unanswerable)"
 
 
+def questions_header(metrics: Metrics) -> str:
+    counts = f"{metrics.answerable} answerable, {metrics.unanswerable} unanswerable"
+    return f"{metrics.questions} questions ({counts})"
+
+
 def sources_text(index: IndexInfo) -> str:
     parts = []
     for source in index.sources:
@@ -455,7 +460,7 @@ def compare_markdown(
         header = (
             f"{first.date} · passageway {first.version} · {first.embedder_name} ({first.embedder_dim} "
             f"dimensions) · relevance threshold {threshold_text(first.threshold)} · "
-            f"{questions_text(metrics[0])}"
+            f"{questions_header(metrics[0])}"
         )
         lines = [
             header,
@@ -468,7 +473,9 @@ def compare_markdown(
         headers = ["Ranker"]
         rows = [[run.ranker] for run in runs]
     else:
-        header = f"{first.date} · passageway {first.version} · {questions_text(metrics[0])} · {first.machine}"
+        header = (
+            f"{first.date} · passageway {first.version} · {questions_header(metrics[0])} · {first.machine}"
+        )
         lines = [
             header,
             "",
