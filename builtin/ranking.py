@@ -1,1 +1,243 @@
-"""Builtin plugin: ranking (being built)."""
+"""Builtin plugin: the rankers ``hybrid`` (the default), ``keyword`` and ``vector``.
+
+All three share one pipeline and one gate; they differ only in the signals that order the
+candidates, so that ``passageway eval --ranker`` shows what fusion adds.
+
+**Order.** Every candidate (the union of the keyword and the vector list) gets
+
+* a *vector rank*: its place by cosine among all candidates (keyword-only candidates have a
+  cosine too, so they get one);
+* a *keyword rank*: its place in the keyword list, if it is there;
+* its *coverage*: the share of the question's content words (stopwords of English and German
+  left out) that occur in its title, heading or text.
+
+``hybrid`` scores ``1/(k + vector rank) + coverage · 1/(k + keyword rank)`` with ``k = 60``
+(reciprocal-rank fusion), so the keyword list counts in proportion to how much of the question a
+passage actually contains. A question in one language against a source in another matches
+almost none of its words: its keyword list is noise, its coverage is near zero, and the fusion
+falls back to the vector ranking instead of being dragged down by it. ``vector`` orders by cosine
+alone, ``keyword`` by keyword rank alone (candidates only the vector search found come after, by
+cosine). The score is multiplied by the item's ``weight``, and only each item's best passage
+competes.
+
+**The gate** (the same for all three). A passage passes when
+
+* its cosine reaches the embedder's ``min_similarity``, or
+* it contains at least three distinct content words of the question;
+
+and, in both cases, when it does not *miss the question's subject*: a content word of the question
+that no candidate of any source contains, while the sources do know at least half of the
+question's other content words (so the question is in a language the index speaks), marks a
+question about something the index does not hold ("When was Yale founded?" next to an article on
+another university). Such a question is answered only by a passage whose cosine clears
+``min_similarity`` by :attr:`FusionRanker.unknown_margin`. ``docs/ranking-and-gate.md`` shows the
+study and the sweeps behind every constant.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+
+from passageway import hookimpl
+from passageway.kernel.recall import MAX_HITS, Ranked
+from passageway.kernel.stopwords import content_words, language_of, words
+from passageway.kernel.store import Candidate
+
+RRF_K = 60
+"""The usual constant of reciprocal-rank fusion: rank 0 scores 1/61, rank 49 scores 1/110."""
+
+CROSS_LANGUAGE_OFFSET = 0.06
+"""How much lower the cosine bar is between languages: the median top cosine of the answerable
+questions within one language minus across languages, measured for the built-in model (0.87 vs
+0.81, ``bench/gate_study.py``)."""
+
+UNKNOWN_MARGIN: float | None = None
+"""Off: the unknown-word check silenced more near-topic questions but cost more answers on the
+held-out half than it saved (docs/ranking-and-gate.md, section 3)."""
+
+
+@attrs.frozen
+class Scored:
+    """One candidate with what the ranker knows about it (also used by the gate study)."""
+
+    candidate: Candidate
+    score: float
+    vector_rank: int
+    keyword_rank: int | None
+    matched: frozenset[str]
+    coverage: float
+    language: str | None
+
+
+@attrs.frozen
+class Evidence:
+    """What the gate knows about the question as a whole."""
+
+    question_words: tuple[str, ...]
+    language: str | None
+    unknown: frozenset[str]
+    """Content words of the question that no candidate contains (see :func:`unknown_words`)."""
+
+
+PREFIX = 6
+"""A question word counts as known when a candidate word shares its first six letters (so German
+inflection and compounds, "Siedlern"/"Siedler", "Amazonaswaldes"/"Amazonas", do not count as
+unknown); shorter words must match exactly."""
+
+
+def unknown_words(question_words: Sequence[str], vocabulary: set[str]) -> frozenset[str]:
+    """The question words that no candidate word matches, exactly or by a six-letter prefix."""
+    prefixes = {word[:PREFIX] for word in vocabulary if len(word) >= PREFIX}
+    unknown = set()
+    for word in question_words:
+        if word in vocabulary:
+            continue
+        if len(word) >= PREFIX and (
+            word[:PREFIX] in prefixes
+            or any(word[:end] in vocabulary for end in range(PREFIX, len(word)))
+        ):
+            continue
+        unknown.add(word)
+    return frozenset(unknown)
+
+
+@attrs.define
+class FusionRanker:
+    """The shared pipeline; ``signals`` picks what orders the candidates.
+
+    :param signals: ``"hybrid"``, ``"keyword"`` or ``"vector"``.
+    :param min_words: distinct content words a passage must share with the question to pass the
+        gate whatever its cosine (3).
+    :param cross_language_offset: how much lower the cosine bar is for a passage in another
+        language than the question (English and German told apart by their stopwords), because
+        the model's cosines between languages run lower; 0 turns it off.
+    :param unknown_margin: how far above ``min_similarity`` a passage's cosine must be, with no
+        rescue by shared words, when the question has a content word that no candidate contains
+        and the passage is in the question's language; ``None`` turns that check off.
+    :param coverage_weighted: weight the keyword rank by coverage (``True``) or plain RRF.
+    """
+
+    signals: str = "hybrid"
+    min_words: int = 3
+    cross_language_offset: float = CROSS_LANGUAGE_OFFSET
+    unknown_margin: float | None = UNKNOWN_MARGIN
+    coverage_weighted: bool = True
+    rrf_k: int = RRF_K
+
+    @property
+    def name(self) -> str:
+        return self.signals
+
+    # The protocol's one method ---------------------------------------------------------------
+
+    def rank(
+        self,
+        question: str,
+        question_vector: np.ndarray,
+        keyword: list[Candidate],
+        vector: list[Candidate],
+        min_similarity: float,
+    ) -> list[Ranked]:
+        scored, evidence = self.score(question, keyword, vector)
+        ranked: list[Ranked] = []
+        for entry in best_per_item(scored):
+            reason = self.passes(entry, evidence, min_similarity)
+            if reason is not None:
+                ranked.append(Ranked(entry.candidate, entry.score, len(entry.matched), reason))
+                if len(ranked) == MAX_HITS:
+                    break
+        return ranked
+
+    # The steps, public for the gate study -----------------------------------------------------
+
+    def score(
+        self, question: str, keyword: Sequence[Candidate], vector: Sequence[Candidate]
+    ) -> tuple[list[Scored], Evidence]:
+        """Every candidate scored, best first, and the question's evidence."""
+        question_words = tuple(content_words(question))
+        pool: dict[tuple[str, int], Candidate] = {}
+        keyword_rank: dict[tuple[str, int], int] = {}
+        for rank, candidate in enumerate(keyword):
+            key = (candidate.source, candidate.passage_key)
+            pool.setdefault(key, candidate)
+            keyword_rank.setdefault(key, rank)
+        for candidate in vector:
+            pool.setdefault((candidate.source, candidate.passage_key), candidate)
+
+        by_cosine = sorted(pool, key=lambda key: (-pool[key].similarity, key))
+        vocabulary: set[str] = set()
+        scored = []
+        for vector_rank, key in enumerate(by_cosine):
+            candidate = pool[key]
+            present, language = _read(candidate.title, candidate.heading or "", candidate.text)
+            vocabulary |= present
+            matched = frozenset(word for word in question_words if word in present)
+            coverage = len(matched) / len(question_words) if question_words else 0.0
+            kw_rank = keyword_rank.get(key)
+            score = self._fuse(candidate, vector_rank, kw_rank, coverage) * candidate.weight
+            scored.append(
+                Scored(candidate, score, vector_rank, kw_rank, matched, coverage, language)
+            )
+        scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
+        evidence = Evidence(question_words, language_of(question), unknown_words(question_words, vocabulary))
+        return scored, evidence
+
+    def _fuse(self, candidate: Candidate, vector_rank: int, kw_rank: int | None, coverage: float) -> float:
+        k = self.rrf_k
+        keyword_part = 0.0 if kw_rank is None else 1.0 / (k + 1 + kw_rank)
+        if self.signals == "vector":
+            return candidate.similarity
+        if self.signals == "keyword":
+            # keyword hits first, in their order; the rest after them by cosine
+            return 1.0 + keyword_part if kw_rank is not None else candidate.similarity / 2.0
+        if self.coverage_weighted:
+            keyword_part *= coverage
+        return 1.0 / (k + 1 + vector_rank) + keyword_part
+
+    def passes(self, entry: Scored, evidence: Evidence, min_similarity: float) -> str | None:
+        """``"similarity"`` or ``"words"`` when ``entry`` passes the gate, else ``None``."""
+        similarity = entry.candidate.similarity
+        crossing = (
+            evidence.language is not None
+            and entry.language is not None
+            and entry.language != evidence.language
+        )
+        if crossing:
+            return "similarity" if similarity >= min_similarity - self.cross_language_offset else None
+        if self.unknown_margin is not None and evidence.unknown:
+            return "similarity" if similarity >= min_similarity + self.unknown_margin else None
+        if similarity >= min_similarity:
+            return "similarity"
+        if len(entry.matched) >= self.min_words:
+            return "words"
+        return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _read(title: str, heading: str, text: str) -> tuple[frozenset[str], str | None]:
+    """A passage's words and language; cached, because the same passages come back often."""
+    joined = f"{title} {heading} {text}"
+    return frozenset(words(joined)), language_of(joined)
+
+
+def best_per_item(scored: Sequence[Scored]) -> list[Scored]:
+    """The best-scoring passage of each item, in score order (``scored`` is already sorted)."""
+    seen: set[tuple[str, str]] = set()
+    best = []
+    for entry in scored:
+        key = (entry.candidate.source, entry.candidate.item_id)
+        if key not in seen:
+            seen.add(key)
+            best.append(entry)
+    return best
+
+
+@hookimpl
+def passageway_register_rankers(register) -> None:  # type: ignore[no-untyped-def]
+    register("hybrid", lambda: FusionRanker("hybrid"))
+    register("keyword", lambda: FusionRanker("keyword"))
+    register("vector", lambda: FusionRanker("vector"))

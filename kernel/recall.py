@@ -1,0 +1,360 @@
+"""The query path: embed the question, gather candidates from every source, rank, gate, trim.
+
+``recall`` is what the MCP tool, the hook endpoint and ``passageway eval`` call (through
+``Kernel.recall``). Its steps:
+
+1. **Embed** the question (``kind="query"``). An embedder failure raises :class:`EmbedderError`:
+   an error must never look like "the sources have nothing" (V6).
+2. **Candidates.** Every store is asked at the same time (``asyncio.gather``) for its 50 best
+   passages by keywords and by vector. The keyword search gets the question's *content words*
+   only (:func:`passageway.kernel.stopwords.content_words`), so the function words of one
+   language cannot fill the list with noise from a source in another. The per-source lists are
+   merged into one list per signal (vector by cosine, keyword by the store's score) and cut to 50.
+   A store that raises is left out and logged with its source name and the error, never the
+   question; the others still answer. Only when *every* store fails does recall raise
+   :class:`StoreError`, because an answer from no index at all is not silence.
+3. **Session rules** (hook endpoint): ``exclude_items`` drop items already shown in this session;
+   ``boost_words`` raise the ``weight`` of items whose title, path or labels contain one of them
+   by :data:`BOOST`.
+4. **Rank and gate** with the configured :class:`Ranker`: at most three hits, or none.
+5. **The answer**: the hits' passages as excerpts plus up to three related items (the hits'
+   ``links`` that are indexed), trimmed to :data:`BUDGET_TOKENS`.
+
+Tokens are approximated as characters / 4 (:func:`approx_tokens`), which is close for English
+and German prose with the e5 tokenizer's vocabulary and needs no tokenizer at query time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from passageway.kernel.errors import EmbedderError, StoreError
+from passageway.kernel.records import Answer, Hit, Related
+from passageway.kernel.stopwords import content_words, words
+from passageway.kernel.store import Candidate, Store
+
+log = logging.getLogger("passageway.recall")
+
+CANDIDATES = 50
+"""How many passages each signal (keyword, vector) contributes, across all sources."""
+
+MAX_HITS = 3
+MAX_RELATED = 3
+
+BUDGET_TOKENS = 400
+"""The whole answer (passages, their headers and the related items) stays under about this."""
+
+BOOST = 0.1
+"""The factor by which a boost word raises an item's weight (1.1 × its weight)."""
+
+
+@attrs.frozen
+class Ranked:
+    """A candidate that passed the gate, with the score it was ordered by.
+
+    ``matched`` is the number of distinct content words of the question found in the passage (its
+    title, heading and text); ``reason`` says which path of the gate let it through
+    (``"similarity"`` or ``"words"``), for eval reports and debugging.
+    """
+
+    candidate: Candidate
+    score: float
+    matched: int = 0
+    reason: str = "similarity"
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """Fuses candidates from every source and applies the relevance gate.
+
+    ``rank`` receives the merged keyword and vector lists (each at most :data:`CANDIDATES`, ranks
+    renumbered from 0 across sources, ``similarity`` filled for both) and the embedder's
+    ``min_similarity``. It returns at most three :class:`Ranked`, best first, at most one per
+    item, each of which passed the gate; or an empty list, which means silence. It must not do
+    I/O: it runs on the event loop.
+    """
+
+    name: str
+
+    def rank(
+        self,
+        question: str,
+        question_vector: np.ndarray,
+        keyword: list[Candidate],
+        vector: list[Candidate],
+        min_similarity: float,
+    ) -> list[Ranked]: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Candidates
+# ---------------------------------------------------------------------------------------------
+
+
+def keyword_query(question: str) -> str:
+    """What the keyword search is given: the question's content words, space-separated.
+
+    An empty string (a question of stopwords only) means no keyword search at all.
+    """
+    return " ".join(content_words(question))
+
+
+def merge_candidates(
+    lists: Iterable[Sequence[Candidate]], by: str, limit: int = CANDIDATES
+) -> list[Candidate]:
+    """One list from per-source lists: best first by ``by`` (``"similarity"`` or
+    ``"keyword_score"``, higher is better), cut to ``limit``, ranks renumbered from 0."""
+    pooled = [candidate for one in lists for candidate in one]
+    pooled.sort(key=lambda candidate: (-getattr(candidate, by), candidate.source, candidate.passage_key))
+    return [attrs.evolve(candidate, rank=rank) for rank, candidate in enumerate(pooled[:limit])]
+
+
+def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:
+    if not boost:
+        return candidate
+    place = set(words(" ".join((candidate.title, *candidate.path, *candidate.labels))))
+    if place & boost:
+        return attrs.evolve(candidate, weight=candidate.weight * (1.0 + BOOST))
+    return candidate
+
+
+async def _ask(store: Store, query: str, vector: np.ndarray) -> tuple[list[Candidate], list[Candidate]]:
+    if query:
+        keyword, by_vector = await asyncio.gather(
+            store.keyword_search(query, vector, CANDIDATES), store.vector_search(vector, CANDIDATES)
+        )
+    else:
+        keyword, by_vector = [], await store.vector_search(vector, CANDIDATES)
+    return list(keyword), list(by_vector)
+
+
+async def gather_candidates(
+    question: str, vector: np.ndarray, stores: Sequence[Store]
+) -> tuple[list[Candidate], list[Candidate], list[str]]:
+    """Ask every store at once; the merged keyword and vector lists and the sources that failed.
+
+    :raises StoreError: every store failed (with at least one store configured).
+    """
+    query = keyword_query(question)
+    results = await asyncio.gather(*(_ask(store, query, vector) for store in stores), return_exceptions=True)
+    keyword_lists, vector_lists, failed = [], [], []
+    for store, result in zip(stores, results, strict=True):
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):
+                raise result  # cancellation and the like are not a store's failure
+            failed.append(store.source)
+            # V2: the source and the error, never the question.
+            log.warning("recall: source %r skipped: %s: %s", store.source, type(result).__name__, result)
+            continue
+        keyword_lists.append(result[0])
+        vector_lists.append(result[1])
+    if stores and len(failed) == len(stores):
+        raise StoreError(
+            f"every index failed to answer ({', '.join(failed)}); see the log and /health for the cause"
+        )
+    return (
+        merge_candidates(keyword_lists, "keyword_score"),
+        merge_candidates(vector_lists, "similarity"),
+        failed,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The query path
+# ---------------------------------------------------------------------------------------------
+
+
+async def recall(
+    question: str,
+    stores: Sequence[Store],
+    embedder: object,
+    ranker: Ranker,
+    *,
+    min_similarity: float | None = None,
+    boost_words: Iterable[str] = (),
+    exclude_items: Iterable[tuple[str, str]] = (),
+) -> Answer:
+    """At most three passages for ``question`` from ``stores``, or a silent :class:`Answer`.
+
+    :param embedder: an :class:`passageway.kernel.embedder.Embedder`; its ``min_similarity`` is
+        the gate unless ``min_similarity`` is given (``passageway eval --threshold``).
+    :param boost_words: words (the hook's last two folder names) that raise an item's weight
+        when its title, path or labels contain one.
+    :param exclude_items: ``(source, item_id)`` pairs that must not be returned (already shown).
+    :raises EmbedderError: the question could not be embedded.
+    :raises StoreError: every store failed.
+    """
+    threshold = embedder.min_similarity if min_similarity is None else min_similarity  # type: ignore[attr-defined]
+    try:
+        vectors = await embedder.embed([question], "query")  # type: ignore[attr-defined]
+    except EmbedderError:
+        raise
+    except Exception as error:  # an embedder plugin's bug must not read as silence either
+        raise EmbedderError(
+            f"the embedder failed on the question: {type(error).__name__}: {error}"
+        ) from error
+    vector = np.asarray(vectors, dtype=np.float32).reshape(-1)
+    if not stores:
+        return Answer()
+
+    keyword, by_vector, _failed = await gather_candidates(question, vector, stores)
+
+    excluded = {(source, item_id) for source, item_id in exclude_items}
+    boost = frozenset(word for text in boost_words for word in words(text) if len(word) > 2)
+    if excluded or boost:
+        keyword = [_boosted(c, boost) for c in keyword if (c.source, c.item_id) not in excluded]
+        by_vector = [_boosted(c, boost) for c in by_vector if (c.source, c.item_id) not in excluded]
+
+    ranked = ranker.rank(question, vector, keyword, by_vector, threshold)[:MAX_HITS]
+    if not ranked:
+        return Answer()
+    related = await _related(ranked, stores)
+    return fit_budget(
+        Answer(hits=tuple(_hit(entry) for entry in ranked), related=tuple(related)), question
+    )
+
+
+def _hit(entry: Ranked) -> Hit:
+    candidate = entry.candidate
+    return Hit(
+        source=candidate.source,
+        item_id=candidate.item_id,
+        title=candidate.title,
+        url=candidate.url,
+        heading=candidate.heading,
+        text=candidate.text,
+        score=entry.score,
+        similarity=candidate.similarity,
+        path=candidate.path,
+        labels=candidate.labels,
+        updated=candidate.updated,
+        links=candidate.links,
+    )
+
+
+async def _related(ranked: Sequence[Ranked], stores: Sequence[Store]) -> list[Related]:
+    """Up to three indexed items the hits link to, in the hits' order, without the hits."""
+    shown = {entry.candidate.item_id for entry in ranked}
+    wanted: list[str] = []
+    for entry in ranked:
+        for link in entry.candidate.links:
+            if link not in shown and link not in wanted:
+                wanted.append(link)
+    if not wanted:
+        return []
+    results = await asyncio.gather(*(store.items(wanted) for store in stores), return_exceptions=True)
+    found: dict[str, Related] = {}
+    for store, result in zip(stores, results, strict=True):
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):
+                raise result
+            log.warning("recall: related items of source %r skipped: %s", store.source, type(result).__name__)
+            continue
+        for item in result:
+            found.setdefault(item.item_id, Related(store.source, item.item_id, item.title, item.url))
+    return [found[item_id] for item_id in wanted if item_id in found][:MAX_RELATED]
+
+
+# ---------------------------------------------------------------------------------------------
+# The budget and the rendered answer
+# ---------------------------------------------------------------------------------------------
+
+
+def approx_tokens(text: str) -> int:
+    """Tokens, estimated as characters / 4 (rounded up)."""
+    return -(-len(text) // 4)
+
+
+def excerpt(text: str, question: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, around the question's content words.
+
+    The excerpt starts at the sentence that holds the most distinct content words of the question
+    (then the window with the most; the first on a tie), so a long passage shows its relevant
+    part; it ends at a word boundary with "…" when cut.
+    """
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    question_words = set(content_words(question))
+    starts = _sentence_starts(text)
+    best_start, best_key = 0, (-1, -1)
+    for number, start in enumerate(starts):
+        end = starts[number + 1] if number + 1 < len(starts) else len(text)
+        key = (
+            len(question_words & set(words(text[start:end]))),
+            len(question_words & set(words(text[start : start + limit]))),
+        )
+        if key > best_key:
+            best_start, best_key = start, key
+    piece = text[best_start : best_start + limit]
+    if best_start + limit < len(text):
+        cut = piece.rfind(" ")
+        piece = (piece[:cut] if cut > limit // 2 else piece).rstrip(" ,;:") + " …"
+    return ("… " if best_start > 0 else "") + piece
+
+
+def _sentence_starts(text: str) -> list[int]:
+    starts = [0]
+    for index in range(1, len(text) - 1):
+        following = text[index + 1]
+        if text[index] == " " and text[index - 1] in ".!?" and (following.isupper() or following.isdigit()):
+            starts.append(index + 1)
+    return starts
+
+
+def _header(hit: Hit) -> str:
+    place = " › ".join(part for part in (hit.title, hit.heading) if part)
+    return place
+
+
+def fit_budget(answer: Answer, question: str = "", budget: int = BUDGET_TOKENS) -> Answer:
+    """``answer`` with excerpts shortened so that its rendering stays within ``budget`` tokens.
+
+    Every hit keeps its title, link and a share of the text; the related items are kept whole
+    (they are one line each). The excerpt share is what remains of the budget after the fixed
+    parts, split evenly; a share below 120 characters drops the lowest-ranked hit instead.
+    """
+    hits = list(answer.hits)
+    while hits:
+        bare = Answer(tuple(attrs.evolve(hit, text="") for hit in hits), answer.related)
+        fixed = approx_tokens(render_answer(bare))
+        share = (budget - fixed) * 4 // len(hits)
+        if share >= 120 or len(hits) == 1:
+            share = max(share, 120)
+            trimmed = tuple(attrs.evolve(hit, text=excerpt(hit.text, question, share)) for hit in hits)
+            return Answer(trimmed, answer.related)
+        hits.pop()
+    return Answer((), answer.related)
+
+
+NOTHING = "Nothing relevant in the sources."
+
+
+def render_answer(answer: Answer) -> str:
+    """The answer as the MCP tool and the hook return it: Markdown, or one line for silence."""
+    if answer.silent:
+        return NOTHING
+    blocks = []
+    for number, hit in enumerate(answer.hits, start=1):
+        lines = [f"{number}. **{_header(hit)}**"]
+        meta = [hit.url] if hit.url else []
+        if hit.path:
+            meta.append(" / ".join(hit.path))
+        if hit.updated:
+            meta.append(f"updated {hit.updated}")
+        if meta:
+            lines.append("   " + " · ".join(meta))
+        if hit.text:
+            lines.append("   " + hit.text)
+        blocks.append("\n".join(lines))
+    text = "\n\n".join(blocks)
+    if answer.related:
+        related = "\n".join(f"- {item.title} ({item.url})" for item in answer.related)
+        text += "\n\nRelated:\n" + related
+    return text

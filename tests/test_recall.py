@@ -1,0 +1,266 @@
+"""The query path: real sqlite indexes with the toy embedder, and stores or embedders that fail."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from passageway.builtin.ranking import FusionRanker
+from passageway.builtin.storage import SqliteStore
+from passageway.kernel.chunking import passages_for
+from passageway.kernel.errors import EmbedderError, StoreError
+from passageway.kernel.recall import (
+    BUDGET_TOKENS,
+    NOTHING,
+    approx_tokens,
+    excerpt,
+    keyword_query,
+    merge_candidates,
+    recall,
+    render_answer,
+)
+from passageway.kernel.records import Answer, Item, Section
+from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
+
+LONG = " ".join(
+    f"Sentence {n} talks about ordinary matters of the day and nothing that matters here." for n in range(40)
+)
+
+ITEMS = {
+    "notes": [
+        Item(
+            id="turbines",
+            title="Steam turbines",
+            url="https://notes/turbines",
+            version="1",
+            sections=(
+                Section("A steam turbine has rotors with blades mounted on a drive shaft. " + LONG, "Rotors"),
+            ),
+            links=("boilers", "missing-item"),
+            path=("Engineering",),
+            updated="2026-10-01",
+        ),
+        Item(
+            id="boilers",
+            title="Boilers",
+            url="https://notes/boilers",
+            version="1",
+            sections=(Section("A boiler heats water into steam for the engine.", None),),
+            path=("Engineering",),
+        ),
+        Item(
+            id="gardening",
+            title="Gardening",
+            url="https://notes/gardening",
+            version="1",
+            sections=(Section("Tomatoes need sun, water and a stake to climb.", None),),
+            labels=("turbines-project",),
+        ),
+    ],
+    "wiki": [
+        Item(
+            id="rotor-design",
+            title="Rotor design",
+            url="https://wiki/rotor",
+            version="1",
+            sections=(Section("Rotor blades of a steam turbine are shaped like propellers.", None),),
+        ),
+    ],
+}
+
+
+async def build_store(tmp_path, source: str, items: Sequence[Item]) -> SqliteStore:
+    store = SqliteStore(tmp_path / f"{source}.db", source)
+    await store.open()
+    await store.reset("toy-hash-64", 64)
+    updates = []
+    for item in items:
+        passages = passages_for(item)
+        updates.append(ItemUpdate(item, passages, toy_vectors([p.embedding_input for p in passages])))
+    await store.apply(updates, [])
+    return store
+
+
+@pytest.fixture
+async def stores(tmp_path):
+    built = [await build_store(tmp_path, source, items) for source, items in ITEMS.items()]
+    yield built
+    for store in built:
+        await store.close()
+
+
+QUESTION = "How are the blades of a steam turbine rotor mounted on the drive shaft?"
+
+
+async def test_recall_returns_passages_with_their_place_and_related_items(stores):
+    answer = await recall(QUESTION, stores, ToyEmbedder(), FusionRanker("hybrid"))
+    assert not answer.silent
+    first = answer.hits[0]
+    assert (first.source, first.item_id) == ("notes", "turbines")
+    assert first.title == "Steam turbines" and first.heading == "Rotors"
+    assert first.url == "https://notes/turbines" and first.updated == "2026-10-01"
+    assert len(answer.hits) <= 3
+    assert len({(hit.source, hit.item_id) for hit in answer.hits}) == len(answer.hits)
+    # related: the indexed link is found, the unknown one is left out, a hit is not repeated
+    related_ids = [item.item_id for item in answer.related]
+    assert "boilers" in related_ids or "boilers" in [hit.item_id for hit in answer.hits]
+    assert "missing-item" not in related_ids
+    text = render_answer(answer)
+    assert "Steam turbines › Rotors" in text and "https://notes/turbines" in text
+    assert "updated 2026-10-01" in text
+
+
+async def test_the_answer_stays_within_the_budget_and_the_excerpt_keeps_the_relevant_part(stores):
+    answer = await recall(QUESTION, stores, ToyEmbedder(), FusionRanker("hybrid"))
+    rendered = render_answer(answer)
+    assert approx_tokens(rendered) <= BUDGET_TOKENS + 10
+    turbine = next(hit for hit in answer.hits if hit.item_id == "turbines")
+    assert turbine.text.startswith("A steam turbine has rotors") and turbine.text.endswith("…")
+    assert len(turbine.text) < len(LONG)
+
+
+def test_excerpt_starts_at_the_sentence_with_the_question_words():
+    text = LONG + " The Kaplan turbine regulates its blade pitch automatically. " + LONG
+    piece = excerpt(text, "How does a Kaplan turbine regulate blade pitch?", 200)
+    assert piece.startswith("… The Kaplan turbine") and len(piece) <= 204
+
+
+async def test_silence_is_an_empty_answer_and_renders_as_one_line(stores):
+    embedder = ToyEmbedder(min_similarity=0.99)
+    answer = await recall("quarterly invoices of the cafeteria", stores, embedder, FusionRanker("hybrid"))
+    assert answer == Answer()
+    assert answer.silent
+    assert render_answer(answer) == NOTHING
+
+
+async def test_min_similarity_argument_overrides_the_embedder(stores):
+    embedder = ToyEmbedder(min_similarity=0.99)
+    question = "tomatoes sun"
+    assert (await recall(question, stores, embedder, FusionRanker("vector"))).silent
+    answer = await recall(question, stores, embedder, FusionRanker("vector"), min_similarity=0.1)
+    assert answer.hits[0].item_id == "gardening"
+
+
+async def test_exclude_items_removes_what_the_session_already_saw(stores):
+    ranker = FusionRanker("hybrid")
+    first = await recall(QUESTION, stores, ToyEmbedder(), ranker)
+    shown = {(hit.source, hit.item_id) for hit in first.hits}
+    again = await recall(QUESTION, stores, ToyEmbedder(), ranker, exclude_items=shown)
+    assert not shown & {(hit.source, hit.item_id) for hit in again.hits}
+
+
+async def test_boost_words_lift_an_item_whose_title_path_or_labels_hold_them(stores):
+    # two equal passages in different items: the boost decides
+    embedder = ToyEmbedder(min_similarity=0.0)
+    plain = await recall("tomatoes sun water stake", stores, embedder, FusionRanker("vector"))
+    assert plain.hits[0].item_id == "gardening"
+    boosted = await recall(
+        "boiler heats water steam engine",
+        stores,
+        embedder,
+        FusionRanker("vector"),
+        boost_words=["Engineering"],
+    )
+    unboosted = await recall("boiler heats water steam engine", stores, embedder, FusionRanker("vector"))
+    boosted_score = next(hit.score for hit in boosted.hits if hit.item_id == "boilers")
+    unboosted_score = next(hit.score for hit in unboosted.hits if hit.item_id == "boilers")
+    assert boosted_score == pytest.approx(unboosted_score * 1.1)
+
+
+async def test_a_failing_embedder_raises_and_is_never_silence(stores):
+    embedder = ToyEmbedder()
+    embedder.fail = True
+    with pytest.raises(EmbedderError):
+        await recall(QUESTION, stores, embedder, FusionRanker("hybrid"))
+
+
+async def test_an_embedder_plugin_bug_also_raises_embedder_error(stores):
+    class Broken(ToyEmbedder):
+        async def embed(self, texts, kind):
+            raise RuntimeError("boom")
+
+    with pytest.raises(EmbedderError, match="boom"):
+        await recall(QUESTION, stores, Broken(), FusionRanker("hybrid"))
+
+
+class FailingStore:
+    source = "broken"
+
+    async def keyword_search(self, question, vector, limit):
+        raise StoreError("disk on fire")
+
+    async def vector_search(self, vector, limit):
+        raise StoreError("disk on fire")
+
+    async def items(self, item_ids):
+        raise StoreError("disk on fire")
+
+
+async def test_a_failing_store_is_skipped_and_logged_without_the_question(stores, caplog):
+    caplog.set_level(logging.DEBUG, logger="passageway.recall")
+    answer = await recall(QUESTION, [FailingStore(), *stores], ToyEmbedder(), FusionRanker("hybrid"))
+    assert answer.hits[0].item_id == "turbines"
+    assert "broken" in caplog.text and "disk on fire" in caplog.text
+    assert "blades" not in caplog.text
+
+
+async def test_every_store_failing_is_an_error_not_silence():
+    with pytest.raises(StoreError, match="broken"):
+        await recall(QUESTION, [FailingStore()], ToyEmbedder(), FusionRanker("hybrid"))
+
+
+async def test_no_store_at_all_is_silence():
+    assert (await recall(QUESTION, [], ToyEmbedder(), FusionRanker("hybrid"))).silent
+
+
+class RecordingStore:
+    source = "recording"
+
+    def __init__(self) -> None:
+        self.keyword_questions: list[str] = []
+
+    async def keyword_search(self, question, vector, limit):
+        self.keyword_questions.append(question)
+        return []
+
+    async def vector_search(self, vector, limit):
+        return []
+
+    async def items(self, item_ids):
+        return [StoredItem(i, i, i) for i in item_ids]
+
+
+async def test_the_keyword_search_gets_content_words_only():
+    store = RecordingStore()
+    await recall("Wann wurde die Universität von Chicago gegründet?", [store], ToyEmbedder(), FusionRanker())
+    assert store.keyword_questions == ["universitat chicago gegrundet"]
+    await recall("was ist das?", [store], ToyEmbedder(), FusionRanker())
+    assert len(store.keyword_questions) == 1  # nothing left to search for by keywords
+    assert keyword_query("What is the Gini coefficient?") == "gini coefficient"
+
+
+def make(source: str, key: int, similarity: float, keyword_score: float = 0.0) -> Candidate:
+    return Candidate(source, key, f"item{key}", "t", "u", None, "x", similarity, 99, keyword_score)
+
+
+def test_merge_candidates_orders_across_sources_and_renumbers_ranks():
+    a = [make("a", 1, 0.9, 3.0), make("a", 2, 0.5, 1.0)]
+    b = [make("b", 3, 0.7, 2.0)]
+    by_vector = merge_candidates([a, b], "similarity", limit=2)
+    assert [(c.source, c.passage_key, c.rank) for c in by_vector] == [("a", 1, 0), ("b", 3, 1)]
+    by_keyword = merge_candidates([a, b], "keyword_score")
+    assert [c.passage_key for c in by_keyword] == [1, 3, 2]
+
+
+def test_render_answer_lists_related_items():
+    from passageway.kernel.records import Hit, Related
+
+    hit = Hit("s", "i", "Title", "https://x", "Heading", "Some text.", 1.0, 0.9, path=("A", "B"))
+    text = render_answer(Answer((hit,), (Related("s", "r", "Other", "https://y"),)))
+    assert "1. **Title › Heading**" in text and "A / B" in text
+    assert "Related:\n- Other (https://y)" in text
+    assert np.isfinite(approx_tokens(text))
