@@ -17,7 +17,7 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 PYTHON="$ROOT/.venv/bin/python"
-SWEEP=${SWEEP:-0.3,0.4,0.5,0.6,0.7,0.76,0.78,0.80,0.82,0.84,0.86,0.88,0.90}
+SWEEP=${SWEEP:-0.3,0.4,0.5,0.6,0.7,0.76,0.78,0.79,0.80,0.81,0.82,0.83,0.84,0.85,0.86,0.87,0.88,0.90}
 PAGE=docs/models.md
 
 WRITE=yes
