@@ -50,16 +50,19 @@ async def sync_tasks(app: web.Application) -> AsyncIterator[None]:
         await kernel.stop_background_sync()
 
 
-def build_app(kernel: Kernel, *, start_sync: bool = True) -> web.Application:
+def build_app(kernel: Kernel, *, start_sync: bool = True, own_resources: bool = True) -> web.Application:
     """The application with the kernel's resources and every plugin's routes.
 
+    ``own_resources=False`` serves a kernel that is already started (``Kernel.open``), as the
+    benchmark does; the application then starts and stops neither the embedder nor the stores.
     A kernel without a plugin manager (its configuration is broken) gets the builtin transport
     only, so that ``/health`` and the ``status`` tool still say what is wrong.
     """
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[KERNEL_KEY] = kernel
-    app.cleanup_ctx.append(embedder_resource)
-    app.cleanup_ctx.append(store_resources)
+    if own_resources:
+        app.cleanup_ctx.append(embedder_resource)
+        app.cleanup_ctx.append(store_resources)
     if start_sync:
         app.cleanup_ctx.append(sync_tasks)
     if kernel.manager is not None:

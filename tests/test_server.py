@@ -151,3 +151,42 @@ def test_serve_names_an_unreadable_password_file(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PASSAGEWAY_LOGIN_PASSWORD_FILE", str(tmp_path / "missing-password"))
     assert cli.main([]) == 2
     assert "missing-password" in capsys.readouterr().err
+
+
+def test_the_serve_command_runs_answers_and_stops_on_sigterm(tmp_path):
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.server_helpers import free_port
+
+    environ = write_instance(tmp_path, config="")  # an empty configuration: no source, the default store
+    port = free_port()
+    environ.update({"PASSAGEWAY_PORT": str(port), "PATH": os.environ["PATH"], "PASSAGEWAY_LOG_LEVEL": "DEBUG",
+                    "PASSAGEWAY_INSTANCE": "", "APP_VERSION": "7.7.7"})
+    (tmp_path / "passageway.toml").write_text("[[connector]]\nnmae = 'typo'\n")  # broken on purpose
+    process = subprocess.Popen([sys.executable, "-m", "passageway.kernel.cli", "serve"], env=environ,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        report = None
+        while time.monotonic() < deadline and report is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+                    report = json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                report = {"http": error.code, **json.loads(error.read())}
+            except OSError:
+                time.sleep(0.2)
+        assert report is not None, process.stderr.read() if process.poll() is not None else "no answer"
+        assert report["http"] == 503 and report["status"] == "error" and report["version"] == "7.7.7"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert "nmae" in stderr  # the log says what is broken
+    assert PASSWORD not in stderr

@@ -1,0 +1,418 @@
+"""How fast recall answers: in process, over HTTP, during a build, and on large synthetic indexes.
+
+    uv run python bench/recall.py                    # everything (100k passages at scale)
+    uv run python bench/recall.py --scale 100000,1000000
+    uv run python bench/recall.py --skip-corpus --scale 100000
+
+Part 1 indexes the sample corpus (``corpus/en`` and ``corpus/de`` through the markdown connector)
+with the built-in model and asks the 100 questions of ``corpus/questions.toml``:
+
+* side by side, per question: the bare query embedding and the full in-process recall (which
+  includes that embedding), p50/p95 of each, their ratio and the difference at p50
+  (target: recall adds at most 3 ms at p50);
+* over HTTP (``POST /recall`` of a live server on 127.0.0.1) with 1, 4 and 16 concurrent clients:
+  requests per second, p50/p95 and errors (target: no errors under 16 clients);
+* recall p95 while a full build of another source (synthetic notes that must all be embedded)
+  runs on the same embedder, against its idle p95 (target: at most 2x).
+
+Part 2 builds synthetic indexes of random unit vectors (dimension 384) and generated text with
+the ``sqlite`` store and times recall with the query vector given, so the embedding is excluded
+(targets: p95 under 20 ms at 100k passages, under 50 ms at 1M).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "bench-password-not-secret"
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f}"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Part 1: the sample corpus with the built-in model
+# ---------------------------------------------------------------------------------------------
+
+
+def corpus_settings(folder: Path) -> tuple[Any, dict[str, str]]:
+    from passageway.kernel.config import load_settings
+
+    lines = []
+    for language in ("en", "de"):
+        lines += [
+            "[[connector]]",
+            f'name = "corpus-{language}"',
+            f'command = ["{sys.executable}", "-m", "passageway_connector_markdown"]',
+            f'env = {{ FOLDER = "{ROOT / "corpus" / language}" }}',
+            "",
+        ]
+    config = folder / "passageway.toml"
+    config.write_text("\n".join(lines), encoding="utf-8")
+    environ = {**os.environ, "PASSAGEWAY_CONFIG": str(config), "PASSAGEWAY_DATA_DIR": str(folder / "data"),
+               "PASSAGEWAY_LOGIN_PASSWORD": PASSWORD}
+    environ.pop("PASSAGEWAY_INSTANCE", None)
+    return load_settings(environ), environ
+
+
+def questions() -> list[str]:
+    document = tomllib.loads((ROOT / "corpus" / "questions.toml").read_text(encoding="utf-8"))
+    return [case["query"] for case in document["case"]]
+
+
+def load_notes(folder: Path, count: int, seed: int = 7) -> None:
+    """Synthetic markdown notes whose paragraphs no cache has seen: a build must embed them all."""
+    rng = random.Random(seed)
+    vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+                  for _ in range(3000)]
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(count):
+        paragraphs = [" ".join(rng.choice(vocabulary) for _ in range(60)) + "." for _ in range(3)]
+        (folder / f"note-{number}.md").write_text(
+            f"# Load note {number} {rng.random()}\n\n" + "\n\n".join(paragraphs) + "\n", encoding="utf-8"
+        )
+
+
+async def side_by_side(kernel: Any, asked: list[str], rounds: int) -> dict[str, list[float]]:
+    embed_times: list[float] = []
+    recall_times: list[float] = []
+    for _ in range(rounds):
+        for question in asked:
+            started = time.perf_counter()
+            await kernel.embedder.embed([question], "query")
+            embed_times.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            await kernel.recall(question)
+            recall_times.append(time.perf_counter() - started)
+    return {"embed": embed_times, "recall": recall_times}
+
+
+async def http_load(url: str, asked: list[str], clients: int, per_client: int) -> dict[str, Any]:
+    import aiohttp
+
+    latencies: list[float] = []
+    errors = 0
+    headers = {"Authorization": f"Bearer {PASSWORD}"}
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def client(offset: int) -> None:
+            nonlocal errors
+            for number in range(per_client):
+                question = asked[(offset * per_client + number) % len(asked)]
+                started = time.perf_counter()
+                try:
+                    request = session.post(f"{url}/recall", json={"prompt": question}, headers=headers)
+                    async with request as reply:
+                        await reply.read()
+                        if reply.status != 200:
+                            errors += 1
+                except aiohttp.ClientError:
+                    errors += 1
+                latencies.append(time.perf_counter() - started)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client(offset) for offset in range(clients)))
+        wall = time.perf_counter() - started
+    return {"clients": clients, "requests": len(latencies), "rate": len(latencies) / wall,
+            "p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95), "errors": errors}
+
+
+async def during_build(kernel: Any, asked: list[str], folder: Path, notes: int) -> dict[str, Any]:
+    from passageway.kernel.config import ConnectorSettings
+    from passageway.kernel.connector import ConnectorRunner
+    from passageway.kernel.sync import SourceSync
+
+    load_notes(folder / "notes", notes)
+    settings = ConnectorSettings(name="load", command=(sys.executable, "-m", "passageway_connector_markdown"),
+                                 env={"FOLDER": str(folder / "notes")}, timeout=600)
+    store = kernel.registries.stores.get(kernel.settings.store)(folder / "load.db", "load")
+    await store.open()
+    sync = SourceSync(settings, store, kernel.embedder, ConnectorRunner(settings, environ=os.environ),
+                      kernel.vector_cache)
+    latencies: list[float] = []
+    started = time.perf_counter()
+    build = asyncio.create_task(sync.build())
+    number = 0
+    while not build.done():
+        question = asked[number % len(asked)]
+        number += 1
+        begun = time.perf_counter()
+        await kernel.recall(question)
+        latencies.append(time.perf_counter() - begun)
+        await asyncio.sleep(0.05)  # a user asks now and then, not in a tight loop
+    await build
+    build_seconds = time.perf_counter() - started
+    items, passages = await store.counts()
+    await store.close()
+    return {"latencies": latencies, "build_seconds": build_seconds, "items": items, "passages": passages}
+
+
+async def corpus_part(rounds: int, load_count: int) -> list[str]:
+    from passageway.kernel.eval.engine import EvalKernel
+    from passageway.kernel.plugins import build_plugin_manager
+    from passageway.kernel.server import build_app
+
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="passageway-bench-recall-") as temporary:
+        folder = Path(temporary)
+        settings, environ = corpus_settings(folder)
+        manager = build_plugin_manager(environ)
+        async with EvalKernel.open(settings, manager, environ) as kernel:
+            if kernel.embedder_error:
+                raise SystemExit(f"the embedder cannot start: {kernel.embedder_error}")
+            log(f"building the sample corpus index with {kernel.embedder.name} ...")
+            started = time.perf_counter()
+            errors = await kernel.sync_once()
+            if any(errors.values()):
+                raise SystemExit(f"the corpus did not build: {errors}")
+            counts = {name: (await source.store.counts()) for name, source in kernel.sources.items()}
+            log(f"built in {time.perf_counter() - started:.0f} s: {counts}")
+            asked = questions()
+            await side_by_side(kernel, asked[:10], 1)  # warm up
+            log(f"in-process: {rounds} rounds of {len(asked)} questions ...")
+            times = await side_by_side(kernel, asked, rounds)
+            embed_p50, embed_p95 = percentile(times["embed"], 0.5), percentile(times["embed"], 0.95)
+            recall_p50, recall_p95 = percentile(times["recall"], 0.5), percentile(times["recall"], 0.95)
+            passages = sum(count[1] for count in counts.values())
+            lines += [
+                f"Sample corpus: {len(counts)} sources, {passages} passages, model `{kernel.embedder.name}`; "
+                f"{len(times['recall'])} questions asked ({rounds} rounds of {len(asked)}).",
+                "",
+                "| In process | p50 ms | p95 ms |",
+                "| --- | ---: | ---: |",
+                f"| bare query embedding | {ms(embed_p50)} | {ms(embed_p95)} |",
+                f"| full recall (embedding included) | {ms(recall_p50)} | {ms(recall_p95)} |",
+                f"| recall minus embedding | {ms(recall_p50 - embed_p50)} | {ms(recall_p95 - embed_p95)} |",
+                "",
+                f"Ratio recall / embedding: {recall_p50 / embed_p50:.2f} at p50, "
+                f"{recall_p95 / embed_p95:.2f} at "
+                f"p95. Target: recall adds at most 3 ms at p50 — "
+                f"{'met' if recall_p50 - embed_p50 <= 0.003 else 'NOT met'} "
+                f"({ms(recall_p50 - embed_p50)} ms).",
+                "",
+            ]
+
+            from aiohttp import web
+
+            app = build_app(kernel, start_sync=False, own_resources=False)
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            url = f"http://127.0.0.1:{port}"
+            lines += ["| HTTP `POST /recall` | requests | requests/s | p50 ms | p95 ms | errors |",
+                      "| --- | ---: | ---: | ---: | ---: | ---: |"]
+            try:
+                await http_load(url, asked, 1, 10)  # warm up
+                for clients in (1, 4, 16):
+                    log(f"HTTP with {clients} clients ...")
+                    result = await http_load(url, asked, clients, max(200 // clients, 10))
+                    lines.append(
+                        f"| {clients} client{'s' if clients > 1 else ''} | {result['requests']} | "
+                        f"{result['rate']:.1f} | {ms(result['p50'])} | {ms(result['p95'])} | "
+                        f"{result['errors']} |"
+                    )
+            finally:
+                await runner.cleanup()
+            lines.append("")
+
+            log(f"recall during a build of {load_count} synthetic notes ...")
+            idle = await side_by_side(kernel, asked, 1)
+            idle_p95 = percentile(idle["recall"], 0.95)
+            loaded = await during_build(kernel, asked, folder, load_count)
+            busy_p95 = percentile(loaded["latencies"], 0.95)
+            lines += [
+                f"During a full build of another source ({loaded['items']} notes, "
+                f"{loaded['passages']} passages, "
+                f"all embedded, {loaded['build_seconds']:.0f} s): recall p95 {ms(busy_p95)} ms over "
+                f"{len(loaded['latencies'])} questions, idle p95 {ms(idle_p95)} ms, ratio "
+                f"{busy_p95 / idle_p95:.2f}. Target at most 2x — "
+                f"{'met' if busy_p95 <= 2 * idle_p95 else 'NOT met'}.",
+                "",
+            ]
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Part 2: synthetic indexes at scale
+# ---------------------------------------------------------------------------------------------
+
+
+class GivenVectorEmbedder:
+    """Returns the vector set for the next question, so that recall's time excludes embedding."""
+
+    name = "random-unit"
+    min_similarity = 0.85
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.next: np.ndarray | None = None
+
+    async def start(self) -> None:
+        return None
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        assert self.next is not None
+        return self.next.reshape(1, -1)
+
+    async def close(self) -> None:
+        return None
+
+
+def unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
+    matrix = rng.standard_normal((count, dim)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix
+
+
+async def build_scale_index(
+    path: Path, size: int, dim: int, vocabulary: list[str], seed: int
+) -> tuple[Any, float, np.ndarray]:
+    """The index, its build time, and a sample of the vectors stored in it."""
+    from passageway.builtin.storage import SqliteStore
+    from passageway.kernel.chunking import passages_for
+    from passageway.kernel.records import Item, Section
+    from passageway.kernel.store import ItemUpdate
+
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1)  # Zipf-like word frequencies
+    weights /= weights.sum()
+    store = SqliteStore(path, "scale")
+    await store.open()
+    await store.reset("random-unit", dim)
+    per_item = 5
+    batch_items = 2000
+    started = time.perf_counter()
+    made = 0
+    samples: list[np.ndarray] = []
+    while made < size:
+        updates = []
+        for _ in range(batch_items):
+            if made >= size:
+                break
+            count = min(per_item, size - made)
+            words = rng.choice(len(vocabulary), size=(count, 40), p=weights)
+            item = Item(
+                id=f"item-{made}", title=f"Synthetic item {made}", url=f"https://example.test/{made}",
+                version="1",
+                sections=tuple(Section(text=" ".join(vocabulary[w] for w in row) + ".", heading=f"Part {n}")
+                               for n, row in enumerate(words)),
+            )
+            passages = passages_for(item)
+            vectors = unit_rows(rng, len(passages), dim)
+            if len(samples) < 1000 and made % 97 == 0:
+                samples.append(vectors[0])
+            updates.append(ItemUpdate(item=item, passages=passages, vectors=vectors))
+            made += len(passages)
+        await store.apply(updates, [])
+        if made % 100_000 < batch_items * per_item:
+            log(f"  {made} passages ({time.perf_counter() - started:.0f} s)")
+    return store, time.perf_counter() - started, np.stack(samples)
+
+
+async def scale_part(sizes: Sequence[int], queries: int, dim: int = 384) -> list[str]:
+    from passageway.kernel.plugins import build_plugin_manager, collect_registries
+    from passageway.kernel.recall import recall
+
+    ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
+    rng = random.Random(11)
+    vocabulary = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
+                         for _ in range(20000)})
+    lines = ["| Synthetic index | build s | recall p50 ms | recall p95 ms | target p95 | answered |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for size in sizes:
+        with tempfile.TemporaryDirectory(prefix=f"passageway-bench-scale-{size}-") as temporary:
+            log(f"building a synthetic index of {size} passages ...")
+            store, build_seconds, samples = await build_scale_index(
+                Path(temporary) / "scale.db", size, dim, vocabulary, size
+            )
+            embedder = GivenVectorEmbedder(dim)
+            np_rng = np.random.default_rng(5)
+            latencies: list[float] = []
+            answered = 0
+            embedder.next = samples[0]
+            await recall("warm up", [store], embedder, ranker)
+            for number in range(queries):
+                question = " ".join(rng.choice(vocabulary[:3000]) for _ in range(6))
+                if number % 2:
+                    embedder.next = unit_rows(np_rng, 1, dim)[0]  # near nothing stored: silence
+                else:  # near a stored passage: an answer
+                    near = samples[number % len(samples)] + unit_rows(np_rng, 1, dim)[0] * 0.2
+                    embedder.next = (near / np.linalg.norm(near)).astype(np.float32)
+                started = time.perf_counter()
+                answer = await recall(question, [store], embedder, ranker)
+                latencies.append(time.perf_counter() - started)
+                answered += not answer.silent
+            await store.close()
+            target = 0.020 if size <= 100_000 else 0.050
+            p95 = percentile(latencies, 0.95)
+            lines.append(
+                f"| {size:,} passages | {build_seconds:.0f} | {ms(percentile(latencies, 0.5))} | {ms(p95)} | "
+                f"{ms(target)} ({'met' if p95 <= target else 'NOT met'}) | {answered}/{queries} |"
+            )
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the 100 questions in process")
+    parser.add_argument("--load-notes", type=int, default=60,
+                        help="synthetic notes built during the load test")
+    parser.add_argument("--scale", default="100000", help="comma-separated synthetic index sizes (passages)")
+    parser.add_argument("--scale-queries", type=int, default=200, help="questions per synthetic index")
+    parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
+    args = parser.parse_args()
+
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    lines = [
+        f"`uv run python bench/recall.py {' '.join(sys.argv[1:])}`".replace(" `", "`"),
+        f"on {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{datetime.now(UTC).date().isoformat()}.",
+        "",
+    ]
+    if not args.skip_corpus:
+        lines += asyncio.run(corpus_part(args.rounds, args.load_notes))
+    sizes = [int(size) for size in args.scale.split(",") if size.strip()]
+    if sizes:
+        lines += asyncio.run(scale_part(sizes, args.scale_queries))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
