@@ -345,7 +345,8 @@ class SqliteStore:
         return Index(ndim=dim, metric="cos", dtype="f32")
 
     def _load_vector_index(self) -> None:
-        """Use the saved vector file if it matches the database exactly, else rebuild it."""
+        """Use the saved vector file when it is intact, catching up with the database when it is
+        older; rebuild it from the database when it is missing or damaged."""
         connection = self._w()
         recorded = self._embedder()
         if recorded is None:
@@ -353,37 +354,66 @@ class SqliteStore:
             return
         dim = recorded[1]
         self._dim = dim
-        count = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
-        generation = self._generation(connection)
-        reason = self._vector_file_problem(connection, generation, count)
+        reason = self._vector_file_problem(connection)
         if reason is None:
             from usearch.index import Index
 
             try:
                 index = Index.restore(str(self.vector_path))
-                if index is not None and index.ndim == dim and len(index) == count:
-                    self._index = index
-                    self._unsaved = False
-                    self._last_save = time.monotonic()
+                if index is not None and index.ndim == dim:
+                    self._catch_up(index, dim)
                     return
-                reason = "its contents do not match the database"
+                reason = "it was written for another dimension"
             except Exception as error:  # a damaged file of any kind is rebuilt
                 reason = f"it cannot be read ({error})"
         log.info("source %s: rebuilding the vector index from the database: %s", self.source, reason)
         self._rebuild_vector_index(dim)
 
-    def _vector_file_problem(self, connection: sqlite3.Connection, generation: int, count: int) -> str | None:
+    def _vector_file_problem(self, connection: sqlite3.Connection) -> str | None:
+        """Why the vector file is not exactly the one last saved, or None."""
         if not self.vector_path.exists():
             return "the file is missing"
-        if self._state(connection, "usearch_generation") != str(generation):
-            return "the file is older than the database"
-        if self._state(connection, "usearch_count") != str(count):
-            return "the file holds another number of vectors"
+        if self._state(connection, "usearch_checksum") is None:
+            return "no saved file is recorded"
         if self._state(connection, "usearch_size") != str(self.vector_path.stat().st_size):
             return "the file has the wrong size (truncated?)"
         if self._state(connection, "usearch_checksum") != _checksum(self.vector_path):
             return "the file's checksum does not match"
         return None
+
+    def _catch_up(self, index: Any, dim: int) -> None:
+        """Bring an intact but older vector file up to date with the database.
+
+        Passage keys are never reused, so a key present in both holds the same vector; only
+        keys added or deleted since the file was saved need work.
+        """
+        connection = self._w()
+        generation = self._generation(connection)
+        if self._state(connection, "usearch_generation") == str(generation):
+            self._index = index
+            self._unsaved = False
+            self._last_save = time.monotonic()
+            return
+        rows = connection.execute("SELECT key FROM passages")
+        stored = np.fromiter((row[0] for row in rows), dtype=np.uint64)
+        saved = np.asarray(index.keys, dtype=np.uint64)
+        extra = np.setdiff1d(saved, stored)
+        missing = np.setdiff1d(stored, saved)
+        if len(extra):
+            index.remove(extra)
+        for start in range(0, len(missing), 500):
+            chunk = [int(key) for key in missing[start : start + 500]]
+            marks = ",".join("?" * len(chunk))
+            rows = connection.execute(
+                f"SELECT key, vector FROM passages WHERE key IN ({marks})", chunk  # noqa: S608
+            ).fetchall()
+            matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype="<f4").reshape(len(rows), dim)
+            index.add(np.array([key for key, _ in rows], dtype=np.uint64), matrix)
+        log.info("source %s: the vector file was older than the database; added %d and removed %d vectors",
+                 self.source, len(missing), len(extra))
+        with self._index_lock:
+            self._index = index
+        self._save_vector_index()
 
     def _rebuild_vector_index(self, dim: int) -> None:
         index = self._new_index(dim)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import logging
 import sqlite3
 
 import numpy as np
@@ -240,17 +240,21 @@ async def test_a_damaged_vector_file_is_detected_and_rebuilt(tmp_path, damage):
     assert await _results(filled.path) == before
 
 
-async def test_an_outdated_vector_file_is_rebuilt(tmp_path):
+async def test_an_outdated_vector_file_catches_up_with_the_database(tmp_path, caplog, monkeypatch):
     filled, _ = await _filled(tmp_path)
-    old = tmp_path / "old.usearch"
-    shutil.copy(filled.vector_path, old)
     reopened = SqliteStore(filled.path, "notes")
     await reopened.open()
+    # The process dies before it saves the vector file again: the file and its record stay old.
+    monkeypatch.setattr(reopened, "_save_vector_index", lambda: None)
     await reopened.apply([update_for(item(n, "2", sections=1)) for n in range(10)], ["item-29"])
     await reopened.close()
+    monkeypatch.undo()
+    caplog.set_level(logging.INFO, logger="passageway.storage")
     after = await _results(filled.path)
-    shutil.copy(old, filled.vector_path)  # as if the process died before saving the file
-    assert await _results(filled.path) == after
+    assert "added 10 and removed 22 vectors" in caplog.text  # caught up, not rebuilt from scratch
+    assert "rebuilding" not in caplog.text
+    filled.vector_path.unlink()
+    assert await _results(filled.path) == after  # the same as a rebuild from the database
     assert "item-29" not in {item_id for item_id, _ in after}
 
 
