@@ -119,6 +119,7 @@ class SqliteStore:
         self._dim: int | None = None
         self._unsaved = False
         self._last_save = 0.0
+        self._closed = False
 
     # -- threads ------------------------------------------------------------------------------
 
@@ -183,6 +184,10 @@ class SqliteStore:
                 raise
 
     async def close(self) -> None:
+        """Save the vector file if it changed and close; closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             await self._write(self._close)
         finally:

@@ -42,6 +42,7 @@ class VectorCache:
         self.dim = dim
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-cache")
         self._connection: sqlite3.Connection | None = None
+        self._closed = False
 
     @classmethod
     def for_embedder(cls, data_dir: Path, embedder_name: str, dim: int) -> VectorCache:
@@ -86,8 +87,14 @@ class VectorCache:
         self._connection = connection
 
     async def close(self) -> None:
-        await self._run(self._close)
-        self._executor.shutdown(wait=True)
+        """Close the file; closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._run(self._close)
+        finally:
+            self._executor.shutdown(wait=True)
 
     def _close(self) -> None:
         if self._connection is not None:

@@ -56,6 +56,7 @@ async def test_a_new_index_is_wal_migrated_and_records_no_embedder(tmp_path):
     await opened.open()
     assert await opened.embedder() is None
     await opened.close()
+    await opened.close()  # twice is harmless
     connection = sqlite3.connect(tmp_path / "new.db")
     assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
@@ -274,6 +275,7 @@ async def test_the_vector_cache_round_trips_and_belongs_to_one_embedder(tmp_path
     found = await cache.get_many(["a" * 64, "c" * 64, "a" * 64])
     assert list(found) == ["a" * 64] and found["a" * 64].tolist() == [1, 0, 0, 0]
     assert await cache.count() == 2
+    await cache.close()
     await cache.close()
     other = VectorCache(path, "another-model", 4)
     with pytest.raises(StoreError, match="belongs to the embedder"):
