@@ -33,7 +33,7 @@ import numpy as np
 from passageway.kernel.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
-from passageway.kernel.errors import ConnectorError, PassagewayError
+from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
 from passageway.kernel.store import ItemUpdate, Store
 from passageway.kernel.vector_cache import VectorCache
@@ -525,8 +525,17 @@ class SourceSync:
         for start in range(0, len(pairs), self.embed_batch):
             chunk = pairs[start : start + self.embed_batch]
             began = time.perf_counter()
-            matrix = await self.embedder.embed([text for _, text in chunk], "passage")
+            matrix = np.asarray(await self.embedder.embed([text for _, text in chunk], "passage"),
+                                dtype=np.float32)
             self.embed_seconds += time.perf_counter() - began
+            if matrix.shape != (len(chunk), self.embedder.dim):
+                raise EmbedderError(
+                    f"the embedder {self.embedder.name!r} returned vectors of shape {matrix.shape} for "
+                    f"{len(chunk)} texts of dimension {self.embedder.dim}; check the embedder program"
+                )
+            # Stored vectors are unit length so that a dot product is the cosine.
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = matrix / np.where(norms > 0, norms, 1.0)
             for (digest, _), vector in zip(chunk, matrix, strict=True):
                 result[digest] = np.asarray(vector, dtype=np.float32)
         return result

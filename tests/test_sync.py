@@ -382,3 +382,26 @@ async def test_a_reconcile_of_a_new_index_builds_it(tmp_path):
         await sync.reconcile()
         assert sync.health().items == 3 and sync.health().state == "ok"
         assert await sync.store.embedder() == ("toy-hash-64", 64)
+
+
+async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_batch(tmp_path):
+    class Loud(ToyEmbedder):
+        async def embed(self, texts, kind):
+            return 3.0 * await super().embed(texts, kind)
+
+    runner = FakeRunner("notes", [item(n) for n in range(3)])
+    async with Setup(tmp_path, runner, embedder=Loud()) as sync:
+        await sync.sync_once()
+        # keyword candidates take the dot product of stored vectors: it is a cosine only at unit length
+        hits = await sync.store.keyword_search("note", toy_vectors(["note"])[0], 10)
+        assert hits and all(-1.0001 <= hit.similarity <= 1.0001 for hit in hits)
+
+    class Short(ToyEmbedder):
+        async def embed(self, texts, kind):
+            return (await super().embed(texts, kind))[:-1]
+
+    runner = FakeRunner("other", [item(n) for n in range(3)])
+    async with Setup(tmp_path, runner, "other", embedder=Short(name="short")) as sync:
+        with pytest.raises(SyncError, match="shape"):
+            await sync.sync_once()
+        assert sync.health().items == 0
