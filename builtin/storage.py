@@ -60,6 +60,10 @@ always written on close. A crash in between costs a rebuild from the database, n
 
 PATH_SEPARATOR = " › "
 
+EXACT_LIMIT = 20000
+"""Up to this many vectors, vector search compares the question with every vector (exact); above,
+it walks usearch's HNSW graph."""
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: the first schema
     (
@@ -120,6 +124,10 @@ class SqliteStore:
         self._unsaved = False
         self._last_save = 0.0
         self._closed = False
+        # While the vector file is rebuilt: every key and vector, searched exactly with numpy.
+        self._flat: tuple[np.ndarray, np.ndarray] | None = None
+        self._graph_build: asyncio.Future[None] | None = None
+        self._stop_graph_build = False
 
     # -- threads ------------------------------------------------------------------------------
 
@@ -145,6 +153,11 @@ class SqliteStore:
 
     async def open(self) -> None:
         await self._write(self._open)
+        if self._flat is not None:
+            # The graph is built in the writer thread after open returns, so a large source does
+            # not hold up the server's start; searches use the exact stand-in until it is ready.
+            loop = asyncio.get_running_loop()
+            self._graph_build = loop.run_in_executor(self._writer_thread, self._build_graph_from_flat)
 
     def _open(self) -> None:
         if self._writer is not None:
@@ -188,6 +201,7 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
+        self._stop_graph_build = True  # an unfinished rebuild starts again at the next open
         try:
             await self._write(self._close)
         finally:
@@ -242,6 +256,7 @@ class SqliteStore:
             self._set_state(connection, "generation", str(generation))
         with self._index_lock:
             self._index = self._new_index(dim)
+            self._flat = None
             self._dim = dim
         self.vector_path.unlink(missing_ok=True)
         self._unsaved = True
@@ -332,7 +347,16 @@ class SqliteStore:
             self._set_state(connection, "generation", str(self._generation(connection) + 1))
         # The database has committed; bring the in-memory vector index up to date with it.
         with self._index_lock:
-            if self._index is not None:
+            if self._flat is not None:  # the graph could not be rebuilt: keep the exact copy current
+                keys, matrix = self._flat
+                keep = ~np.isin(keys, np.array(removed, dtype=np.uint64))
+                if added_keys:
+                    keys = np.concatenate([keys[keep], np.array(added_keys, dtype=np.uint64)])
+                    matrix = np.vstack([matrix[keep], np.vstack(added_vectors)])
+                else:
+                    keys, matrix = keys[keep], matrix[keep]
+                self._flat = (keys, matrix)
+            elif self._index is not None:
                 present = [key for key in removed if self._index.contains(key)]
                 if present:
                     self._index.remove(np.array(present, dtype=np.uint64))
@@ -372,7 +396,7 @@ class SqliteStore:
             except Exception as error:  # a damaged file of any kind is rebuilt
                 reason = f"it cannot be read ({error})"
         log.info("source %s: rebuilding the vector index from the database: %s", self.source, reason)
-        self._rebuild_vector_index(dim)
+        self._flat = self._read_all_vectors(dim)
 
     def _vector_file_problem(self, connection: sqlite3.Connection) -> str | None:
         """Why the vector file is not exactly the one last saved, or None."""
@@ -420,18 +444,10 @@ class SqliteStore:
             self._index = index
         self._save_vector_index()
 
-    def _rebuild_vector_index(self, dim: int) -> None:
-        index = self._new_index(dim)
+    def _read_all_vectors(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every passage key and vector from the database (fast: no graph is built)."""
         keys: list[int] = []
-        vectors: list[bytes] = []
-
-        def flush() -> None:
-            if keys:
-                matrix = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(keys), dim)
-                index.add(np.array(keys, dtype=np.uint64), matrix)
-                keys.clear()
-                vectors.clear()
-
+        blobs: list[bytes] = []
         for key, blob in self._w().execute("SELECT key, vector FROM passages ORDER BY key"):
             if len(blob) != dim * 4:
                 raise StoreError(
@@ -439,13 +455,35 @@ class SqliteStore:
                     "delete the file to rebuild it from the connector"
                 )
             keys.append(key)
-            vectors.append(blob)
-            if len(keys) >= 4096:
-                flush()
-        flush()
-        with self._index_lock:
-            self._index = index
-        self._save_vector_index()
+            blobs.append(blob)
+        matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(keys), dim)
+        return np.array(keys, dtype=np.uint64), matrix
+
+    def _build_graph_from_flat(self) -> None:
+        """Build the usearch index from the flat copy, then save it (runs in the writer thread,
+        before any write queued after open, so the copy is still the database's state)."""
+        flat = self._flat
+        if flat is None or self._dim is None:
+            return
+        keys, matrix = flat
+        index = self._new_index(self._dim)
+        try:
+            for start in range(0, len(keys), 4096):
+                if self._stop_graph_build:
+                    return
+                index.add(keys[start : start + 4096], matrix[start : start + 4096])
+            with self._index_lock:
+                self._index = index
+                self._flat = None
+            self._save_vector_index()
+            log.info("source %s: the vector index is rebuilt (%d vectors)", self.source, len(keys))
+        except Exception:  # the exact stand-in keeps serving; the next open tries again
+            log.exception("source %s: rebuilding the vector index failed", self.source)
+
+    async def wait_ready(self) -> None:
+        """Wait until a vector index rebuilt at open is complete (searches work before, too)."""
+        if self._graph_build is not None:
+            await self._graph_build
 
     def _save_vector_index(self) -> None:
         connection = self._w()
@@ -516,18 +554,23 @@ class SqliteStore:
 
     def _vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
         with self._index_lock:
-            index = self._index
-            if index is None or len(index) == 0:
-                return []
-            if vector.shape[0] != index.ndim:
+            index, flat, dim = self._index, self._flat, self._dim
+            if dim is not None and vector.shape[0] != dim:
                 raise StoreError(
                     f"the question vector has dimension {vector.shape[0]} but the index of source "
-                    f"{self.source!r} holds dimension {index.ndim}; it must be rebuilt for this embedder"
+                    f"{self.source!r} holds dimension {dim}; it must be rebuilt for this embedder"
                 )
-            # Small indexes are searched exhaustively: exact, and as fast as the graph there.
-            matches = index.search(vector, min(limit, len(index)), exact=len(index) <= 20000)
-            keys = [int(key) for key in matches.keys]
-            distances = [float(distance) for distance in matches.distances]
+            if index is not None and flat is None:
+                if len(index) == 0:
+                    return []
+                # Small indexes are searched exhaustively: exact, and as fast as the graph there.
+                matches = index.search(vector, min(limit, len(index)), exact=len(index) <= EXACT_LIMIT)
+                keys = [int(key) for key in matches.keys]
+                distances = [float(distance) for distance in matches.distances]
+        if flat is not None:
+            keys, distances = _exact_search(flat, vector, limit)
+        elif index is None:
+            return []
         if not keys:
             return []
         marks = ",".join("?" * len(keys))
@@ -600,9 +643,24 @@ class SqliteStore:
         if words != passages:
             problems.append(f"{words} keyword rows for {passages} passages")
         with self._index_lock:
-            if self._index is not None and len(self._index) != passages:
-                problems.append(f"{len(self._index)} vectors in the vector index for {passages} passages")
+            held = len(self._flat[0]) if self._flat is not None else (
+                len(self._index) if self._index is not None else None)
+            if held is not None and held != passages:
+                problems.append(f"{held} vectors in the vector index for {passages} passages")
         return problems
+
+
+def _exact_search(flat: tuple[np.ndarray, np.ndarray], vector: np.ndarray, limit: int
+                  ) -> tuple[list[int], list[float]]:
+    """The ``limit`` nearest keys by cosine distance, by brute force over unit vectors."""
+    keys, matrix = flat
+    if not len(keys):
+        return [], []
+    similarities = matrix @ (vector / (np.linalg.norm(vector) or 1.0))
+    count = min(limit, len(keys))
+    best = np.argpartition(-similarities, count - 1)[:count]
+    best = best[np.argsort(-similarities[best], kind="stable")]
+    return [int(keys[row]) for row in best], [1.0 - float(similarities[row]) for row in best]
 
 
 def _checksum(path: Path) -> str:

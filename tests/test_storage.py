@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 
 import numpy as np
 import pytest
@@ -257,6 +258,36 @@ async def test_an_outdated_vector_file_catches_up_with_the_database(tmp_path, ca
     filled.vector_path.unlink()
     assert await _results(filled.path) == after  # the same as a rebuild from the database
     assert "item-29" not in {item_id for item_id, _ in after}
+
+
+
+async def test_searches_work_while_a_missing_vector_file_is_rebuilt_after_open(tmp_path):
+    filled, before = await _filled(tmp_path)
+    filled.vector_path.unlink()
+    reopened = SqliteStore(filled.path, "notes")
+    release = threading.Event()
+    build = reopened._build_graph_from_flat
+
+    def slow_build() -> None:
+        release.wait(10)
+        build()
+
+    reopened._build_graph_from_flat = slow_build  # type: ignore[method-assign]
+    await reopened.open()  # returns before the graph is built
+    try:
+        assert not filled.vector_path.exists()
+        hits = await reopened.vector_search(question_vector("river engine garden"), 40)
+        during = sorted(((hit.item_id, round(hit.similarity, 5)) for hit in hits),
+                        key=lambda pair: (-pair[1], pair[0]))
+        assert during == before  # the exact stand-in answers the same
+        assert await reopened.keyword_search("river", question_vector("river"), 5)
+        release.set()
+        await reopened.wait_ready()
+        assert filled.vector_path.exists()
+    finally:
+        release.set()
+        await reopened.close()
+    assert await _results(filled.path) == before
 
 
 # -- the vector cache ---------------------------------------------------------------------------
