@@ -1,6 +1,7 @@
 """Keyword-only retrieval on the sample corpus, for each FTS5 tokenizer option the store could use.
 
-    uv run python bench/keyword_search.py
+    uv run python bench/keyword_search.py                 # the measurement
+    uv run python bench/keyword_search.py --repeat 100    # query times on a 100 times larger index
 
 Indexes ``corpus/en`` and ``corpus/de`` (one source per language, as in real use) with the
 builtin chunker, then asks the 70 answerable questions of ``corpus/questions.toml`` through
@@ -14,6 +15,7 @@ option runs twice, with the question as written and reduced to its content words
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 import sys
@@ -22,6 +24,8 @@ import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+
+import attrs
 
 from passageway.builtin.storage import SqliteStore
 from passageway.kernel.chunking import passages_for
@@ -50,17 +54,25 @@ def read_article(path: Path, language: str) -> Item:
                 url=url.group(1) if url else "", version="1", sections=(Section(body.strip()),))
 
 
-async def build(folder: Path, language: str, options: dict[str, object]) -> SqliteStore:
+async def build(folder: Path, language: str, options: dict[str, object], repeat: int = 1) -> SqliteStore:
     store = SqliteStore(folder / f"{language}.db", language, **options)  # type: ignore[arg-type]
     await store.open()
     await store.reset("toy-hash-64", 64)
     updates = []
     for path in sorted((CORPUS / language).glob("*.md")):
-        item = read_article(path, language)
-        passages = passages_for(item)
-        updates.append(ItemUpdate(item, passages, toy_vectors([p.embedding_input for p in passages])))
+        article = read_article(path, language)
+        passages = passages_for(article)
+        vectors = toy_vectors([p.embedding_input for p in passages])
+        for copy in range(repeat):  # copies keep the file name, so they still count as hits
+            item = attrs.evolve(article, id=f"{language}/{path.name}" if copy == 0 else
+                                f"{language}/{path.name}#{copy}")
+            updates.append(ItemUpdate(item, passages, vectors))
     await store.apply(updates, [])
     return store
+
+
+def _file(candidate: Candidate) -> str:
+    return candidate.item_id.split("/", 1)[1].split("#", 1)[0]
 
 
 def query_forms() -> dict[str, Callable[[str], str]]:
@@ -73,17 +85,19 @@ def query_forms() -> dict[str, Callable[[str], str]]:
     return forms
 
 
-async def measure() -> None:
+async def measure(repeat: int) -> None:
     cases = [case for case in tomllib.loads((CORPUS / "questions.toml").read_text("utf-8"))["case"]
              if case.get("expect")]
     vector = toy_vectors(["unused"])[0]
+    if repeat > 1:
+        print(f"every article indexed {repeat} times\n")
     print(f"{len(cases)} answerable questions, keyword search alone. hit@1 / hit@3: an accepted article")
     print("first / among the top three passages; answer@3: a top-three passage holds the expected text\n")
     print(f"{'tokenizer option':42} {'query':14} {'hit@1':>6} {'hit@3':>6} {'en@3':>6} {'de@3':>6} "
           f"{'answer@3':>8} {'ms/q':>6}")
     for name, options in OPTIONS.items():
         with tempfile.TemporaryDirectory() as folder:
-            stores = [await build(Path(folder), language, options) for language in ("en", "de")]
+            stores = [await build(Path(folder), language, options, repeat) for language in ("en", "de")]
             try:
                 for form_name, form in query_forms().items():
                     hits: dict[str, list[bool]] = {"en": [], "de": []}
@@ -95,9 +109,9 @@ async def measure() -> None:
                         for store in stores:
                             found.extend(await store.keyword_search(form(case["query"]), vector, 10))
                         found.sort(key=lambda candidate: -candidate.keyword_score)
-                        names = {candidate.item_id.split("/", 1)[1] for candidate in found[:3]}
+                        names = {_file(candidate) for candidate in found[:3]}
                         hits[case["group"]].append(bool(names & set(case["expect"])))
-                        firsts.append(bool(found) and found[0].item_id.split("/", 1)[1] in case["expect"])
+                        firsts.append(bool(found) and _file(found[0]) in case["expect"])
                         answers.append(any(text in candidate.text for candidate in found[:3]
                                            for text in case.get("expect_text", [])))
                     per_query = (time.perf_counter() - began) * 1000 / len(cases)
@@ -114,4 +128,7 @@ async def measure() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(measure())
+    parser = argparse.ArgumentParser(description="keyword-only retrieval on the sample corpus")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="index every article this many times, to time queries on a larger index")
+    asyncio.run(measure(parser.parse_args().repeat))
