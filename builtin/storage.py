@@ -27,6 +27,7 @@ Schema (``PRAGMA user_version`` is the number of the last migration applied, see
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -369,9 +370,7 @@ class SqliteStore:
     # -- the vector index file ----------------------------------------------------------------
 
     def _new_index(self, dim: int) -> Any:
-        from usearch.index import Index
-
-        return Index(ndim=dim, metric="cos", dtype="f32")
+        return _usearch_index_class()(ndim=dim, metric="cos", dtype="f32")
 
     def _load_vector_index(self) -> None:
         """Use the saved vector file when it is intact, catching up with the database when it is
@@ -385,10 +384,8 @@ class SqliteStore:
         self._dim = dim
         reason = self._vector_file_problem(connection)
         if reason is None:
-            from usearch.index import Index
-
             try:
-                index = Index.restore(str(self.vector_path))
+                index = _usearch_index_class().restore(str(self.vector_path))
                 if index is not None and index.ndim == dim:
                     self._catch_up(index, dim)
                     return
@@ -648,6 +645,21 @@ class SqliteStore:
             if held is not None and held != passages:
                 problems.append(f"{held} vectors in the vector index for {passages} passages")
         return problems
+
+
+def _usearch_index_class() -> Any:
+    """usearch's ``Index``, imported after onnxruntime.
+
+    With usearch 2.26 and onnxruntime 1.32, importing onnxruntime after usearch's compiled module
+    kills the process with a segmentation fault (the other order works), and the built-in
+    embedder imports onnxruntime whenever it starts, possibly after a store has opened. So
+    onnxruntime, a dependency of passageway anyway, is imported first here.
+    """
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+    from usearch.index import Index
+
+    return Index
 
 
 def _exact_search(flat: tuple[np.ndarray, np.ndarray], vector: np.ndarray, limit: int

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -288,6 +290,29 @@ async def test_searches_work_while_a_missing_vector_file_is_rebuilt_after_open(t
         release.set()
         await reopened.close()
     assert await _results(filled.path) == before
+
+
+
+def test_onnxruntime_can_load_after_a_store_has_used_usearch(tmp_path):
+    # usearch 2.26 then onnxruntime 1.32 in one process is a segfault; the store imports them in
+    # the order that works. A child process, because a crash would take pytest with it.
+    script = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from passageway.builtin.storage import SqliteStore\n"
+        "async def main():\n"
+        "    store = SqliteStore(Path(sys.argv[1]) / 'x.db', 'x')\n"
+        "    await store.open()\n"
+        "    await store.reset('toy', 4)\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+        "import onnxruntime\n"
+        "print('loaded', onnxruntime.__version__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("loaded")
 
 
 # -- the vector cache ---------------------------------------------------------------------------
