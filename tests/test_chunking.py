@@ -28,7 +28,8 @@ def test_a_short_section_is_one_passage_with_its_heading():
 
 
 def test_empty_sections_are_dropped_and_ordinals_stay_consecutive():
-    item = make_item(Section("first", "A"), Section("  \n\n ", "Empty"), Section("", None), Section("third", "C"))
+    item = make_item(Section("first", "A"), Section("  \n\n ", "Empty"), Section("", None),
+                     Section("third", "C"))
     passages = passages_for(item)
     assert [(p.ordinal, p.heading) for p in passages] == [(0, "A"), (1, "C")]
 
