@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import itertools
 import sqlite3
 import sys
 import time
@@ -100,9 +101,18 @@ class StudyStore:
         passage = self.passages[key]
         item = self.items_by_id[passage.item_id]
         return Candidate(
-            source=self.source, passage_key=key, item_id=item.id, title=item.title, url=item.url,
-            heading=passage.heading, text=passage.text, similarity=similarity, rank=rank,
-            keyword_score=keyword_score, weight=item.weight, links=item.links,
+            source=self.source,
+            passage_key=key,
+            item_id=item.id,
+            title=item.title,
+            url=item.url,
+            heading=passage.heading,
+            text=passage.text,
+            similarity=similarity,
+            rank=rank,
+            keyword_score=keyword_score,
+            weight=item.weight,
+            links=item.links,
         )
 
     async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
@@ -124,8 +134,11 @@ class StudyStore:
         return [self._candidate(int(key), float(similarities[key]), rank) for rank, key in enumerate(order)]
 
     async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
-        return [StoredItem(i, self.items_by_id[i].title, self.items_by_id[i].url) for i in item_ids
-                if i in self.items_by_id]
+        return [
+            StoredItem(i, self.items_by_id[i].title, self.items_by_id[i].url)
+            for i in item_ids
+            if i in self.items_by_id
+        ]
 
 
 class CachedEmbedder:
@@ -161,8 +174,10 @@ def build(model) -> dict[str, StudyStore]:
             started = time.perf_counter()
             vectors = np.asarray(model.passage(inputs), dtype=np.float32)
             np.save(cache, vectors)
-            print(f"embedded {len(inputs)} {language} passages in {time.perf_counter() - started:.1f} s",
-                  file=sys.stderr)
+            print(
+                f"embedded {len(inputs)} {language} passages in {time.perf_counter() - started:.1f} s",
+                file=sys.stderr,
+            )
         stores[language] = StudyStore(f"corpus-{language}", items, vectors, passages)
     return stores
 
@@ -191,8 +206,13 @@ def load_cases() -> list[Case]:
 Result = tuple[Case, list[str]]  # the case and the item ids returned, best first
 
 
-async def run(cases: Sequence[Case], stores: Sequence[StudyStore], embedder: CachedEmbedder,
-              ranker: FusionRanker, threshold: float) -> list[Result]:
+async def run(
+    cases: Sequence[Case],
+    stores: Sequence[StudyStore],
+    embedder: CachedEmbedder,
+    ranker: FusionRanker,
+    threshold: float,
+) -> list[Result]:
     results = []
     for case in cases:
         answer = await recall(case.query, stores, embedder, ranker, min_similarity=threshold)
@@ -241,17 +261,21 @@ def table(title: str, rows: list[tuple[str, Scores]]) -> None:
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for label, s in rows:
         total = "" if s.unanswerable == 0 or s.answerable == 0 else f"{100 * s.total:.1f}"
-        print(f"| {label} | {pct(s.hit1)} | {pct(s.hit3)} | {pct(s.false_silence)} | {pct(s.silence)} "
-              f"| {total} |")
+        print(
+            f"| {label} | {pct(s.hit1)} | {pct(s.hit3)} | {pct(s.false_silence)} | {pct(s.silence)} "
+            f"| {total} |"
+        )
 
 
 RANKERS: dict[str, Callable[[], FusionRanker]] = {
     "vector": lambda: FusionRanker("vector", cross_language_offset=0.0, unknown_margin=None),
     "keyword": lambda: FusionRanker("keyword", cross_language_offset=0.0, unknown_margin=None),
-    "plain RRF": lambda: FusionRanker("hybrid", coverage_weighted=False, cross_language_offset=0.0,
-                                      unknown_margin=None),
-    "hybrid, cosine-or-words gate": lambda: FusionRanker("hybrid", cross_language_offset=0.0,
-                                                         unknown_margin=None),
+    "plain RRF": lambda: FusionRanker(
+        "hybrid", coverage_weighted=False, cross_language_offset=0.0, unknown_margin=None
+    ),
+    "hybrid, cosine-or-words gate": lambda: FusionRanker(
+        "hybrid", cross_language_offset=0.0, unknown_margin=None
+    ),
     "hybrid + unknown-word check (margin 0.02)": lambda: FusionRanker("hybrid", unknown_margin=0.02),
     "hybrid (default: + cross-language offset)": FusionRanker,
     "vector (default gate)": lambda: FusionRanker("vector"),
@@ -274,8 +298,9 @@ def choose(rows: Sequence[tuple[float, Scores]]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--thresholds", default=",".join(str(t) for t in THRESHOLDS))
-    parser.add_argument("--offsets", default="0,0.03,0.05,0.06,0.08")
-    parser.add_argument("--margins", default="none,0,0.01,0.02,0.03")
+    parser.add_argument("--offsets", default="0,0.03,0.06,0.08")
+    parser.add_argument("--margins", default="none,0,0.02")
+    parser.add_argument("--leads", default="none,0.05,0.06")
     parser.add_argument("--only-grid", action="store_true", help="print only section 3")
     args = parser.parse_args()
     thresholds = [float(value) for value in args.thresholds.split(",")]
@@ -286,8 +311,7 @@ def main() -> int:
     stores = build(model)
     cases = load_cases()
     embedder = CachedEmbedder({case.query: np.asarray(model.query(case.query), np.float32) for case in cases})
-    print(f"passages: en {len(stores['en'].passages)}, de {len(stores['de'].passages)}; "
-          f"cases: {len(cases)}")
+    print(f"passages: en {len(stores['en'].passages)}, de {len(stores['de'].passages)}; cases: {len(cases)}")
     indexes = {"both folders": [stores["en"], stores["de"]], "en folder only": [stores["en"]]}
 
     def cases_of(setting: str, parity: int | None = None) -> list[Case]:
@@ -296,17 +320,22 @@ def main() -> int:
 
     cache: dict[tuple[str, str, float], list[Result]] = {}
 
-    async def measure(setting: str, label: str, make: Callable[[], FusionRanker], threshold: float
-                      ) -> list[Result]:
+    async def measure(
+        setting: str, label: str, make: Callable[[], FusionRanker], threshold: float
+    ) -> list[Result]:
         key = (setting, label, threshold)
         if key not in cache:
             cache[key] = await run(cases_of(setting), indexes[setting], embedder, make(), threshold)
         return cache[key]
 
-    def part(results: list[Result], groups: Sequence[str] | None = None, parity: int | None = None
-             ) -> list[Result]:
-        return [(c, ids) for c, ids in results
-                if (groups is None or c.group in groups) and (parity is None or c.number % 2 == parity)]
+    def part(
+        results: list[Result], groups: Sequence[str] | None = None, parity: int | None = None
+    ) -> list[Result]:
+        return [
+            (c, ids)
+            for c, ids in results
+            if (groups is None or c.group in groups) and (parity is None or c.number % 2 == parity)
+        ]
 
     async def go() -> None:
         if args.only_grid:
@@ -345,31 +374,38 @@ def main() -> int:
         print("even-numbered cases of the both-folders setting, then reported on the odd-numbered ones)")
         offsets = [float(v) for v in args.offsets.split(",")]
         margins = [None if v == "none" else float(v) for v in args.margins.split(",")]
-        print("\n| offset | unknown margin | threshold | even: hit@3 | even: silence | odd: hit@3 | "
-              "odd: silence absent | odd: silence near-topic | cross odd: hit@3 | cross odd: silence |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for offset in offsets:
-            for margin in margins:
-                label = f"hybrid offset={offset} margin={margin}"
+        leads = [None if v == "none" else float(v) for v in args.leads.split(",")]
+        print(
+            "\n| offset | unknown margin | lead | threshold | even: hit@3 | even: silence | odd: hit@3 | "
+            "odd: silence absent | odd: silence near-topic | cross odd: hit@3 | cross odd: silence |"
+        )
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for offset, margin, lead in itertools.product(offsets, margins, leads):
+            label = f"hybrid offset={offset} margin={margin} lead={lead}"
 
-                def make(offset: float = offset, margin: float | None = margin) -> FusionRanker:
-                    return FusionRanker("hybrid", cross_language_offset=offset, unknown_margin=margin)
+            def make(
+                offset: float = offset, margin: float | None = margin, lead: float | None = lead
+            ) -> FusionRanker:
+                return FusionRanker("hybrid", cross_language_offset=offset, unknown_margin=margin, lead=lead)
 
-                rows_even = []
-                for threshold in thresholds:
-                    both = await measure("both folders", label, make, threshold)
-                    rows_even.append((threshold, scores(part(both, parity=0))))
-                chosen = choose(rows_even)
-                even = dict(rows_even)[chosen]
-                both = await measure("both folders", label, make, chosen)
-                cross = await measure("en folder only", label, make, chosen)
-                odd = scores(part(both, parity=1))
-                absent = scores(part(both, ("absent-en", "absent-de"), parity=1))
-                near = scores(part(both, ("near-topic-en", "near-topic-de"), parity=1))
-                cross_odd = scores(part(cross, parity=1))
-                print(f"| {offset:g} | {margin if margin is not None else 'off'} | {chosen:g} | "
-                      f"{pct(even.hit3)} | {pct(even.silence)} | {pct(odd.hit3)} | {pct(absent.silence)} | "
-                      f"{pct(near.silence)} | {pct(cross_odd.hit3)} | {pct(cross_odd.silence)} |")
+            rows_even = []
+            for threshold in thresholds:
+                both = await measure("both folders", label, make, threshold)
+                rows_even.append((threshold, scores(part(both, parity=0))))
+            chosen = choose(rows_even)
+            even = dict(rows_even)[chosen]
+            both = await measure("both folders", label, make, chosen)
+            cross = await measure("en folder only", label, make, chosen)
+            odd = scores(part(both, parity=1))
+            absent = scores(part(both, ("absent-en", "absent-de"), parity=1))
+            near = scores(part(both, ("near-topic-en", "near-topic-de"), parity=1))
+            cross_odd = scores(part(cross, parity=1))
+            print(
+                f"| {offset:g} | {margin if margin is not None else 'off'} | "
+                f"{lead if lead is not None else 'off'} | {chosen:g} | "
+                f"{pct(even.hit3)} | {pct(even.silence)} | {pct(odd.hit3)} | {pct(absent.silence)} | "
+                f"{pct(near.silence)} | {pct(cross_odd.hit3)} | {pct(cross_odd.silence)} |"
+            )
 
     async def recommend() -> None:
         print("\n## 4. The recommended threshold for the default hybrid ranker")
@@ -379,18 +415,45 @@ def main() -> int:
             rows_all.append((threshold, scores(both)))
             rows_even.append((threshold, scores(part(both, parity=0))))
         on_all, on_even = choose(rows_all), choose(rows_even)
-        print("\nrule: the highest hit@3 + silence on the both-folders setting (130 cases), "
-              "the lower threshold on a tie")
+        print(
+            "\nrule: the highest hit@3 + silence on the both-folders setting (130 cases), "
+            "the lower threshold on a tie"
+        )
         print(f"chosen on all cases: {on_all:g}; chosen on the even-numbered cases only: {on_even:g}")
         for name, threshold in (("all cases", on_all), ("even-numbered cases", on_even)):
             both = await measure("both folders", "default", FusionRanker, threshold)
             cross = await measure("en folder only", "default", FusionRanker, threshold)
-            rows = [(f"{setting} · {group}", scores(part(res, [group])))
-                    for setting, res in (("both folders", both), ("en folder only", cross))
-                    for group in GROUPS["both folders" if setting == "both folders" else "en folder only"]]
+            rows = [
+                (f"{setting} · {group}", scores(part(res, [group])))
+                for setting, res in (("both folders", both), ("en folder only", cross))
+                for group in GROUPS["both folders" if setting == "both folders" else "en folder only"]
+            ]
             rows.append(("both folders · all", scores(both)))
             rows.append(("both folders · odd-numbered cases", scores(part(both, parity=1))))
             table(f"### default hybrid at {threshold:g} (chosen on {name})", rows)
+
+        print(f"\n## 5. Each ranker with the same default gate at {on_all:g}, per group\n")
+        print("| Setting · group | vector | keyword | hybrid |")
+        print("| --- | ---: | ---: | ---: |")
+        results = {}
+        for label, make in (
+            ("vector", lambda: FusionRanker("vector")),
+            ("keyword", lambda: FusionRanker("keyword")),
+            ("hybrid", FusionRanker),
+        ):
+            for setting in SETTINGS:
+                results[label, setting] = await measure(setting, f"{label} (default gate)", make, on_all)
+        for setting in SETTINGS:
+            for group in GROUPS[setting]:
+                cells = []
+                for label in ("vector", "keyword", "hybrid"):
+                    s = scores(part(results[label, setting], [group]))
+                    cells.append(
+                        f"hit@3 {pct(s.hit3).strip()}"
+                        if s.answerable
+                        else f"silence {pct(s.silence).strip()}"
+                    )
+                print(f"| {setting} · {group} | " + " | ".join(cells) + " |")
 
     asyncio.run(go())
     return 0

@@ -22,16 +22,16 @@ competes.
 
 **The gate** (the same for all three). A passage passes when
 
-* its cosine reaches the embedder's ``min_similarity``, or
-* it contains at least three distinct content words of the question;
+* its cosine reaches the embedder's ``min_similarity``, or, for a passage in another language
+  than the question (English and German told apart by their stopwords), ``min_similarity`` less
+  :data:`CROSS_LANGUAGE_OFFSET`, because the model's cosines between languages run lower; or
+* it contains at least three distinct content words of the question.
 
-and, in both cases, when it does not *miss the question's subject*: a content word of the question
-that no candidate of any source contains, while the sources do know at least half of the
-question's other content words (so the question is in a language the index speaks), marks a
-question about something the index does not hold ("When was Yale founded?" next to an article on
-another university). Such a question is answered only by a passage whose cosine clears
-``min_similarity`` by :attr:`FusionRanker.unknown_margin`. ``docs/ranking-and-gate.md`` shows the
-study and the sweeps behind every constant.
+Whatever passes nothing is silence. Two further checks were measured and are off by default
+(:class:`FusionRanker` parameters): a raised bar when the question holds a word no candidate
+contains (``unknown_margin``), and a relative path for a passage that leads the tenth-best
+candidate by a margin (``lead``). ``docs/ranking-and-gate.md`` shows the study and the sweeps
+behind every constant (``bench/gate_study.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ from passageway import hookimpl
 from passageway.kernel.recall import MAX_HITS, Ranked
 from passageway.kernel.stopwords import content_words, language_of, words
 from passageway.kernel.store import Candidate
+
+REFERENCE_RANK = 9
+"""The lead of a passage is its cosine minus the cosine of the tenth-best candidate."""
+
+LEAD: float | None = None
+"""See :class:`FusionRanker`; measured in docs/ranking-and-gate.md."""
 
 RRF_K = 60
 """The usual constant of reciprocal-rank fusion: rank 0 scores 1/61, rank 49 scores 1/110."""
@@ -81,6 +87,8 @@ class Evidence:
     language: str | None
     unknown: frozenset[str]
     """Content words of the question that no candidate contains (see :func:`unknown_words`)."""
+    reference: float | None = None
+    """The cosine of the :data:`REFERENCE_RANK`-th best candidate, or None with fewer candidates."""
 
 
 PREFIX = 6
@@ -119,6 +127,9 @@ class FusionRanker:
         rescue by shared words, when the question has a content word that no candidate contains
         and the passage is in the question's language; ``None`` turns that check off.
     :param coverage_weighted: weight the keyword rank by coverage (``True``) or plain RRF.
+    :param lead: a passage whose cosine leads the tenth-best candidate's by at least this much
+        passes whatever its cosine (a relative bar, which does not move with the model's cosine
+        scale between languages); ``None`` turns it off.
     """
 
     signals: str = "hybrid"
@@ -127,6 +138,7 @@ class FusionRanker:
     unknown_margin: float | None = UNKNOWN_MARGIN
     coverage_weighted: bool = True
     rrf_k: int = RRF_K
+    lead: float | None = LEAD
 
     @property
     def name(self) -> str:
@@ -183,7 +195,10 @@ class FusionRanker:
                 Scored(candidate, score, vector_rank, kw_rank, matched, coverage, language)
             )
         scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
-        evidence = Evidence(question_words, language_of(question), unknown_words(question_words, vocabulary))
+        reference = pool[by_cosine[REFERENCE_RANK]].similarity if len(by_cosine) > REFERENCE_RANK else None
+        evidence = Evidence(
+            question_words, language_of(question), unknown_words(question_words, vocabulary), reference
+        )
         return scored, evidence
 
     def _fuse(self, candidate: Candidate, vector_rank: int, kw_rank: int | None, coverage: float) -> float:
@@ -199,20 +214,22 @@ class FusionRanker:
         return 1.0 / (k + 1 + vector_rank) + keyword_part
 
     def passes(self, entry: Scored, evidence: Evidence, min_similarity: float) -> str | None:
-        """``"similarity"`` or ``"words"`` when ``entry`` passes the gate, else ``None``."""
+        """``"similarity"``, ``"words"`` or ``"lead"`` when ``entry`` passes the gate, else ``None``."""
         similarity = entry.candidate.similarity
-        crossing = (
-            evidence.language is not None
-            and entry.language is not None
-            and entry.language != evidence.language
-        )
-        if crossing:
-            return "similarity" if similarity >= min_similarity - self.cross_language_offset else None
-        if self.unknown_margin is not None and evidence.unknown:
-            return "similarity" if similarity >= min_similarity + self.unknown_margin else None
-        if similarity >= min_similarity:
+        if (
+            self.lead is not None
+            and evidence.reference is not None
+            and similarity - evidence.reference >= self.lead
+        ):
+            return "lead"
+        bar, words_count = min_similarity, True
+        if evidence.language is not None and entry.language not in (None, evidence.language):
+            bar -= self.cross_language_offset
+        elif self.unknown_margin is not None and evidence.unknown:
+            bar, words_count = bar + self.unknown_margin, False
+        if similarity >= bar:
             return "similarity"
-        if len(entry.matched) >= self.min_words:
+        if words_count and len(entry.matched) >= self.min_words:
             return "words"
         return None
 

@@ -236,3 +236,14 @@ def test_the_plugin_registers_three_rankers_that_satisfy_the_protocol():
         ranker = rankers.get(name)()
         assert isinstance(ranker, Ranker)
         assert ranker.name == name
+
+
+def test_the_lead_path_is_off_by_default_and_passes_a_clear_leader_when_on():
+    leader = candidate("leader", "nothing shared", 0.80)
+    crowd = [candidate(f"crowd{i}", "nothing shared", 0.70 - i / 1000) for i in range(12)]
+    question = "quantum chromodynamics lattice"
+    assert FusionRanker("vector").rank(question, VECTOR, [], [leader, *crowd], 0.85) == []
+    result = FusionRanker("vector", lead=0.05).rank(question, VECTOR, [], [leader, *crowd], 0.85)
+    assert ranked_items(result) == ["leader"] and result[0].reason == "lead"
+    # with fewer than ten candidates there is no reference, so no lead
+    assert FusionRanker("vector", lead=0.05).rank(question, VECTOR, [], [leader, *crowd[:5]], 0.85) == []
