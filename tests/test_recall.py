@@ -22,7 +22,7 @@ from passageway.kernel.recall import (
     recall,
     render_answer,
 )
-from passageway.kernel.records import Answer, Item, Section
+from passageway.kernel.records import Answer, Item, Related, Section
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 
@@ -97,21 +97,28 @@ QUESTION = "How are the blades of a steam turbine rotor mounted on the drive sha
 
 
 async def test_recall_returns_passages_with_their_place_and_related_items(stores):
-    answer = await recall(QUESTION, stores, ToyEmbedder(), FusionRanker("hybrid"))
-    assert not answer.silent
+    # a strict cosine bar: only the three-words rule lets passages through
+    answer = await recall(QUESTION, stores, ToyEmbedder(min_similarity=0.99), FusionRanker("hybrid"))
+    assert [(hit.source, hit.item_id) for hit in answer.hits] == [
+        ("notes", "turbines"),
+        ("wiki", "rotor-design"),
+    ]
     first = answer.hits[0]
-    assert (first.source, first.item_id) == ("notes", "turbines")
     assert first.title == "Steam turbines" and first.heading == "Rotors"
     assert first.url == "https://notes/turbines" and first.updated == "2026-10-01"
-    assert len(answer.hits) <= 3
-    assert len({(hit.source, hit.item_id) for hit in answer.hits}) == len(answer.hits)
-    # related: the indexed link is found, the unknown one is left out, a hit is not repeated
-    related_ids = [item.item_id for item in answer.related]
-    assert "boilers" in related_ids or "boilers" in [hit.item_id for hit in answer.hits]
-    assert "missing-item" not in related_ids
+    assert first.path == ("Engineering",)
+    # related: the indexed link is found, the unknown one is left out
+    assert answer.related == (Related("notes", "boilers", "Boilers", "https://notes/boilers"),)
     text = render_answer(answer)
     assert "Steam turbines › Rotors" in text and "https://notes/turbines" in text
-    assert "updated 2026-10-01" in text
+    assert "updated 2026-10-01" in text and "Related:\n- Boilers (https://notes/boilers)" in text
+
+
+async def test_a_hit_is_not_repeated_as_related(stores):
+    answer = await recall(QUESTION, stores, ToyEmbedder(min_similarity=0.5), FusionRanker("hybrid"))
+    hit_ids = [hit.item_id for hit in answer.hits]
+    assert "boilers" in hit_ids and len(hit_ids) == len(set(hit_ids)) <= 3
+    assert answer.related == ()
 
 
 async def test_the_answer_stays_within_the_budget_and_the_excerpt_keeps_the_relevant_part(stores):
@@ -169,6 +176,37 @@ async def test_boost_words_lift_an_item_whose_title_path_or_labels_hold_them(sto
     boosted_score = next(hit.score for hit in boosted.hits if hit.item_id == "boilers")
     unboosted_score = next(hit.score for hit in unboosted.hits if hit.item_id == "boilers")
     assert boosted_score == pytest.approx(unboosted_score * 1.1)
+
+
+class FixedStore:
+    """Returns the same candidates for every question."""
+
+    source = "fixed"
+
+    def __init__(self, candidates):
+        self.candidates = candidates
+
+    async def keyword_search(self, question, vector, limit):
+        return list(self.candidates)
+
+    async def vector_search(self, vector, limit):
+        return list(self.candidates)
+
+    async def items(self, item_ids):
+        return []
+
+
+async def test_boost_words_reorder_equal_items_by_their_place():
+    plain = Candidate("fixed", 1, "plain", "Notes", "u1", None, "same text", 0.9, 0)
+    placed = Candidate("fixed", 2, "placed", "Notes", "u2", None, "same text", 0.9, 1, labels=("passageway",))
+    store = FixedStore([plain, placed])
+    ranker = FusionRanker("vector")
+    without = await recall("same text", [store], ToyEmbedder(min_similarity=0.5), ranker)
+    assert [hit.item_id for hit in without.hits] == ["plain", "placed"]
+    boosted = await recall(
+        "same text", [store], ToyEmbedder(min_similarity=0.5), ranker, boost_words=["work", "passageway"]
+    )
+    assert [hit.item_id for hit in boosted.hits] == ["placed", "plain"]
 
 
 async def test_a_failing_embedder_raises_and_is_never_silence(stores):
@@ -257,7 +295,7 @@ def test_merge_candidates_orders_across_sources_and_renumbers_ranks():
 
 
 def test_render_answer_lists_related_items():
-    from passageway.kernel.records import Hit, Related
+    from passageway.kernel.records import Hit
 
     hit = Hit("s", "i", "Title", "https://x", "Heading", "Some text.", 1.0, 0.9, path=("A", "B"))
     text = render_answer(Answer((hit,), (Related("s", "r", "Other", "https://y"),)))
