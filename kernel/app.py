@@ -98,6 +98,7 @@ class Kernel:
         self.instance = settings.instance if settings is not None else None
         self.embedder: Embedder | None = None
         self.embedder_error: str | None = None
+        self._embedder_started = False
         self.ranker: Any = None
         self.sources: dict[str, Source] = {}
         self.started_at = time.time()
@@ -200,6 +201,7 @@ class Kernel:
             log.exception("the embedder could not start")
         else:
             self.embedder_error = None
+            self._embedder_started = True
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
     def _build_embedder(self) -> Embedder:
@@ -229,6 +231,7 @@ class Kernel:
 
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
+        self._embedder_started = False
         if embedder is not None:
             with contextlib.suppress(Exception):
                 await embedder.close()
@@ -254,7 +257,7 @@ class Kernel:
                 source.error = f"the index cannot be opened: {type(error).__name__}: {error}"
                 log.exception("source %s: the index cannot be opened", connector.name)
                 continue
-            if self.embedder is not None and self.embedder_error is None:
+            if self.embedder is not None and self._embedder_started:
                 try:
                     if self._sync_factory == self._make_source_sync:
                         await self._open_vector_cache()
@@ -363,7 +366,7 @@ class Kernel:
         """
         if self.config_error is not None:
             raise PassagewayError(f"the configuration is broken: {self.config_error}")
-        if self.embedder is None or self.embedder_error is not None:
+        if self.embedder is None or not self._embedder_started:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
         from passageway.kernel.recall import recall as run_recall
 
@@ -375,15 +378,12 @@ class Kernel:
                 boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
             )
         except EmbedderError as error:
-            self.embedder_error = str(error)
+            self.embedder_error = str(error)  # health says so until a recall succeeds again
             raise
+        self.embedder_error = None
         # V2: the time and the number of hits, never the question.
         log.info("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer
-
-    def note_embedder_ok(self) -> None:
-        """Clear a recorded embedding failure once the embedder answers again."""
-        self.embedder_error = None
 
     # -----------------------------------------------------------------------------------------
     # Health and authorisation
@@ -407,7 +407,7 @@ class Kernel:
             return report
 
         embedder: dict[str, Any] = {"state": "ok" if self.embedder_error is None else "failing"}
-        if self.embedder is not None and self.embedder_error is None:
+        if self.embedder is not None and self._embedder_started:
             embedder["name"] = self.embedder.name
         elif self.settings is not None:
             embedder["kind"] = self.settings.embedder.kind

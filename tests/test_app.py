@@ -101,6 +101,10 @@ async def test_embedder_failing_during_recall_raises_and_shows_in_health(tmp_pat
         assert kernel.health(include_errors=False)["status"] == "degraded"
         with pytest.raises(EmbedderError):  # still failing: no silent answer in between
             await kernel.recall("how does a refracting telescope gather starlight?")
+        kernel.embedder.fail = False  # it recovers: recall answers and health clears
+        answer = await kernel.recall("how does a refracting telescope gather starlight?")
+        assert answer.hits[0].item_id == "telescope"
+        assert kernel.health(include_errors=True)["status"] == "ok"
 
 
 def test_broken_configuration_answers_error(tmp_path):
