@@ -88,16 +88,17 @@ def questions() -> list[str]:
     return [case["query"] for case in document["case"]]
 
 
-def load_notes(folder: Path, count: int, seed: int = 7) -> None:
+def load_notes(folder: Path, count: int) -> None:
     """Synthetic markdown notes whose paragraphs no cache has seen: a build must embed them all."""
-    rng = random.Random(seed)
+    rng = random.Random(time.time_ns())  # new text every run, or the vector cache would answer
     vocabulary = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
                   for _ in range(3000)]
     folder.mkdir(parents=True, exist_ok=True)
     for number in range(count):
-        paragraphs = [" ".join(rng.choice(vocabulary) for _ in range(60)) + "." for _ in range(3)]
+        sections = [f"## Part {part}\n\n" + " ".join(rng.choice(vocabulary) for _ in range(60)) + "."
+                    for part in range(3)]
         (folder / f"note-{number}.md").write_text(
-            f"# Load note {number} {rng.random()}\n\n" + "\n\n".join(paragraphs) + "\n", encoding="utf-8"
+            f"# Load note {number} {rng.random()}\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8"
         )
 
 
@@ -173,11 +174,29 @@ async def during_build(kernel: Any, asked: list[str], folder: Path, notes: int) 
     build_seconds = time.perf_counter() - started
     items, passages = await store.counts()
     await store.close()
-    return {"latencies": latencies, "build_seconds": build_seconds, "items": items, "passages": passages}
+    return {"latencies": latencies, "build_seconds": build_seconds, "items": items, "passages": passages,
+            "embed_seconds": sync.embed_seconds}
+
+
+def bench_kernel_class() -> Any:
+    """The kernel with its vector cache in the shared data folder (as eval keeps it), so that a
+    rerun does not embed the corpus again; questions are embedded every time they are asked."""
+    from passageway.kernel.app import Kernel
+    from passageway.kernel.vector_cache import VectorCache
+
+    class BenchKernel(Kernel):
+        async def _open_vector_cache(self) -> None:
+            if self.vector_cache is not None or self.embedder is None or self.settings is None:
+                return
+            settings, embedder = self.settings, self.embedder
+            cache = VectorCache.for_embedder(settings.shared_data_dir, embedder.name, embedder.dim)
+            await cache.open()
+            self.vector_cache = cache
+
+    return BenchKernel
 
 
 async def corpus_part(rounds: int, load_count: int) -> list[str]:
-    from passageway.kernel.eval.engine import EvalKernel
     from passageway.kernel.plugins import build_plugin_manager
     from passageway.kernel.server import build_app
 
@@ -186,7 +205,7 @@ async def corpus_part(rounds: int, load_count: int) -> list[str]:
         folder = Path(temporary)
         settings, environ = corpus_settings(folder)
         manager = build_plugin_manager(environ)
-        async with EvalKernel.open(settings, manager, environ) as kernel:
+        async with bench_kernel_class().open(settings, manager, environ) as kernel:
             if kernel.embedder_error:
                 raise SystemExit(f"the embedder cannot start: {kernel.embedder_error}")
             log(f"building the sample corpus index with {kernel.embedder.name} ...")
@@ -254,7 +273,8 @@ async def corpus_part(rounds: int, load_count: int) -> list[str]:
             lines += [
                 f"During a full build of another source ({loaded['items']} notes, "
                 f"{loaded['passages']} passages, "
-                f"all embedded, {loaded['build_seconds']:.0f} s): recall p95 {ms(busy_p95)} ms over "
+                f"{loaded['build_seconds']:.0f} s, {loaded['embed_seconds']:.0f} s of it embedding): "
+                f"recall p95 {ms(busy_p95)} ms over "
                 f"{len(loaded['latencies'])} questions, idle p95 {ms(idle_p95)} ms, ratio "
                 f"{busy_p95 / idle_p95:.2f}. Target at most 2x — "
                 f"{'met' if busy_p95 <= 2 * idle_p95 else 'NOT met'}.",
