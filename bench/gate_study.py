@@ -301,6 +301,7 @@ def main() -> int:
     parser.add_argument("--offsets", default="0,0.03,0.06,0.08")
     parser.add_argument("--margins", default="none,0,0.02")
     parser.add_argument("--leads", default="none,0.05,0.06")
+    parser.add_argument("--lead-across-only", action="store_true")
     parser.add_argument("--only-grid", action="store_true", help="print only section 3")
     args = parser.parse_args()
     thresholds = [float(value) for value in args.thresholds.split(",")]
@@ -377,16 +378,23 @@ def main() -> int:
         leads = [None if v == "none" else float(v) for v in args.leads.split(",")]
         print(
             "\n| offset | unknown margin | lead | threshold | even: hit@3 | even: silence | odd: hit@3 | "
-            "odd: silence absent | odd: silence near-topic | cross odd: hit@3 | cross odd: silence |"
+            "odd: silence absent | odd: silence near-topic | cross even: hit@3 | cross even: silence | "
+            "cross odd: hit@3 | cross odd: silence |"
         )
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for offset, margin, lead in itertools.product(offsets, margins, leads):
             label = f"hybrid offset={offset} margin={margin} lead={lead}"
 
             def make(
                 offset: float = offset, margin: float | None = margin, lead: float | None = lead
             ) -> FusionRanker:
-                return FusionRanker("hybrid", cross_language_offset=offset, unknown_margin=margin, lead=lead)
+                return FusionRanker(
+                    "hybrid",
+                    cross_language_offset=offset,
+                    unknown_margin=margin,
+                    lead=lead,
+                    lead_across_only=args.lead_across_only,
+                )
 
             rows_even = []
             for threshold in thresholds:
@@ -399,12 +407,14 @@ def main() -> int:
             odd = scores(part(both, parity=1))
             absent = scores(part(both, ("absent-en", "absent-de"), parity=1))
             near = scores(part(both, ("near-topic-en", "near-topic-de"), parity=1))
+            cross_even = scores(part(cross, parity=0))
             cross_odd = scores(part(cross, parity=1))
             print(
                 f"| {offset:g} | {margin if margin is not None else 'off'} | "
                 f"{lead if lead is not None else 'off'} | {chosen:g} | "
                 f"{pct(even.hit3)} | {pct(even.silence)} | {pct(odd.hit3)} | {pct(absent.silence)} | "
-                f"{pct(near.silence)} | {pct(cross_odd.hit3)} | {pct(cross_odd.silence)} |"
+                f"{pct(near.silence)} | {pct(cross_even.hit3)} | {pct(cross_even.silence)} | "
+                f"{pct(cross_odd.hit3)} | {pct(cross_odd.silence)} |"
             )
 
     async def recommend() -> None:

@@ -130,6 +130,8 @@ class FusionRanker:
     :param lead: a passage whose cosine leads the tenth-best candidate's by at least this much
         passes whatever its cosine (a relative bar, which does not move with the model's cosine
         scale between languages); ``None`` turns it off.
+    :param lead_across_only: apply ``lead`` only to passages in another language than the
+        question.
     """
 
     signals: str = "hybrid"
@@ -139,6 +141,7 @@ class FusionRanker:
     coverage_weighted: bool = True
     rrf_k: int = RRF_K
     lead: float | None = LEAD
+    lead_across_only: bool = False
 
     @property
     def name(self) -> str:
@@ -216,14 +219,16 @@ class FusionRanker:
     def passes(self, entry: Scored, evidence: Evidence, min_similarity: float) -> str | None:
         """``"similarity"``, ``"words"`` or ``"lead"`` when ``entry`` passes the gate, else ``None``."""
         similarity = entry.candidate.similarity
+        across = evidence.language is not None and entry.language not in (None, evidence.language)
         if (
             self.lead is not None
             and evidence.reference is not None
+            and (across or not self.lead_across_only)
             and similarity - evidence.reference >= self.lead
         ):
             return "lead"
         bar, words_count = min_similarity, True
-        if evidence.language is not None and entry.language not in (None, evidence.language):
+        if across:
             bar -= self.cross_language_offset
         elif self.unknown_margin is not None and evidence.unknown:
             bar, words_count = bar + self.unknown_margin, False

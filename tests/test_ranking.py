@@ -247,3 +247,13 @@ def test_the_lead_path_is_off_by_default_and_passes_a_clear_leader_when_on():
     assert ranked_items(result) == ["leader"] and result[0].reason == "lead"
     # with fewer than ten candidates there is no reference, so no lead
     assert FusionRanker("vector", lead=0.05).rank(question, VECTOR, [], [leader, *crowd[:5]], 0.85) == []
+
+
+def test_lead_across_only_leaves_same_language_passages_to_the_absolute_bar():
+    crowd = [candidate(f"crowd{i}", "the and of a text about nothing", 0.60 - i / 1000) for i in range(12)]
+    english = candidate("en", "The patents of the engineer were granted in the year of the fair.", 0.70)
+    german_question = "Wann wurden die Patente des Ingenieurs erteilt und von wem?"
+    english_question = "When were the engineer's patents approved, and by whom?"
+    ranker = FusionRanker("vector", lead=0.05, lead_across_only=True)
+    assert ranked_items(ranker.rank(german_question, VECTOR, [], [english, *crowd], 0.85)) == ["en"]
+    assert ranker.rank(english_question, VECTOR, [], [english, *crowd], 0.85) == []
