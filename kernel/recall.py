@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
@@ -38,6 +38,9 @@ from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.stopwords import content_words, words
 from passageway.kernel.store import Candidate, Store
+
+if TYPE_CHECKING:
+    from passageway.kernel.embedder import Embedder
 
 log = logging.getLogger("passageway.recall")
 
@@ -134,6 +137,14 @@ async def _ask(store: Store, query: str, vector: np.ndarray) -> tuple[list[Candi
     return list(keyword), list(by_vector)
 
 
+def _without_question(message: str, question: str) -> str:
+    """``message``, unless it quotes a word of the question (a search error may echo its query)."""
+    folded = set(words(message))
+    if any(len(word) > 2 and word in folded for word in content_words(question)):
+        return "(the message is withheld because it quotes the question)"
+    return message
+
+
 async def gather_candidates(
     question: str, vector: np.ndarray, stores: Sequence[Store]
 ) -> tuple[list[Candidate], list[Candidate], list[str]]:
@@ -150,7 +161,10 @@ async def gather_candidates(
                 raise result  # cancellation and the like are not a store's failure
             failed.append(store.source)
             # V2: the source and the error, never the question.
-            log.warning("recall: source %r skipped: %s: %s", store.source, type(result).__name__, result)
+            log.warning(
+                "recall: source %r skipped: %s: %s",
+                store.source, type(result).__name__, _without_question(str(result), question),
+            )
             continue
         keyword_lists.append(result[0])
         vector_lists.append(result[1])
@@ -173,7 +187,7 @@ async def gather_candidates(
 async def recall(
     question: str,
     stores: Sequence[Store],
-    embedder: object,
+    embedder: Embedder,
     ranker: Ranker,
     *,
     min_similarity: float | None = None,
@@ -190,9 +204,9 @@ async def recall(
     :raises EmbedderError: the question could not be embedded.
     :raises StoreError: every store failed.
     """
-    threshold = embedder.min_similarity if min_similarity is None else min_similarity  # type: ignore[attr-defined]
+    threshold = embedder.min_similarity if min_similarity is None else min_similarity
     try:
-        vectors = await embedder.embed([question], "query")  # type: ignore[attr-defined]
+        vectors = await embedder.embed([question], "query")
     except EmbedderError:
         raise
     except Exception as error:  # an embedder plugin's bug must not read as silence either

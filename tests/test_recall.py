@@ -302,3 +302,14 @@ def test_render_answer_lists_related_items():
     assert "1. **Title › Heading**" in text and "A / B" in text
     assert "Related:\n- Other (https://y)" in text
     assert np.isfinite(approx_tokens(text))
+
+
+async def test_a_store_error_that_quotes_the_question_is_logged_without_it(caplog):
+    class Echoing(FailingStore):
+        async def keyword_search(self, question, vector, limit):
+            raise StoreError(f"fts5: syntax error near {question}")
+
+    caplog.set_level(logging.DEBUG, logger="passageway.recall")
+    with pytest.raises(StoreError):
+        await recall("secret quarterly merger plans", [Echoing()], ToyEmbedder(), FusionRanker())
+    assert "merger" not in caplog.text and "withheld" in caplog.text
