@@ -328,3 +328,20 @@ async def test_the_built_in_model_embeds_through_the_stage(tmp_path):
     finally:
         await embedder.close()
     assert not (tmp_path / "shared").exists(), "the built-in model never downloads anything"
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls"])
+def test_the_engine_runs_an_xlm_roberta_shaped_model(tmp_path, pooling):
+    from passageway.kernel.onnx_engine import OnnxEngine
+
+    (tmp_path / "model.onnx").write_bytes(tiny_bert.model_bytes(token_types=False))
+    (tmp_path / "tokenizer.json").write_bytes(tiny_bert.unigram_tokenizer_json())
+    engine = OnnxEngine(tmp_path / "model.onnx", tmp_path / "tokenizer.json", pooling=pooling, max_tokens=8)
+    assert engine.tokenizer.padding["pad_id"] == 1 and "token_type_ids" not in engine.input_names
+    texts = ["query: which lighthouses guide ships at night on the coast", "a banana"]
+    together = engine.embed(texts)
+    alone = engine.embed(texts[1:])
+    assert together.shape == (2, 16)
+    np.testing.assert_allclose(together[1], alone[0], atol=1e-5)  # the padding is masked out
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    assert len(engine.tokenizer.encode(texts[0]).ids) == 8  # truncated to max_tokens

@@ -38,7 +38,23 @@ def vocabulary_size() -> int:
     return len(SPECIAL) + len(WORDS) + 3
 
 
-def model_bytes(hidden: int = 16, seed: int = 7) -> bytes:
+def unigram_tokenizer_json() -> bytes:
+    """An XLM-RoBERTa-like tokenizer (Unigram, ``<s>``/``</s>``, ``<pad>`` = 1), as e5 models use."""
+    from tokenizers import Tokenizer, pre_tokenizers, processors
+    from tokenizers.models import Unigram
+
+    pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    pieces += [(f"\u2581{word}", -1.0) for word in WORDS] + [("\u2581", -2.0), (":", -2.0)]
+    tokenizer = Tokenizer(Unigram(pieces, unk_id=3))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
+    )
+    return tokenizer.to_str().encode("utf-8")
+
+
+def model_bytes(hidden: int = 16, seed: int = 7, *, token_types: bool = True) -> bytes:
+    """The model; ``token_types=False`` leaves out ``token_type_ids``, as XLM-RoBERTa exports do."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -50,6 +66,11 @@ def model_bytes(hidden: int = 16, seed: int = 7) -> bytes:
         helper.make_node("Gather", ["word_embeddings", "input_ids"], ["words"]),
         helper.make_node("Gather", ["type_embeddings", "token_type_ids"], ["types"]),
         helper.make_node("Add", ["words", "types"], ["summed"]),
+    ] if token_types else [
+        helper.make_node("Gather", ["word_embeddings", "input_ids"], ["words"]),
+        helper.make_node("Identity", ["words"], ["summed"]),
+    ]
+    nodes += [
         helper.make_node("Tanh", ["summed"], ["activated"]),
         helper.make_node("MatMul", ["activated", "projection"], ["projected"]),
         helper.make_node("Cast", ["attention_mask"], ["mask_float"], to=TensorProto.FLOAT),
@@ -62,14 +83,14 @@ def model_bytes(hidden: int = 16, seed: int = 7) -> bytes:
         "tiny_bert",
         inputs=[
             helper.make_tensor_value_info(name, TensorProto.INT64, batch_tokens)
-            for name in ("input_ids", "attention_mask", "token_type_ids")
+            for name in ("input_ids", "attention_mask", "token_type_ids")[: 3 if token_types else 2]
         ],
         outputs=[
             helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*batch_tokens, hidden])
         ],
         initializer=[
             numpy_helper.from_array(words, "word_embeddings"),
-            numpy_helper.from_array(types, "type_embeddings"),
+            *([numpy_helper.from_array(types, "type_embeddings")] if token_types else []),
             numpy_helper.from_array(projection, "projection"),
             numpy_helper.from_array(np.array([-1], dtype=np.int64), "last_axis"),
         ],
