@@ -269,3 +269,60 @@ async def test_tokens_survive_a_restart(tmp_path):
         assert response.status_code == 200
         state = json.loads((tmp_path / "data" / "oauth.json").read_text())
         assert client_id in state["clients"]
+
+
+async def test_the_official_client_logs_in_through_oauth(oauth_server):
+    """The MCP SDK's OAuth client: discovery, registration, PKCE, the code and the token."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+    client, url, _ = oauth_server
+
+    class MemoryStorage:
+        def __init__(self) -> None:
+            self.tokens = None
+            self.client_info = None
+
+        async def get_tokens(self):  # type: ignore[no-untyped-def]
+            return self.tokens
+
+        async def set_tokens(self, tokens) -> None:  # type: ignore[no-untyped-def]
+            self.tokens = tokens
+
+        async def get_client_info(self):  # type: ignore[no-untyped-def]
+            return self.client_info
+
+        async def set_client_info(self, client_info) -> None:  # type: ignore[no-untyped-def]
+            self.client_info = client_info
+
+    redirected: dict[str, str] = {}
+
+    async def redirect_handler(authorization_url: str) -> None:
+        # Play the user: open the login page, then send the password.
+        query = {key: values[0] for key, values in parse_qs(urlsplit(authorization_url).query).items()}
+        assert (await client.get(authorization_url)).status_code == 200
+        response = await login(client, url, query)
+        assert response.status_code == 302, response.text
+        redirected.update({key: values[0] for key, values in
+                           parse_qs(urlsplit(response.headers["Location"]).query).items()})
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=redirected["code"], state=redirected.get("state"),
+                                       iss=redirected.get("iss"))
+
+    storage = MemoryStorage()
+    provider = OAuthClientProvider(
+        server_url=f"{url}/mcp",
+        client_metadata=OAuthClientMetadata(redirect_uris=[REDIRECT], client_name="SDK client",
+                                            grant_types=["authorization_code", "refresh_token"],
+                                            response_types=["code"], token_endpoint_auth_method="none"),
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
+    http = httpx2.AsyncClient(auth=provider, timeout=30)
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as mcp:
+        question = "how does a refracting telescope gather starlight?"
+        result = await mcp.call_tool("recall", {"question": question})
+        assert "Refracting telescope" in result.content[0].text
+    assert storage.tokens is not None and storage.tokens.access_token
