@@ -1,0 +1,47 @@
+#!/bin/sh
+# Run the passageway server on the sample corpus: corpus/en and corpus/de as two sources.
+#
+#   corpus/serve.sh              # listens on 127.0.0.1:8082 (PASSAGEWAY_PORT to change it)
+#
+# Everything it writes goes to .demo/ in the repository (configuration, password, index), so your
+# own ~/.config/passageway is untouched. The password is generated once into .demo/password,
+# readable only by you; the script prints how to use it. Stop the server with Ctrl-C.
+set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PYTHON="$ROOT/.venv/bin/python"
+if [ ! -x "$PYTHON" ]; then
+    echo "serve.sh: $PYTHON is missing; run \`uv sync --all-packages\` first" >&2
+    exit 2
+fi
+
+DEMO="$ROOT/.demo"
+mkdir -p "$DEMO"
+umask 077
+if [ ! -s "$DEMO/password" ]; then
+    "$PYTHON" -c "import secrets; print(secrets.token_urlsafe(24))" > "$DEMO/password"
+fi
+
+# Connectors run with an empty environment, so the interpreter is named by its full path.
+{
+    for language in en de; do
+        printf '[[connector]]\nname = "corpus-%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
+            "$language" "$PYTHON" "$ROOT/corpus/$language"
+    done
+} > "$DEMO/passageway.toml"
+
+PORT=${PASSAGEWAY_PORT:-8082}
+cat >&2 <<EOT
+serve.sh: indexing corpus/en and corpus/de; the server answers while it indexes.
+  health:  curl http://127.0.0.1:$PORT/health
+  recall:  curl -H "Authorization: Bearer \$(cat $DEMO/password)" -H 'Content-Type: application/json' \\
+             -d '{"prompt": "How much of the world carbon is stored in the Amazon forest?", "session_id": "demo", "cwd": "/tmp"}' \\
+             http://127.0.0.1:$PORT/recall
+  MCP:     http://127.0.0.1:$PORT/mcp with the same bearer password
+EOT
+
+export PASSAGEWAY_CONFIG="$DEMO/passageway.toml"
+export PASSAGEWAY_DATA_DIR="$DEMO/data"
+export PASSAGEWAY_LOGIN_PASSWORD_FILE="$DEMO/password"
+export PASSAGEWAY_PORT="$PORT"
+exec "$ROOT/.venv/bin/passageway" serve
