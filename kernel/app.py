@@ -78,6 +78,9 @@ class Kernel:
     the server, which starts each resource in its own ``cleanup_ctx``).
     """
 
+    chunk_cap: int | None = None
+    """The longest passage in characters; None keeps the chunker's default. Eval sweeps it."""
+
     def __init__(
         self,
         settings: Settings | None,
@@ -273,7 +276,10 @@ class Kernel:
 
         logger = logging.getLogger(f"passageway.sync.{connector.name}")
         runner = connector_module.ConnectorRunner(connector, environ=environ, logger=logger)
-        return sync_module.SourceSync(connector, store, embedder, runner, self.vector_cache)  # type: ignore[no-any-return]
+        options = {} if self.chunk_cap is None else {"cap": self.chunk_cap}
+        return sync_module.SourceSync(  # type: ignore[no-any-return]
+            connector, store, embedder, runner, self.vector_cache, **options
+        )
 
     async def _open_vector_cache(self) -> None:
         """The cache of passage vectors by digest, shared by every source of this embedder."""

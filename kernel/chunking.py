@@ -26,8 +26,10 @@ from collections.abc import Sequence
 
 from passageway.kernel.records import Item, Passage
 
-DEFAULT_CAP = 1500
-"""Characters per passage before a section is split; ``passageway eval`` may pass another."""
+DEFAULT_CAP = 1000
+"""Characters per passage before a section is split; ``passageway eval --chunk-cap`` measures
+others. 1,000 is the cap the published sweep picks by its rule (docs/measurements.md, "Passage
+size", ``corpus/chunk-sweep.sh``)."""
 
 SEPARATOR = " › "
 

@@ -34,7 +34,7 @@ MARKER = ".passageway-model.json"
 
 DEFAULT_PRESET = "multilingual-e5-small-q4"
 
-DEFAULT_MIN_SIMILARITY = 0.86
+DEFAULT_MIN_SIMILARITY = 0.87
 """The built-in model's relevance gate, read off the published sweep in docs/measurements.md
 (``corpus/measure.sh``; rule: the threshold with the highest hit@3 + silence with both corpus
 folders indexed, the lower one on a tie). It is also the gate a ``command`` embedder gets when its

@@ -18,8 +18,11 @@ def paragraph(word: str, length: int) -> str:
     return text[:length].strip()
 
 
-def test_the_cap_is_1500_characters_by_default():
-    assert DEFAULT_CAP == 1500
+def test_the_default_cap_splits_a_section_of_two_long_paragraphs():
+    first, second = "a" * (DEFAULT_CAP // 2 + 50), "b" * (DEFAULT_CAP // 2 + 50)
+    passages = passages_for(make_item(Section(f"{first}\n\n{second}", "Long")))
+    assert [p.text for p in passages] == [first, second]
+    assert len(passages_for(make_item(Section(f"{first[:100]}\n\n{second[:100]}", "Short")))) == 1
 
 
 def test_a_short_section_is_one_passage_with_its_heading():

@@ -102,7 +102,7 @@ def test_every_setting_of_a_bundled_program_is_in_its_readme(package):
 
 
 def markdown_files() -> list[Path]:
-    files = sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
+    files = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
     files += sorted(ROOT.glob("connectors/*/README.md")) + sorted(ROOT.glob("embedders/*/README.md"))
     files += [ROOT / "sdk" / "README.md"] if (ROOT / "sdk" / "README.md").exists() else []
     return files

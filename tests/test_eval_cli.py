@@ -401,3 +401,34 @@ def test_model_dir_and_instance_are_accepted(tmp_path, capsys, monkeypatch):
     assert code == 0, stderr
     code, _, stderr = run(capsys, CASES, "--config", config, "--instance", "nope")
     assert code == 2 and "there is no instance 'nope'" in stderr
+
+
+
+def test_chunk_cap_changes_how_the_index_is_cut(tmp_path, capsys):
+    config = write_config(tmp_path)
+    paragraphs = "\n\n".join(f"Paragraph {n} about watering tomatoes in a long dry summer." for n in range(6))
+    items = [{"id": "long", "title": "Long note", "url": "", "version": "1",
+              "sections": [{"heading": None, "text": paragraphs}]}]
+    (tmp_path / "items.json").write_text(json.dumps(items), encoding="utf-8")
+    passages = {}
+    for cap in ("1500", "100"):
+        out = tmp_path / f"out-{cap}"
+        code, _stdout, stderr = run(capsys, CASES, "--config", config, "--out", out, "--chunk-cap", cap)
+        assert code == 0, stderr
+        report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+        passages[cap] = report["index"]["sources"][0]["passages"]
+    assert passages == {"1500": 1, "100": 6}
+
+
+def test_chunk_cap_is_refused_with_data_dir(tmp_path, capsys):
+    cases = tmp_path / "cases.toml"
+    cases.write_text('[[case]]\nquery = "a question"\n')
+    code, _stdout, stderr = run(capsys, cases, "--chunk-cap", "600", "--data-dir", tmp_path / "d")
+    assert code == 2
+    assert "--chunk-cap builds a fresh index" in stderr
+
+
+def test_chunk_cap_must_be_a_sensible_number(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "cases.toml", "--chunk-cap", "12"])
+    assert "from 100 to 100000" in capsys.readouterr().err

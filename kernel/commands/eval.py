@@ -63,6 +63,12 @@ def _names(text: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _chunk_cap(text: str) -> int:
+    if not text.isdigit() or not 100 <= int(text) <= 100_000:
+        raise argparse.ArgumentTypeError(f"a number of characters from 100 to 100000, got {text!r}")
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.usage = (
         "passageway eval CASES.toml [CASES.toml ...] [options]\n"
@@ -83,6 +89,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep the index in DIR and reuse it next time (refused if another embedder built it)",
     )
     parser.add_argument("--threshold", type=_threshold, metavar="X", help="relevance threshold for this run")
+    parser.add_argument(
+        "--chunk-cap",
+        type=_chunk_cap,
+        metavar="N",
+        help="split sections into passages of at most N characters (default 1500) for this run's index",
+    )
     parser.add_argument(
         "--sweep",
         type=_thresholds,
@@ -144,6 +156,11 @@ def run(args: argparse.Namespace) -> int:
                 raise EvalError(
                     f"{option} is an option of eval compare: passageway eval compare CASES {option} ..."
                 )
+    if args.chunk_cap is not None and args.data_dir is not None:
+        raise EvalError(
+            "--chunk-cap builds a fresh index; with --data-dir the reused index keeps the passages it "
+            "has. Leave one of them out"
+        )
     if args.block and not args.write:
         raise EvalError("--block names a block of the page given with --write")
 
@@ -208,7 +225,7 @@ async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> in
     from passageway.kernel.eval.runner import ask_sweep
 
     ranker = args.ranker or settings.ranker
-    async with KernelEngine.open(settings, data_dir=args.data_dir) as engine:
+    async with KernelEngine.open(settings, data_dir=args.data_dir, chunk_cap=args.chunk_cap) as engine:
         engine.ranker(ranker)  # an unknown ranker is exit 2 before the index is built
         index = await engine.build()
         if _failed_sources(index):
@@ -305,7 +322,9 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
                 settings, file=attrs.evolve(settings.file, embedder=embedder_settings)
             )
             try:
-                engine = await stack.enter_async_context(KernelEngine.open(candidate_settings))
+                engine = await stack.enter_async_context(
+                    KernelEngine.open(candidate_settings, chunk_cap=args.chunk_cap)
+                )
             except EvalError as error:
                 raise EvalError(f"embedder {name!r}: {error}") from None
             for ranker in rankers:

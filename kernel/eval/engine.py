@@ -152,6 +152,7 @@ class KernelEngine:
         environ: Mapping[str, str] | None = None,
         manager: PluginManager | None = None,
         progress: Callable[[str], None] = _stderr,
+        chunk_cap: int | None = None,
     ) -> AsyncIterator[KernelEngine]:
         """Start the kernel on ``data_dir``, or on a temporary folder removed afterwards.
 
@@ -165,7 +166,11 @@ class KernelEngine:
                 folder = data_dir
             run_settings = attrs.evolve(settings, data_dir=folder)
             started = time.perf_counter()
-            async with EvalKernel.open(run_settings, manager, environ) as kernel:
+            # A subclass per run keeps the cap out of every other kernel in the process.
+            kernel_class = EvalKernel if chunk_cap is None else type(
+                "EvalKernel", (EvalKernel,), {"chunk_cap": chunk_cap}
+            )
+            async with kernel_class.open(run_settings, manager, environ) as kernel:
                 load_seconds = time.perf_counter() - started
                 if kernel.embedder_error is not None or kernel.embedder is None:
                     raise EvalError(f"the embedder could not start: {kernel.embedder_error}")
