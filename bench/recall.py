@@ -418,7 +418,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the 100 questions in process")
     parser.add_argument("--load-notes", type=int, default=60,
                         help="synthetic notes built during the load test")
-    parser.add_argument("--scale", default="100000", help="comma-separated synthetic index sizes (passages); 0 skips them")
+    parser.add_argument(
+        "--scale", default="100000", help="comma-separated synthetic index sizes (passages); 0 skips them"
+    )
     parser.add_argument("--scale-queries", type=int, default=200, help="questions per synthetic index")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
     args = parser.parse_args()
