@@ -219,9 +219,34 @@ def _failed_sources(index: Any) -> int:
     return 0
 
 
+def _run_result(
+    settings: Any, engine: Any, ranker: str, threshold: float, index: Any, outcomes: Any, sweep: Any,
+    case_file: Any, label: str | None = None,
+) -> Any:
+    """One run's result, stamped with the time it finished."""
+    from passageway.kernel.eval.report import RunResult, machine_line
+
+    date, time_of_day = _now()
+    extra = {} if label is None else {"label": label}
+    return RunResult(
+        date=date,
+        time=time_of_day,
+        version=_version(settings),
+        embedder_name=engine.embedder_name,
+        embedder_dim=engine.embedder_dim,
+        ranker=ranker,
+        threshold=threshold,
+        index=index,
+        machine=machine_line(),
+        outcomes=outcomes,
+        sweep=sweep,
+        targets=case_file.targets,
+        **extra,
+    )
+
+
 async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> int:
     from passageway.kernel.eval.engine import KernelEngine
-    from passageway.kernel.eval.report import RunResult, machine_line
     from passageway.kernel.eval.runner import ask_sweep
 
     ranker = args.ranker or settings.ranker
@@ -236,21 +261,7 @@ async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> in
         except EmbedderError as error:
             print(f"passageway: eval: the embedder failed on a question: {error}", file=sys.stderr)
             return 1
-        date, time_of_day = _now()
-        result = RunResult(
-            date=date,
-            time=time_of_day,
-            version=_version(settings),
-            embedder_name=engine.embedder_name,
-            embedder_dim=engine.embedder_dim,
-            ranker=ranker,
-            threshold=threshold,
-            index=index,
-            machine=machine_line(),
-            outcomes=outcomes,
-            sweep=sweep,
-            targets=case_file.targets,
-        )
+        result = _run_result(settings, engine, ranker, threshold, index, outcomes, sweep, case_file)
     _publish(args, [result], axis=None)
     return _enforce(args, result, case_file)
 
@@ -308,7 +319,6 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
     import contextlib
 
     from passageway.kernel.eval.engine import KernelEngine
-    from passageway.kernel.eval.report import RunResult, machine_line
     from passageway.kernel.eval.runner import ask_sweep
 
     candidates = _candidates(args, settings)
@@ -345,21 +355,9 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
                         f"passageway: eval: embedder {name!r} failed on a question: {error}", file=sys.stderr
                     )
                     return 1
-                date, time_of_day = _now()
                 results.append(
-                    RunResult(
-                        date=date,
-                        time=time_of_day,
-                        version=_version(settings),
-                        embedder_name=engine.embedder_name,
-                        embedder_dim=engine.embedder_dim,
-                        ranker=ranker,
-                        threshold=threshold,
-                        index=index,
-                        machine=machine_line(),
-                        outcomes=outcomes,
-                        sweep=sweep,
-                        targets=case_file.targets,
+                    _run_result(
+                        settings, engine, ranker, threshold, index, outcomes, sweep, case_file,
                         label=ranker if args.rankers else name,
                     )
                 )
