@@ -126,3 +126,9 @@ def test_ci_runs_the_readme_test_command():
     assert match, "README.md has no test command line"
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert match.group(1).strip() in ci.splitlines()
+
+
+def test_the_guides_sdk_example_is_the_tested_file():
+    guide = (DOCS / "write-a-connector.md").read_text(encoding="utf-8")
+    example = (ROOT / "sdk" / "tests" / "folder_sdk.py").read_text(encoding="utf-8")
+    assert f"```python\n{example}```" in guide
