@@ -531,10 +531,13 @@ class SqliteStore:
 
     def _keyword_search(self, query: str, vector: np.ndarray, limit: int) -> list[Candidate]:
         weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
+        # Rank inside the full-text table first and join only the best rows: joining every match
+        # before sorting cost most of the time on large indexes with common words.
         sql = (
-            f"SELECT {self._COLUMNS}, bm25(passage_words, {weights}) AS score "  # noqa: S608
-            "FROM passage_words JOIN passages p ON p.key = passage_words.rowid "
-            "JOIN items i ON i.id = p.item WHERE passage_words MATCH ? ORDER BY score LIMIT ?"
+            f"SELECT {self._COLUMNS}, best.score FROM ("  # noqa: S608
+            f"SELECT rowid, bm25(passage_words, {weights}) AS score FROM passage_words "
+            "WHERE passage_words MATCH ? ORDER BY score LIMIT ?) AS best "
+            "JOIN passages p ON p.key = best.rowid JOIN items i ON i.id = p.item ORDER BY best.score"
         )
         try:
             rows = self._r().execute(sql, (query, limit)).fetchall()
