@@ -11,6 +11,7 @@ an English source), so a word that is a stopword in one language is dropped in b
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -64,8 +65,11 @@ GERMAN = _word_list(
 """German function words and question words (and a few words that only frame a question)."""
 
 
+@functools.lru_cache(maxsize=65536)
 def fold(word: str) -> str:
-    """Lower-case ``word`` and strip its accents, as the keyword index compares words."""
+    """Lower-case ``word`` and strip its accents, as the keyword index compares words.
+
+    Cached: a vocabulary repeats, and recall folds every word of every candidate passage."""
     decomposed = unicodedata.normalize("NFKD", word.casefold())
     return "".join(char for char in decomposed if not unicodedata.combining(char))
 
