@@ -11,20 +11,14 @@ set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-PYTHON="$ROOT/.venv/bin/python"
+SCRIPT=chunk-sweep.sh
+. "$ROOT/corpus/common.sh"
 CAPS=${CAPS:-600 1000 1500 2000}
 SWEEP=${SWEEP:-0.80,0.82,0.84,0.85,0.86,0.87,0.88}
-if [ ! -x "$PYTHON" ]; then
-    echo "chunk-sweep.sh: $PYTHON is missing; run \`uv sync --all-packages\` first" >&2
-    exit 2
-fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/passageway-chunks.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-for language in en de; do
-    printf '[[connector]]\nname = "corpus-%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
-        "$language" "$PYTHON" "$ROOT/corpus/$language"
-done > "$WORK/both.toml"
+{ corpus_source en; corpus_source de; } > "$WORK/both.toml"
 
 for cap in $CAPS; do
     echo "chunk-sweep.sh: cap $cap" >&2

@@ -16,7 +16,8 @@ set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-PYTHON="$ROOT/.venv/bin/python"
+SCRIPT=compare.sh
+. "$ROOT/corpus/common.sh"
 SWEEP=${SWEEP:-0.3,0.4,0.5,0.6,0.7,0.76,0.78,0.79,0.80,0.81,0.82,0.83,0.84,0.85,0.86,0.87,0.88,0.90}
 PAGE=docs/models.md
 
@@ -31,10 +32,6 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-if [ ! -x "$PYTHON" ]; then
-    echo "compare.sh: $PYTHON is missing; run \`uv sync --all-packages\` first" >&2
-    exit 2
-fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/passageway-compare.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -42,8 +39,7 @@ CONFIG="$WORK/passageway.toml"
 
 {
     for language in en de; do
-        printf '[[connector]]\nname = "corpus-%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
-            "$language" "$PYTHON" "$ROOT/corpus/$language"
+        corpus_source "$language"
     done
     # The toy's gate is a round value inside its sweep; its own sweep table is what to read.
     printf '[embedders.toy-hash]\nkind = "command"\ncommand = ["%s", "%s"]\nmin_similarity = 0.5\n\n' \

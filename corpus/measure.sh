@@ -17,7 +17,8 @@ set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-PYTHON="$ROOT/.venv/bin/python"
+SCRIPT=measure.sh
+. "$ROOT/corpus/common.sh"
 SWEEP=${SWEEP:-0.76,0.78,0.79,0.80,0.81,0.82,0.83,0.84,0.85,0.86,0.87,0.88,0.90}
 PAGE=docs/measurements.md
 
@@ -33,21 +34,13 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-if [ ! -x "$PYTHON" ]; then
-    echo "measure.sh: $PYTHON is missing; run \`uv sync --all-packages\` first" >&2
-    exit 2
-fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/passageway-measure.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 # Connectors run with an empty environment, so the configs name the interpreter by its full path.
-source_table() {  # name folder
-    printf '[[connector]]\nname = "%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
-        "$1" "$PYTHON" "$ROOT/corpus/$2"
-}
-{ source_table corpus-en en; source_table corpus-de de; } > "$WORK/both.toml"
-source_table corpus-en en > "$WORK/cross.toml"
+{ corpus_source en; corpus_source de; } > "$WORK/both.toml"
+corpus_source en > "$WORK/cross.toml"
 
 CASES="corpus/questions.toml"
 if [ -f corpus/near-topic.toml ]; then

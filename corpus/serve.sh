@@ -9,11 +9,8 @@
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-PYTHON="$ROOT/.venv/bin/python"
-if [ ! -x "$PYTHON" ]; then
-    echo "serve.sh: $PYTHON is missing; run \`uv sync --all-packages\` first" >&2
-    exit 2
-fi
+SCRIPT=serve.sh
+. "$ROOT/corpus/common.sh"
 
 DEMO="$ROOT/.demo"
 mkdir -p "$DEMO"
@@ -22,13 +19,7 @@ if [ ! -s "$DEMO/password" ]; then
     "$PYTHON" -c "import secrets; print(secrets.token_urlsafe(24))" > "$DEMO/password"
 fi
 
-# Connectors run with an empty environment, so the interpreter is named by its full path.
-{
-    for language in en de; do
-        printf '[[connector]]\nname = "corpus-%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
-            "$language" "$PYTHON" "$ROOT/corpus/$language"
-    done
-} > "$DEMO/passageway.toml"
+{ corpus_source en; corpus_source de; } > "$DEMO/passageway.toml"
 
 PORT=${PASSAGEWAY_PORT:-8082}
 cat >&2 <<EOT
