@@ -34,10 +34,8 @@ from pathlib import Path
 work, caps, page = Path(sys.argv[1]), sys.argv[2].split(), Path(sys.argv[3])
 START, END = "<!-- passageway:chunk-cap:start -->", "<!-- passageway:chunk-cap:end -->"
 
-
 def percent(value):
     return "n/a" if value is None else f"{value * 100:.1f}%"
-
 
 rows, sweep_rows, thresholds = [], [], None
 for cap in caps:

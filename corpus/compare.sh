@@ -32,7 +32,6 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/passageway-compare.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 CONFIG="$WORK/passageway.toml"

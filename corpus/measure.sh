@@ -34,7 +34,6 @@ while [ $# -gt 0 ]; do
     shift
 done
 
-
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/passageway-measure.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
