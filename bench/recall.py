@@ -3,6 +3,7 @@
     uv run python bench/recall.py                    # everything (100k passages at scale)
     uv run python bench/recall.py --scale 100000,1000000
     uv run python bench/recall.py --skip-corpus --scale 100000
+    uv run python bench/recall.py --skip-corpus --scale 1000000 --keep /tmp/scale   # reuse it next time
 
 Part 1 indexes the sample corpus (``corpus/en`` and ``corpus/de`` through the markdown connector)
 with the built-in model and asks the 100 questions of ``corpus/questions.toml``:
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import random
@@ -360,54 +362,156 @@ async def build_scale_index(
     return store, time.perf_counter() - started, np.stack(samples)
 
 
-async def scale_part(sizes: Sequence[int], queries: int, dim: int = 384) -> list[str]:
+def _complete_index_samples(folder: Path, size: int) -> np.ndarray | None:
+    """The samples of a complete kept index of ``size`` passages, or None after removing any
+    incomplete one."""
+    if (folder / f"scale-{size}.db").exists() and (folder / f"scale-{size}.samples.npy").exists():
+        return np.load(folder / f"scale-{size}.samples.npy")
+    for stale in folder.glob(f"scale-{size}.*"):
+        stale.unlink()
+    return None
+
+
+async def scale_index(
+    folder: Path, size: int, dim: int, vocabulary: list[str]
+) -> tuple[Any, float | None, np.ndarray]:
+    """The synthetic index of ``size`` passages in ``folder``: reused when a complete one is
+    there (``--keep``; its build time is then unknown, None), else built."""
+    from passageway.builtin.storage import SqliteStore
+
+    path = folder / f"scale-{size}.db"
+    done = folder / f"scale-{size}.samples.npy"
+    samples = _complete_index_samples(folder, size)
+    if samples is not None:
+        log(f"reusing the synthetic index {path}")
+        store = SqliteStore(path, "scale")
+        await store.open()
+        await store.wait_ready()
+        return store, None, samples
+    log(f"building a synthetic index of {size} passages ...")
+    store, seconds, samples = await build_scale_index(path, size, dim, vocabulary, size)
+    np.save(done, samples)  # written last: its presence marks a complete index
+    return store, seconds, samples
+
+
+def scale_questions(
+    rng: random.Random, vocabulary: list[str], samples: np.ndarray, count: int, dim: int
+) -> list[tuple[str, np.ndarray]]:
+    """Six common words each; every other vector near a stored passage (an answer), the rest
+    random (near nothing stored: silence)."""
+    np_rng = np.random.default_rng(5)
+    asked = []
+    for number in range(count):
+        question = " ".join(rng.choice(vocabulary[:3000]) for _ in range(6))
+        if number % 2:
+            vector = unit_rows(np_rng, 1, dim)[0]
+        else:
+            near = samples[number % len(samples)] + unit_rows(np_rng, 1, dim)[0] * 0.2
+            vector = (near / np.linalg.norm(near)).astype(np.float32)
+        asked.append((question, vector))
+    return asked
+
+
+async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: int) -> dict[str, Any]:
+    """Per question: the keyword search alone, both store searches, and the whole recall."""
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
     from passageway.kernel.recall import keyword_query, recall
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
+    embedder = GivenVectorEmbedder(dim)
+    embedder.next = asked[0][1]
+    await recall("warm up", [store], embedder, ranker)
+    result: dict[str, Any] = {"keyword": [], "searches": [], "recall": [], "lists": [], "hits": []}
+    for question, vector in asked:
+        embedder.next = vector
+        started = time.perf_counter()  # the store alone: both searches, as recall asks them
+        found = await store.keyword_search(keyword_query(question), vector, 50)
+        result["keyword"].append(time.perf_counter() - started)
+        await store.vector_search(vector, 50)
+        result["searches"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        answer = await recall(question, [store], embedder, ranker)
+        result["recall"].append(time.perf_counter() - started)
+        result["lists"].append([candidate.passage_key for candidate in found])
+        result["hits"].append([(hit.item_id, hit.heading) for hit in answer.hits])
+    return result
+
+
+async def scale_part(
+    sizes: Sequence[int], queries: int, keep: Path | None, budgets: Sequence[int], dim: int = 384
+) -> list[str]:
     rng = random.Random(11)
     vocabulary = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
                          for _ in range(20000)})
     lines = ["| Synthetic index | build s | store searches p50 / p95 ms | recall p50 ms | recall p95 ms "
              "| target p95 | answered |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    sweeps: list[str] = []
     for size in sizes:
-        with tempfile.TemporaryDirectory(prefix=f"passageway-bench-scale-{size}-") as temporary:
-            log(f"building a synthetic index of {size} passages ...")
-            store, build_seconds, samples = await build_scale_index(
-                Path(temporary) / "scale.db", size, dim, vocabulary, size
-            )
-            embedder = GivenVectorEmbedder(dim)
-            np_rng = np.random.default_rng(5)
-            latencies: list[float] = []
-            searches: list[float] = []
-            answered = 0
-            embedder.next = samples[0]
-            await recall("warm up", [store], embedder, ranker)
-            for number in range(queries):
-                question = " ".join(rng.choice(vocabulary[:3000]) for _ in range(6))
-                if number % 2:
-                    embedder.next = unit_rows(np_rng, 1, dim)[0]  # near nothing stored: silence
-                else:  # near a stored passage: an answer
-                    near = samples[number % len(samples)] + unit_rows(np_rng, 1, dim)[0] * 0.2
-                    embedder.next = (near / np.linalg.norm(near)).astype(np.float32)
-                started = time.perf_counter()  # the store alone: both searches, as recall asks them
-                await store.keyword_search(keyword_query(question), embedder.next, 50)
-                await store.vector_search(embedder.next, 50)
-                searches.append(time.perf_counter() - started)
-                started = time.perf_counter()
-                answer = await recall(question, [store], embedder, ranker)
-                latencies.append(time.perf_counter() - started)
-                answered += not answer.silent
-            await store.close()
+        with contextlib.ExitStack() as stack:
+            if keep is None:
+                folder = Path(stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix=f"passageway-bench-scale-{size}-")
+                ))
+            else:
+                folder = keep
+                folder.mkdir(parents=True, exist_ok=True)
+            store, build_seconds, samples = await scale_index(folder, size, dim, vocabulary)
+            asked = scale_questions(rng, vocabulary, samples, queries, dim)
+            measured = await measure_scale(store, asked, dim)
             target = 0.020 if size <= 100_000 else 0.050
+            latencies, searches = measured["recall"], measured["searches"]
             p95 = percentile(latencies, 0.95)
+            built = "reused" if build_seconds is None else f"{build_seconds:.0f}"
+            answered = sum(1 for hits in measured["hits"] if hits)
             lines.append(
-                f"| {size:,} passages | {build_seconds:.0f} | {ms(percentile(searches, 0.5))} / "
+                f"| {size:,} passages | {built} | {ms(percentile(searches, 0.5))} / "
                 f"{ms(percentile(searches, 0.95))} | {ms(percentile(latencies, 0.5))} | {ms(p95)} | "
                 f"{ms(target)} ({'met' if p95 <= target else 'NOT met'}) | {answered}/{queries} |"
             )
-    return lines
+            if budgets:
+                sweeps += await budget_sweep(store, asked, dim, size, budgets)
+            await store.close()
+    return lines + (["", *sweeps] if sweeps else [])
+
+
+async def budget_sweep(
+    store: Any, asked: list[tuple[str, np.ndarray]], dim: int, size: int, budgets: Sequence[int]
+) -> list[str]:
+    """The keyword row budget's sweep: time against agreement with the unbudgeted search."""
+    from passageway.builtin.storage import KEYWORD_ROW_BUDGET
+
+    default = store.keyword_row_budget
+    store.keyword_row_budget = 0
+    log(f"  budget sweep on {size:,} passages: the unbudgeted search first ...")
+    exact = await measure_scale(store, asked, dim)
+    lines = [
+        f"Keyword row budget on {size:,} passages ({len(asked)} questions; 0 = no budget; "
+        f"\"top 50 kept\": the share of the unbudgeted keyword list's 50 passages still in it; "
+        f"\"same hits\": questions answered with the same passages or silent alike):",
+        "",
+        "| budget | keyword search p50 / p95 ms | recall p50 / p95 ms | top 50 kept | same hits | answered |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for budget in budgets:
+        store.keyword_row_budget = budget
+        log(f"  budget {budget} ...")
+        result = exact if budget == 0 else await measure_scale(store, asked, dim)
+        kept = [
+            len(set(mine) & set(theirs)) / len(theirs)
+            for mine, theirs in zip(result["lists"], exact["lists"], strict=True) if theirs
+        ]
+        same = sum(mine == theirs for mine, theirs in zip(result["hits"], exact["hits"], strict=True))
+        answered = sum(1 for hits in result["hits"] if hits)
+        marker = " (default)" if budget == KEYWORD_ROW_BUDGET else ""
+        lines.append(
+            f"| {budget:,}{marker} | {ms(percentile(result['keyword'], 0.5))} / "
+            f"{ms(percentile(result['keyword'], 0.95))} | {ms(percentile(result['recall'], 0.5))} / "
+            f"{ms(percentile(result['recall'], 0.95))} | {sum(kept) / max(1, len(kept)):.1%} | "
+            f"{same}/{len(asked)} | {answered}/{len(asked)} |"
+        )
+    store.keyword_row_budget = default
+    return [*lines, ""]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,6 +527,10 @@ def main() -> int:
     )
     parser.add_argument("--scale-queries", type=int, default=200, help="questions per synthetic index")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
+    parser.add_argument("--budget-sweep", default="", metavar="N,N,...",
+                        help="also time each synthetic index with these keyword row budgets (0 = none)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep the synthetic indexes in DIR and reuse them on the next run")
     args = parser.parse_args()
 
     import logging
@@ -438,7 +546,8 @@ def main() -> int:
         lines += asyncio.run(corpus_part(args.rounds, args.load_notes))
     sizes = [int(size) for size in args.scale.split(",") if size.strip() and int(size) > 0]
     if sizes:
-        lines += asyncio.run(scale_part(sizes, args.scale_queries))
+        budgets = [int(budget) for budget in args.budget_sweep.split(",") if budget.strip()]
+        lines += asyncio.run(scale_part(sizes, args.scale_queries, args.keep, budgets))
     print("\n".join(lines))
     return 0
 

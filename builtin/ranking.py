@@ -86,7 +86,8 @@ class Evidence:
     question_words: tuple[str, ...]
     language: str | None
     unknown: frozenset[str]
-    """Content words of the question that no candidate contains (see :func:`unknown_words`)."""
+    """Content words of the question that no candidate contains (see :func:`unknown_words`);
+    only worked out when the ranker's ``unknown_margin`` uses it, empty otherwise."""
     reference: float | None = None
     """The cosine of the :data:`REFERENCE_RANK`-th best candidate, or None with fewer candidates."""
 
@@ -189,7 +190,8 @@ class FusionRanker:
         for vector_rank, key in enumerate(by_cosine):
             candidate = pool[key]
             present, language = _read(candidate.title, candidate.heading or "", candidate.text)
-            vocabulary |= present
+            if self.unknown_margin is not None:
+                vocabulary |= present
             matched = frozenset(word for word in question_words if word in present)
             coverage = len(matched) / len(question_words) if question_words else 0.0
             kw_rank = keyword_rank.get(key)
@@ -199,9 +201,12 @@ class FusionRanker:
             )
         scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
         reference = pool[by_cosine[REFERENCE_RANK]].similarity if len(by_cosine) > REFERENCE_RANK else None
-        evidence = Evidence(
-            question_words, language_of(question), unknown_words(question_words, vocabulary), reference
-        )
+        # Reading every candidate word for the unknown-word check costs about as much as the
+        # rest of the scoring, so it is done only when that check is on.
+        unknown = frozenset()
+        if self.unknown_margin is not None:
+            unknown = unknown_words(question_words, vocabulary)
+        evidence = Evidence(question_words, language_of(question), unknown, reference)
         return scored, evidence
 
     def _fuse(self, candidate: Candidate, vector_rank: int, kw_rank: int | None, coverage: float) -> float:

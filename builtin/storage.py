@@ -45,7 +45,7 @@ import numpy as np
 from passageway import hookimpl
 from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
-from passageway.kernel.textsearch import index_text, match_query
+from passageway.kernel.textsearch import index_text, match_terms
 
 log = logging.getLogger("passageway.storage")
 
@@ -60,6 +60,10 @@ SAVE_INTERVAL_SECONDS = 120.0
 always written on close. A crash in between costs a rebuild from the database, nothing more."""
 
 PATH_SEPARATOR = " › "
+
+KEYWORD_ROW_BUDGET = 50_000
+"""At most this many matching rows are scored by BM25 per keyword search; see
+:meth:`SqliteStore._budgeted_query` and the sweep in docs/performance.md."""
 
 EXACT_LIMIT = 20000
 """Up to this many vectors, vector search compares the question with every vector (exact); above,
@@ -108,13 +112,16 @@ class SqliteStore:
     """One source's index in ``path`` (``<data dir>/<source>.db``); see the module docstring."""
 
     def __init__(self, path: Path, source: str, *, fts_tokenizer: str | None = None,
-                 prefix_queries: bool = False) -> None:
+                 prefix_queries: bool = False, keyword_row_budget: int | None = None) -> None:
         self.path = Path(path)
         self.source = source
         self.vector_path = self.path.with_suffix(".usearch")
-        # Options for bench/keyword_search.py, which measures the alternatives; not user settings.
+        # Options for bench/keyword_search.py and bench/recall.py, which measure the alternatives;
+        # not user settings. A keyword_row_budget of 0 turns the budget off (bench/recall.py's
+        # --budget-sweep sets the attribute between runs).
         self._fts_tokenizer = fts_tokenizer
         self._prefix_queries = prefix_queries
+        self.keyword_row_budget = KEYWORD_ROW_BUDGET if keyword_row_budget is None else keyword_row_budget
         self._writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-write")
         self._reader_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-read")
         self._writer: sqlite3.Connection | None = None
@@ -518,18 +525,55 @@ class SqliteStore:
         return Candidate(
             source=self.source, passage_key=int(key), item_id=item_id, title=title, url=url,
             heading=heading, text=text, similarity=similarity, rank=rank, keyword_score=keyword_score,
-            weight=float(weight), path=tuple(json.loads(path)), labels=tuple(json.loads(labels)),
-            links=tuple(json.loads(links)), updated=updated,
+            weight=float(weight), path=_strings(path), labels=_strings(labels), links=_strings(links),
+            updated=updated,
         )
 
     async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
-        query = match_query(question, prefix=self._prefix_queries)
-        if query is None or limit <= 0:
+        terms = match_terms(question, prefix=self._prefix_queries)
+        if not terms or limit <= 0:
             return []
         question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
-        return await self._read(self._keyword_search, query, question_vector, limit)
+        return await self._read(self._keyword_search, terms, question_vector, limit)
 
-    def _keyword_search(self, query: str, vector: np.ndarray, limit: int) -> list[Candidate]:
+    def _budgeted_query(self, terms: list[str]) -> str | None:
+        """The ``MATCH`` expression for ``terms`` within :data:`KEYWORD_ROW_BUDGET`, or None.
+
+        BM25's cost grows with the number of rows that match, and a common word of a large index
+        matches hundreds of thousands. So the terms are taken from the rarest up while the rows
+        they match add up to at most the budget; the common words left out are the ones BM25
+        weighs least. When even the rarest term matches more rows than the budget, there is no
+        keyword search (the words barely tell passages apart; vector search still runs). An index
+        whose highest passage key is within the budget cannot exceed it and is searched whole.
+        """
+        budget = self.keyword_row_budget
+        connection = self._r()
+        if budget:
+            (highest,) = connection.execute("SELECT max(key) FROM passages").fetchone()
+            if highest is not None and highest > budget:  # keys are never reused: >= the count
+                count_sql = (
+                    "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)"
+                )
+                counted = sorted(
+                    (connection.execute(count_sql, (term, budget + 1)).fetchone()[0], position, term)
+                    for position, term in enumerate(terms)
+                )
+                kept, total = [], 0
+                for count, _, term in counted:
+                    if total + count > budget:
+                        break
+                    kept.append(term)
+                    total += count
+                terms = kept
+        return " OR ".join(terms) or None
+
+    def _keyword_search(self, terms: list[str], vector: np.ndarray, limit: int) -> list[Candidate]:
+        try:
+            query = self._budgeted_query(terms)
+        except sqlite3.OperationalError as error:
+            raise StoreError(f"keyword search in source {self.source!r} failed: {error}") from None
+        if query is None:
+            return []
         weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
         # Rank inside the full-text table first and join only the best rows: joining every match
         # before sorting cost most of the time on large indexes with common words.
@@ -542,7 +586,7 @@ class SqliteStore:
         try:
             rows = self._r().execute(sql, (query, limit)).fetchall()
         except sqlite3.OperationalError as error:
-            # match_query quotes every term, so this means a damaged index, not a bad question.
+            # match_terms quotes every term, so this means a damaged index, not a bad question.
             raise StoreError(f"keyword search in source {self.source!r} failed: {error}") from None
         return [self._candidate(row[:-1], vector, rank, -float(row[-1])) for rank, row in enumerate(rows)]
 
@@ -648,6 +692,11 @@ class SqliteStore:
             if held is not None and held != passages:
                 problems.append(f"{held} vectors in the vector index for {passages} passages")
         return problems
+
+
+def _strings(stored: str) -> tuple[str, ...]:
+    """A JSON list of strings from the items table as a tuple (most are empty: no parsing)."""
+    return () if stored == "[]" else tuple(json.loads(stored))
 
 
 def _usearch_index_class() -> Any:

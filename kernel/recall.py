@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -115,7 +116,10 @@ def merge_candidates(
     ``"keyword_score"``, higher is better), cut to ``limit``, ranks renumbered from 0."""
     pooled = [candidate for one in lists for candidate in one]
     pooled.sort(key=lambda candidate: (-getattr(candidate, by), candidate.source, candidate.passage_key))
-    return [attrs.evolve(candidate, rank=rank) for rank, candidate in enumerate(pooled[:limit])]
+    return [
+        candidate if candidate.rank == rank else attrs.evolve(candidate, rank=rank)
+        for rank, candidate in enumerate(pooled[:limit])
+    ]
 
 
 def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:
@@ -313,12 +317,16 @@ def excerpt(text: str, question: str, limit: int) -> str:
     return ("… " if best_start > 0 else "") + piece
 
 
+_SENTENCE_GAP = re.compile(r"(?<=[.!?]) (?=.)")
+
+
 def _sentence_starts(text: str) -> list[int]:
+    """Where sentences start: 0, and after ". ", "! " or "? " when a capital or digit follows."""
     starts = [0]
-    for index in range(1, len(text) - 1):
-        following = text[index + 1]
-        if text[index] == " " and text[index - 1] in ".!?" and (following.isupper() or following.isdigit()):
-            starts.append(index + 1)
+    for gap in _SENTENCE_GAP.finditer(text):
+        following = text[gap.end()]
+        if following.isupper() or following.isdigit():
+            starts.append(gap.end())
     return starts
 
 

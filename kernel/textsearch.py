@@ -78,13 +78,12 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def match_query(question: str, prefix: bool = False) -> str | None:
-    """An FTS5 ``MATCH`` expression for a question, or None when it has no searchable word.
+def match_terms(question: str, prefix: bool = False) -> list[str]:
+    """The question's terms as FTS5 strings, each safe to use alone as a ``MATCH`` expression.
 
     Each term is a quoted string (a CJK pair becomes the phrase ``"x y"``, matching the spaced
-    form :func:`index_text` stores), and the terms are joined with ``OR``, so BM25 ranks the
-    passages that hold more and rarer terms first. ``prefix`` appends ``*`` to words of four or
-    more letters (measured in ``docs/index-and-sync.md``; off by default).
+    form :func:`index_text` stores). ``prefix`` appends ``*`` to words of four or more letters
+    (measured in ``docs/index-and-sync.md``; off by default).
     """
     parts = []
     for term in query_terms(question):
@@ -94,4 +93,13 @@ def match_query(question: str, prefix: bool = False) -> str | None:
             parts.append(_quote(term) + "*")
         else:
             parts.append(_quote(term))
-    return " OR ".join(parts) if parts else None
+    return parts
+
+
+def match_query(question: str, prefix: bool = False) -> str | None:
+    """An FTS5 ``MATCH`` expression for a question, or None when it has no searchable word.
+
+    The terms of :func:`match_terms` joined with ``OR``, so BM25 ranks the passages that hold
+    more and rarer terms first.
+    """
+    return " OR ".join(match_terms(question, prefix)) or None

@@ -152,6 +152,41 @@ async def test_keyword_candidates_carry_the_cosine_and_bm25(store):
     assert [hit.item_id for hit in await store.keyword_search("gardens", vector, 5)] == ["b"]
 
 
+async def budget_store(tmp_path, budget: int) -> SqliteStore:
+    """Five passages with "alpha", two with "gamma", one with "beta"."""
+    opened = SqliteStore(tmp_path / f"budget-{budget}.db", "budget", keyword_row_budget=budget)
+    await opened.open()
+    await opened.reset("toy-hash-64", DIM)
+    texts = ["alpha beta", "alpha gamma", "alpha gamma", "alpha", "alpha"]
+    await opened.apply([update_for(doc(f"n{n}", f"Note {n}", text)) for n, text in enumerate(texts)], [])
+    return opened
+
+
+async def test_the_row_budget_leaves_out_the_commonest_terms_of_a_large_index(tmp_path):
+    store = await budget_store(tmp_path, 3)  # five passages: more than the budget
+    vector = question_vector("x")
+
+    async def found(question: str) -> set[str]:
+        return {hit.item_id for hit in await store.keyword_search(question, vector, 10)}
+
+    # beta (1 row) and gamma (2 rows) fit within 3 rows; alpha (5 rows) would exceed it
+    assert await found("alpha beta gamma") == {"n0", "n1", "n2"}
+    assert await found("alpha beta") == {"n0"}
+    # the rarest term alone is over the budget: no keyword search at all
+    assert await found("alpha") == set()
+    await store.close()
+
+
+async def test_without_a_budget_or_within_it_every_term_is_searched(tmp_path):
+    vector = question_vector("x")
+    for budget in (0, 5, 50):  # off; exactly the index's size; more than the index holds
+        store = await budget_store(tmp_path, budget)
+        hits = await store.keyword_search("alpha beta", vector, 10)
+        assert {hit.item_id for hit in hits} == {"n0", "n1", "n2", "n3", "n4"}, budget
+        assert hits[0].item_id == "n0"  # the passage with both words ranks first
+        await store.close()
+
+
 async def test_title_and_heading_words_weigh_more_than_body_words(store):
     await store.apply([
         update_for(doc("body", "Misc", "a note about lighthouses and more words here")),
