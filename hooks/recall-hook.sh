@@ -5,7 +5,8 @@
 # of every configured passageway server at once, and prints what they return as additional
 # context. Configuration: passageway.json ({"url": ..., "token": ...}) and one
 # passageway-<instance>.json per further instance, in $CLAUDE_PLUGIN_DATA or in
-# ${CLAUDE_CONFIG_DIR:-~/.claude}/plugin-data/passageway/.
+# ${CLAUDE_CONFIG_DIR:-~/.claude}/plugin-data/passageway/; a recall.json there (left by
+# trilium-recall, same fields) is read only while neither exists.
 #
 # It never blocks a prompt: after 1.5 s, or on any error (no config, no server, a bad answer),
 # it prints nothing and exits 0. The token and the prompt stay inside the Python process (read
@@ -38,6 +39,8 @@ def servers():
     for folder in folders():
         names = sorted(glob.glob(os.path.join(folder, "passageway.json")))
         names += sorted(glob.glob(os.path.join(folder, "passageway-*.json")))
+        if not names:  # left by trilium-recall, the same fields; used until it is replaced
+            names = sorted(glob.glob(os.path.join(folder, "recall.json")))
         for name in names:
             try:
                 with open(name, encoding="utf-8") as handle:

@@ -156,7 +156,16 @@ echo "$output" | grep -q "PASSAGE-ONE"
 check "the plugin data folder is read" $?
 rm -f "$PLUGIN_DATA/passageway.json"
 
+write_config "$DATA/recall.json" "http://127.0.0.1:$SECOND_PORT" "$SECOND_TOKEN"
+output="$(run_hook "a question with HIT, old config only")"
+echo "$output" | grep -q "PASSAGE-TWO"
+check "a recall.json left by trilium-recall is used while there is no passageway.json" $?
 write_config "$DATA/passageway.json" "http://127.0.0.1:$PORT" "$TOKEN"
+output="$(run_hook "a question with HIT, both configs")"
+echo "$output" | grep -q "PASSAGE-ONE" && ! echo "$output" | grep -q "PASSAGE-TWO"
+check "passageway.json replaces recall.json" $?
+rm -f "$DATA/recall.json"
+
 write_config "$DATA/passageway-work.json" "http://127.0.0.1:$SECOND_PORT" "$SECOND_TOKEN"
 output="$(run_hook "a question with HIT for both")"
 echo "$output" | grep -q "PASSAGE-ONE" && echo "$output" | grep -q "PASSAGE-TWO"
