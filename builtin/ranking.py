@@ -22,10 +22,15 @@ competes.
 
 **The gate** (the same for all three). A passage passes when
 
-* its cosine reaches the embedder's ``min_similarity``, or, for a passage in another language
-  than the question (English and German told apart by their stopwords), ``min_similarity`` less
-  :data:`CROSS_LANGUAGE_OFFSET`, because the model's cosines between languages run lower; or
+* its cosine reaches the gate's ``min_similarity``, or, for a passage in another language than
+  the question (English and German told apart by their stopwords), ``min_similarity`` less the
+  gate's ``cross_language_offset``, because a model's cosines between languages run lower; or
 * it contains at least three distinct content words of the question.
+
+Both numbers come with the :class:`~passageway.kernel.recall.Gate` that ``recall`` builds from the
+embedder: they belong to the model (its preset, or its ``[embedder]`` table), not to the ranker,
+which treats every model alike. The built-in model's offset (0.06) is measured in
+``docs/ranking-and-gate.md``.
 
 Whatever passes nothing is silence. Two further checks were measured and are off by default
 (:class:`FusionRanker` parameters): a raised bar when the question holds a word no candidate
@@ -43,7 +48,7 @@ import attrs
 import numpy as np
 
 from passageway import hookimpl
-from passageway.kernel.recall import MAX_HITS, Ranked
+from passageway.kernel.recall import MAX_HITS, Gate, Ranked
 from passageway.kernel.stopwords import content_words, language_of, words
 from passageway.kernel.store import Candidate
 
@@ -55,11 +60,6 @@ LEAD: float | None = None
 
 RRF_K = 60
 """The usual constant of reciprocal-rank fusion: rank 0 scores 1/61, rank 49 scores 1/110."""
-
-CROSS_LANGUAGE_OFFSET = 0.06
-"""How much lower the cosine bar is between languages: the median top cosine of the answerable
-questions within one language minus across languages, measured for the built-in model (0.87 vs
-0.81, ``bench/gate_study.py``)."""
 
 UNKNOWN_MARGIN: float | None = None
 """Off: the unknown-word check silenced more near-topic questions but cost more answers on the
@@ -121,9 +121,9 @@ class FusionRanker:
     :param signals: ``"hybrid"``, ``"keyword"`` or ``"vector"``.
     :param min_words: distinct content words a passage must share with the question to pass the
         gate whatever its cosine (3).
-    :param cross_language_offset: how much lower the cosine bar is for a passage in another
-        language than the question (English and German told apart by their stopwords), because
-        the model's cosines between languages run lower; 0 turns it off.
+    :param cross_language: lower the cosine bar by the gate's ``cross_language_offset`` (the
+        model's) for a passage in another language than the question (English and German told
+        apart by their stopwords); ``False`` ignores the offset, for the gate study's baselines.
     :param unknown_margin: how far above ``min_similarity`` a passage's cosine must be, with no
         rescue by shared words, when the question has a content word that no candidate contains
         and the passage is in the question's language; ``None`` turns that check off.
@@ -137,7 +137,7 @@ class FusionRanker:
 
     signals: str = "hybrid"
     min_words: int = 3
-    cross_language_offset: float = CROSS_LANGUAGE_OFFSET
+    cross_language: bool = True
     unknown_margin: float | None = UNKNOWN_MARGIN
     coverage_weighted: bool = True
     rrf_k: int = RRF_K
@@ -156,12 +156,12 @@ class FusionRanker:
         question_vector: np.ndarray,
         keyword: list[Candidate],
         vector: list[Candidate],
-        min_similarity: float,
+        gate: Gate,
     ) -> list[Ranked]:
         scored, evidence = self.score(question, keyword, vector)
         ranked: list[Ranked] = []
         for entry in best_per_item(scored):
-            reason = self.passes(entry, evidence, min_similarity)
+            reason = self.passes(entry, evidence, gate)
             if reason is not None:
                 ranked.append(Ranked(entry.candidate, entry.score, len(entry.matched), reason))
                 if len(ranked) == MAX_HITS:
@@ -221,7 +221,7 @@ class FusionRanker:
             keyword_part *= coverage
         return 1.0 / (k + 1 + vector_rank) + keyword_part
 
-    def passes(self, entry: Scored, evidence: Evidence, min_similarity: float) -> str | None:
+    def passes(self, entry: Scored, evidence: Evidence, gate: Gate) -> str | None:
         """``"similarity"``, ``"words"`` or ``"lead"`` when ``entry`` passes the gate, else ``None``."""
         similarity = entry.candidate.similarity
         across = evidence.language is not None and entry.language not in (None, evidence.language)
@@ -232,9 +232,10 @@ class FusionRanker:
             and similarity - evidence.reference >= self.lead
         ):
             return "lead"
-        bar, words_count = min_similarity, True
+        bar, words_count = gate.min_similarity, True
         if across:
-            bar -= self.cross_language_offset
+            if self.cross_language:
+                bar -= gate.cross_language_offset
         elif self.unknown_margin is not None and evidence.unknown:
             bar, words_count = bar + self.unknown_margin, False
         if similarity >= bar:

@@ -79,6 +79,8 @@ class EmbedderSettings:
 
     kind: str = "onnx"
     min_similarity: float | None = None
+    cross_language_offset: float | None = None
+    """None: the preset's (``onnx``), 0 for ``command``; a plugin kind's factory decides its own."""
     # kind = "onnx": a built-in preset
     model: str = DEFAULT_MODEL
     device: str = "auto"
@@ -107,8 +109,8 @@ CONNECTOR_KEYS = {
     "max_delete_fraction",
 }
 EMBEDDER_KEYS = {
-    "kind", "min_similarity", "model", "device", "download", "model_dir", "threads", "command", "env",
-    "secrets", "batch_size", "timeout",
+    "kind", "min_similarity", "cross_language_offset", "model", "device", "download", "model_dir",
+    "threads", "command", "env", "secrets", "batch_size", "timeout",
 }
 TOP_LEVEL_KEYS = {"connector", "embedder", "embedders"}
 DEVICES = ("auto", "cpu", "coreml")
@@ -200,6 +202,9 @@ def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
     min_similarity = raw.get("min_similarity")
     if min_similarity is not None:
         min_similarity = _number(raw, "min_similarity", 0.0, where, origin, low=0.0, high=1.0)
+    cross_language_offset = raw.get("cross_language_offset")
+    if cross_language_offset is not None:
+        cross_language_offset = _number(raw, "cross_language_offset", 0.0, where, origin, low=0.0, high=1.0)
     device = raw.get("device", defaults.device)
     if device not in DEVICES:
         raise ConfigError(f"{origin}: {where}: `device` is one of {', '.join(DEVICES)}, got {device!r}")
@@ -218,6 +223,7 @@ def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
     return EmbedderSettings(
         kind=kind,
         min_similarity=min_similarity,
+        cross_language_offset=cross_language_offset,
         model=model,
         device=device,
         download=download,

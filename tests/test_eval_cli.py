@@ -389,6 +389,20 @@ async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time
     assert metered.embed_seconds_counted == pytest.approx(2 * metered.embed_seconds_real)
 
 
+def test_metered_embedder_gates_with_the_wrapped_models_offset():
+    from passageway.kernel.eval.engine import MeteredEmbedder
+    from passageway.kernel.recall import Gate
+
+    metered = MeteredEmbedder(ToyEmbedder(min_similarity=0.87, cross_language_offset=0.06))
+    assert Gate.of(metered) == Gate(0.87, 0.06)
+    assert Gate.of(metered, 0.8) == Gate(0.8, 0.06)  # --threshold replaces the cosine bar only
+
+    class WithoutOffset:
+        name, dim, min_similarity = "plain", 8, 0.5
+
+    assert Gate.of(MeteredEmbedder(WithoutOffset())) == Gate(0.5, 0.0)
+
+
 def test_an_embedder_failing_on_the_questions_is_exit_1(tmp_path, capsys):
     config = write_config(tmp_path, kind="toyfail")
     code, stdout, stderr = run(capsys, CASES, "--config", config)

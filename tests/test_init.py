@@ -60,3 +60,13 @@ def test_init_refuses_a_bad_instance_name(tmp_path, monkeypatch, capsys):
     assert cli.main(["--instance", "Bad Name", "init"]) == 2
     assert "instance name" in capsys.readouterr().err
     assert not (tmp_path / ".config").exists()
+
+
+def test_the_templates_embedder_example_parses_when_uncommented():
+    from passageway.kernel.commands.init import TEMPLATE
+
+    start = TEMPLATE.index("# [embedder]")
+    uncommented = "\n".join(line.removeprefix("# ") for line in TEMPLATE[start:].splitlines())
+    embedder = parse_config_text(uncommented).embedder
+    assert embedder.min_similarity is not None
+    assert embedder.cross_language_offset == 0.06

@@ -10,6 +10,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 
@@ -212,6 +213,23 @@ def test_an_unreachable_hub_is_a_clear_error(tmp_path, preset):
         models.download_preset(preset, tmp_path / "m", "http://127.0.0.1:9", log=lambda line: None, timeout=2)
 
 
+def test_only_the_built_in_model_has_a_cross_language_offset():
+    assert models.PRESETS[models.DEFAULT_PRESET].cross_language_offset == 0.06
+    assert models.DEFAULT_CROSS_LANGUAGE_OFFSET == 0.06
+    onnx = [preset for preset in models.PRESETS.values() if preset.engine == "onnx"]
+    assert onnx and all(preset.cross_language_offset == 0.0 for preset in onnx)
+
+
+def test_an_onnx_presets_offset_is_its_own_unless_the_table_sets_one(tmp_path, preset, monkeypatch):
+    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, "http://127.0.0.1:9"))
+    assert embedder.cross_language_offset == 0.0
+    monkeypatch.setitem(models.PRESETS, "tiny-test", attrs.evolve(preset, cross_language_offset=0.03))
+    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, "http://127.0.0.1:9"))
+    assert embedder.cross_language_offset == 0.03
+    settings = EmbedderSettings(model="tiny-test", cross_language_offset=0.08)
+    assert onnx_factory(settings, context(tmp_path, "http://127.0.0.1:9")).cross_language_offset == 0.08
+
+
 def test_the_model_folder_rule(tmp_path, preset):
     shared = tmp_path / "shared"
     default_onnx = models.get_preset("multilingual-e5-small")
@@ -297,6 +315,10 @@ def test_model_cli_lists_presets_and_downloads_one(tmp_path, hub, preset, monkey
     listing = capsys.readouterr().out
     assert "multilingual-e5-small-q4" in listing and "no download" in listing
     assert "tiny-test" in listing and "(missing)" in listing and "provisional" in listing
+    assert "across languages" in listing
+    default_row = next(line for line in listing.splitlines() if "multilingual-e5-small-q4" in line)
+    tiny_row = next(line for line in listing.splitlines() if "tiny-test" in line)
+    assert "-0.06" in default_row and "0 (not measured)" in tiny_row
     assert "not available: jina-v2-base-de" in listing
 
     assert main(["model", "download", "tiny-test"]) == 0

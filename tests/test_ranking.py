@@ -7,11 +7,14 @@ import pytest
 
 from passageway.builtin.ranking import FusionRanker, unknown_words
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
-from passageway.kernel.recall import Ranker
+from passageway.kernel.recall import Gate, Ranker
 from passageway.kernel.stopwords import content_words, language_of, matched_words
 from passageway.kernel.store import Candidate
 
 VECTOR = np.zeros(4, dtype=np.float32)
+GATE = Gate(0.85)
+"""A gate like the built-in model's, without a cross-language offset."""
+OPEN = Gate(0.5)
 
 _keys = iter(range(10_000))
 
@@ -105,8 +108,8 @@ def test_the_keyword_rank_counts_by_coverage_so_a_foreign_keyword_list_cannot_re
     answer = candidate("answer", "Tesla was granted patents for transmitting electrical energy", 0.83)
     noise = [candidate(f"noise{i}", f"the river Main flows {i}", 0.70 + i / 1000) for i in range(5)]
     question = "Welche Patente erhielt Tesla im Jahr 1900 für die Übertragung von Energie am Main?"
-    plain = FusionRanker("hybrid", coverage_weighted=False, unknown_margin=None, cross_language_offset=0)
-    weighted = FusionRanker("hybrid", unknown_margin=None, cross_language_offset=0)
+    plain = FusionRanker("hybrid", coverage_weighted=False, unknown_margin=None)
+    weighted = FusionRanker("hybrid", unknown_margin=None)
     vector_list = [answer, *noise]
     keyword_list = [*reversed(noise), answer]  # the stray word outranks "Tesla" in BM25
     plain_scored, _ = plain.score(question, keyword_list, vector_list)
@@ -118,16 +121,16 @@ def test_the_keyword_rank_counts_by_coverage_so_a_foreign_keyword_list_cannot_re
 def test_weight_multiplies_the_score():
     light = candidate("light", "alpha beta", 0.90)
     heavy = candidate("heavy", "alpha beta", 0.85, weight=2.0)
-    result = FusionRanker("hybrid").rank("alpha beta", VECTOR, [], [light, heavy], 0.5)
+    result = FusionRanker("hybrid").rank("alpha beta", VECTOR, [], [light, heavy], OPEN)
     assert ranked_items(result) == ["heavy", "light"]
-    result = FusionRanker("vector").rank("alpha beta", VECTOR, [], [light, heavy], 0.5)
+    result = FusionRanker("vector").rank("alpha beta", VECTOR, [], [light, heavy], OPEN)
     assert ranked_items(result) == ["heavy", "light"]
 
 
 def test_only_the_best_passage_of_an_item_competes_and_at_most_three_hits():
     passages = [candidate("same", f"alpha part {i}", 0.95 - i / 100) for i in range(3)]
     others = [candidate(f"other{i}", "alpha", 0.80 - i / 100) for i in range(4)]
-    result = FusionRanker("hybrid").rank("alpha", VECTOR, [], [*passages, *others], 0.5)
+    result = FusionRanker("hybrid").rank("alpha", VECTOR, [], [*passages, *others], OPEN)
     assert ranked_items(result) == ["same", "other0", "other1"]
     assert result[0].candidate.text == "alpha part 0"
 
@@ -135,7 +138,7 @@ def test_only_the_best_passage_of_an_item_competes_and_at_most_three_hits():
 def test_the_same_item_id_in_two_sources_is_two_items():
     english = candidate("normans.md", "alpha", 0.9, source="corpus-en")
     german = candidate("normans.md", "alpha", 0.89, source="corpus-de")
-    result = FusionRanker("vector").rank("alpha", VECTOR, [], [english, german], 0.5)
+    result = FusionRanker("vector").rank("alpha", VECTOR, [], [english, german], OPEN)
     assert [entry.candidate.source for entry in result] == ["corpus-en", "corpus-de"]
 
 
@@ -145,11 +148,11 @@ def test_keyword_ranker_orders_by_the_keyword_list_and_vector_ranker_by_cosine()
     keyword_list = [first_by_keywords, first_by_cosine]
     vector_list = [first_by_cosine, first_by_keywords]
     question = "alpha beta gamma"
-    assert ranked_items(FusionRanker("keyword").rank(question, VECTOR, keyword_list, vector_list, 0.5)) == [
+    assert ranked_items(FusionRanker("keyword").rank(question, VECTOR, keyword_list, vector_list, OPEN)) == [
         "k",
         "v",
     ]
-    assert ranked_items(FusionRanker("vector").rank(question, VECTOR, keyword_list, vector_list, 0.5)) == [
+    assert ranked_items(FusionRanker("vector").rank(question, VECTOR, keyword_list, vector_list, OPEN)) == [
         "v",
         "k",
     ]
@@ -164,7 +167,7 @@ def test_keyword_ranker_orders_by_the_keyword_list_and_vector_ranker_by_cosine()
 def test_gate_cosine_path(signals):
     above = candidate("above", "nothing in common", 0.86)
     below = candidate("below", "nothing in common", 0.84)
-    result = FusionRanker(signals).rank("quantum chromodynamics", VECTOR, [], [above, below], 0.85)
+    result = FusionRanker(signals).rank("quantum chromodynamics", VECTOR, [], [above, below], GATE)
     assert ranked_items(result) == ["above"]
     assert result[0].reason == "similarity"
 
@@ -174,7 +177,7 @@ def test_gate_three_content_words_rescue_a_low_cosine(signals):
     three = candidate("three", "The steam turbine rotor and its blades", 0.40)
     two = candidate("two", "The steam turbine", 0.40)
     question = "How are the blades of a steam turbine rotor arranged?"
-    result = FusionRanker(signals).rank(question, VECTOR, [three, two], [three, two], 0.85)
+    result = FusionRanker(signals).rank(question, VECTOR, [three, two], [three, two], GATE)
     assert ranked_items(result) == ["three"]
     assert result[0].reason == "words"
     assert result[0].matched >= 3
@@ -187,25 +190,40 @@ def test_stopwords_do_not_count_towards_three_words_in_english_or_german():
         "What is the one of these that was in it?",
         "Was ist das, wie wurde es in der Zeit von dem?",
     ):
-        result = FusionRanker("hybrid").rank(question, VECTOR, [english, german], [english, german], 0.85)
+        result = FusionRanker("hybrid").rank(question, VECTOR, [english, german], [english, german], GATE)
         assert result == []
 
 
 def test_below_the_gate_is_silence_not_a_best_guess():
     weak = [candidate(f"weak{i}", "unrelated text", 0.6) for i in range(10)]
-    assert FusionRanker("hybrid").rank("volcanic eruptions", VECTOR, weak, weak, 0.85) == []
+    assert FusionRanker("hybrid").rank("volcanic eruptions", VECTOR, weak, weak, GATE) == []
 
 
-def test_cross_language_passages_get_the_lower_bar():
+def test_cross_language_passages_get_the_lower_bar_by_the_gates_offset():
     english = candidate("en", "Tesla was granted patents for transmitting electrical energy in 1900.", 0.82)
     question = "Wann erhielt Tesla die Patente für die Übertragung elektrischer Energie?"
-    ranker = FusionRanker("hybrid", cross_language_offset=0.05, unknown_margin=None)
-    assert ranked_items(ranker.rank(question, VECTOR, [], [english], 0.85)) == ["en"]
-    no_offset = FusionRanker("hybrid", cross_language_offset=0.0, unknown_margin=None)
-    assert no_offset.rank(question, VECTOR, [], [english], 0.85) == []
+    ranker = FusionRanker("hybrid", unknown_margin=None)
+    assert ranked_items(ranker.rank(question, VECTOR, [], [english], Gate(0.85, 0.05))) == ["en"]
+    assert ranker.rank(question, VECTOR, [], [english], Gate(0.85, 0.0)) == []
+    assert ranker.rank(question, VECTOR, [], [english], Gate(0.85)) == []  # no offset unless given
     # the same cosine in the question's own language stays below the bar
     same = candidate("en2", "Tesla was granted patents for transmitting electrical energy in 1900.", 0.82)
-    assert ranker.rank("When did Tesla get his radio patent approved?", VECTOR, [], [same], 0.85) == []
+    question_en = "When did Tesla get his radio patent approved?"
+    assert ranker.rank(question_en, VECTOR, [], [same], Gate(0.85, 0.05)) == []
+
+
+def test_a_ranker_without_cross_language_ignores_the_offset():
+    english = candidate("en", "Tesla was granted patents for transmitting electrical energy in 1900.", 0.82)
+    question = "Wann erhielt Tesla die Patente für die Übertragung elektrischer Energie?"
+    ranker = FusionRanker("hybrid", unknown_margin=None, cross_language=False)
+    assert ranker.rank(question, VECTOR, [], [english], Gate(0.85, 0.05)) == []
+    assert ranked_items(ranker.rank(question, VECTOR, [], [english], Gate(0.82, 0.05))) == ["en"]
+
+
+def test_the_ranker_has_no_offset_of_its_own():
+    # V1: the offset belongs to the model; the built-in rankers take it from the gate only.
+    for signals in ("hybrid", "keyword", "vector"):
+        assert not hasattr(FusionRanker(signals), "cross_language_offset")
 
 
 def test_a_question_word_no_source_knows_raises_the_bar_and_turns_off_the_word_rescue():
@@ -217,10 +235,10 @@ def test_a_question_word_no_source_knows_raises_the_bar_and_turns_off_the_word_r
     )
     question = "When was Yale University founded and who was its first president in 1701?"
     strict = FusionRanker("hybrid", unknown_margin=0.02)
-    assert strict.rank(question, VECTOR, [chicago], [chicago], 0.85) == []
-    assert ranked_items(strict.rank(question, VECTOR, [chicago], [chicago], 0.83)) == ["chicago"]
+    assert strict.rank(question, VECTOR, [chicago], [chicago], GATE) == []
+    assert ranked_items(strict.rank(question, VECTOR, [chicago], [chicago], Gate(0.83))) == ["chicago"]
     off = FusionRanker("hybrid", unknown_margin=None)
-    assert ranked_items(off.rank(question, VECTOR, [chicago], [chicago], 0.85)) == ["chicago"]
+    assert ranked_items(off.rank(question, VECTOR, [chicago], [chicago], GATE)) == ["chicago"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,11 +260,11 @@ def test_the_lead_path_is_off_by_default_and_passes_a_clear_leader_when_on():
     leader = candidate("leader", "nothing shared", 0.80)
     crowd = [candidate(f"crowd{i}", "nothing shared", 0.70 - i / 1000) for i in range(12)]
     question = "quantum chromodynamics lattice"
-    assert FusionRanker("vector").rank(question, VECTOR, [], [leader, *crowd], 0.85) == []
-    result = FusionRanker("vector", lead=0.05).rank(question, VECTOR, [], [leader, *crowd], 0.85)
+    assert FusionRanker("vector").rank(question, VECTOR, [], [leader, *crowd], GATE) == []
+    result = FusionRanker("vector", lead=0.05).rank(question, VECTOR, [], [leader, *crowd], GATE)
     assert ranked_items(result) == ["leader"] and result[0].reason == "lead"
     # with fewer than ten candidates there is no reference, so no lead
-    assert FusionRanker("vector", lead=0.05).rank(question, VECTOR, [], [leader, *crowd[:5]], 0.85) == []
+    assert FusionRanker("vector", lead=0.05).rank(question, VECTOR, [], [leader, *crowd[:5]], GATE) == []
 
 
 def test_lead_across_only_leaves_same_language_passages_to_the_absolute_bar():
@@ -255,5 +273,5 @@ def test_lead_across_only_leaves_same_language_passages_to_the_absolute_bar():
     german_question = "Wann wurden die Patente des Ingenieurs erteilt und von wem?"
     english_question = "When were the engineer's patents approved, and by whom?"
     ranker = FusionRanker("vector", lead=0.05, lead_across_only=True)
-    assert ranked_items(ranker.rank(german_question, VECTOR, [], [english, *crowd], 0.85)) == ["en"]
-    assert ranker.rank(english_question, VECTOR, [], [english, *crowd], 0.85) == []
+    assert ranked_items(ranker.rank(german_question, VECTOR, [], [english, *crowd], GATE)) == ["en"]
+    assert ranker.rank(english_question, VECTOR, [], [english, *crowd], GATE) == []

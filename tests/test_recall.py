@@ -15,6 +15,7 @@ from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.recall import (
     BUDGET_TOKENS,
     NOTHING,
+    Gate,
     approx_tokens,
     excerpt,
     keyword_query,
@@ -207,6 +208,90 @@ async def test_boost_words_reorder_equal_items_by_their_place():
         "same text", [store], ToyEmbedder(min_similarity=0.5), ranker, boost_words=["work", "passageway"]
     )
     assert [hit.item_id for hit in boosted.hits] == ["placed", "plain"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The gate belongs to the embedder: its min_similarity and its cross-language offset
+# ---------------------------------------------------------------------------------------------
+
+GERMAN_QUESTION = "Wann erhielt der Ingenieur die Patente für die Übertragung elektrischer Energie?"
+ENGLISH_ANSWER = Candidate(
+    "fixed", 1, "patents", "Patents", "u1", None,
+    "The engineer was granted patents for transmitting electrical energy in the year 1900.", 0.84, 0,
+)
+"""In English, under a German question: its cosine (0.84) is below 0.87 and within 0.06 of it,
+and it shares no content word with the question, so only the cross-language bar can pass it."""
+
+
+class MinimalEmbedder:
+    """A third-party embedder written before ``cross_language_offset`` existed."""
+
+    name = "minimal"
+    dim = 64
+    min_similarity = 0.87
+
+    async def start(self):
+        return None
+
+    async def embed(self, texts, kind):
+        return toy_vectors(texts, self.dim)
+
+    async def close(self):
+        return None
+
+
+async def test_a_passage_across_languages_just_under_the_gate_passes_by_the_models_offset():
+    store = FixedStore([ENGLISH_ANSWER])
+    ranker = FusionRanker("hybrid")
+    with_offset = ToyEmbedder(min_similarity=0.87, cross_language_offset=0.06)
+    answer = await recall(GERMAN_QUESTION, [store], with_offset, ranker)
+    assert [hit.item_id for hit in answer.hits] == ["patents"]
+    without_offset = ToyEmbedder(min_similarity=0.87, cross_language_offset=0.0)
+    assert (await recall(GERMAN_QUESTION, [store], without_offset, ranker)).silent
+    # the same cosine in the question's own language does not pass
+    english_question = "When was the engineer granted the radio patent?"
+    assert (await recall(english_question, [store], with_offset, FusionRanker("vector"))).silent
+
+
+async def test_a_min_similarity_override_keeps_the_embedders_offset():
+    store = FixedStore([ENGLISH_ANSWER])
+    embedder = ToyEmbedder(min_similarity=0.5, cross_language_offset=0.06)
+    strict = await recall(GERMAN_QUESTION, [store], embedder, FusionRanker("hybrid"), min_similarity=0.91)
+    assert strict.silent  # 0.91 - 0.06 = 0.85 > 0.84
+    answer = await recall(GERMAN_QUESTION, [store], embedder, FusionRanker("hybrid"), min_similarity=0.89)
+    assert [hit.item_id for hit in answer.hits] == ["patents"]  # 0.89 - 0.06 = 0.83 <= 0.84
+    assert Gate.of(embedder, 0.89) == Gate(0.89, 0.06)
+    assert Gate.of(embedder) == Gate(0.5, 0.06)
+
+
+async def test_an_embedder_without_the_attribute_gets_no_offset():
+    embedder = MinimalEmbedder()
+    assert Gate.of(embedder) == Gate(0.87, 0.0)
+    store = FixedStore([ENGLISH_ANSWER])
+    assert (await recall(GERMAN_QUESTION, [store], embedder, FusionRanker("hybrid"))).silent
+    answer = await recall(GERMAN_QUESTION, [store], embedder, FusionRanker("hybrid"), min_similarity=0.84)
+    assert [hit.item_id for hit in answer.hits] == ["patents"]
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, float("nan"), float("inf"), "0.06", True, None])
+async def test_an_invalid_offset_is_an_error_naming_the_embedder_not_silence(value):
+    embedder = MinimalEmbedder()
+    embedder.cross_language_offset = value
+    with pytest.raises(EmbedderError) as caught:
+        await recall(GERMAN_QUESTION, [FixedStore([ENGLISH_ANSWER])], embedder, FusionRanker("hybrid"))
+    message = str(caught.value)
+    assert "'minimal' (MinimalEmbedder)" in message
+    assert "cross_language_offset" in message and "from 0 to 1" in message
+
+
+async def test_an_offset_property_that_fails_is_an_embedder_error():
+    class Failing(MinimalEmbedder):
+        @property
+        def cross_language_offset(self):
+            raise RuntimeError("not loaded")
+
+    with pytest.raises(EmbedderError, match="not loaded"):
+        await recall(GERMAN_QUESTION, [FixedStore([ENGLISH_ANSWER])], Failing(), FusionRanker("hybrid"))
 
 
 async def test_a_failing_embedder_raises_and_is_never_silence(stores):

@@ -23,6 +23,7 @@ TEMPLATE = """\
 #
 # [embedder]                      # optional: the built-in multilingual e5-small is the default
 # min_similarity = 0.845
+# cross_language_offset = 0.06    # how much lower the gate is across languages (the model's own)
 """
 
 

