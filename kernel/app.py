@@ -30,6 +30,7 @@ import attrs
 
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
+from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, PassagewayError
 from passageway.kernel.records import Answer
 
@@ -195,6 +196,7 @@ class Kernel:
             return
         try:
             self.embedder = self._build_embedder()
+            cross_language_offset_of(self.embedder)  # a bad value fails now, not at the first question
             await self.embedder.start()
         except PassagewayError as error:
             self.embedder_error = str(error)

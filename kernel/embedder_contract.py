@@ -15,6 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from passageway.kernel.embedder import cross_language_offset_of
+from passageway.kernel.errors import EmbedderError
+
 LIGHTHOUSE_PASSAGE = "Lighthouses guide ships at night with a bright light on the coast."
 BANANA_PASSAGE = "Bananas are yellow fruit that grow in bunches on tall tropical plants."
 LIGHTHOUSE_QUERY = "Which lighthouses guide ships at night on the coast?"
@@ -71,6 +74,10 @@ def _judge(
     assert isinstance(dim, int) and dim > 0, f"dim must be a positive whole number, got {dim!r}"
     gate = embedder.min_similarity
     assert 0.0 <= gate <= 1.0, f"min_similarity must be from 0 to 1, got {gate}"
+    try:
+        cross_language_offset_of(embedder)
+    except EmbedderError as error:
+        raise AssertionError(str(error)) from None
     for label, matrix, rows in (("one text", single, 1), ("three texts", batch, 3), ("a query", query, 1)):
         assert isinstance(matrix, np.ndarray), f"{label}: embed must return a numpy array, got {type(matrix)}"
         assert matrix.shape == (rows, dim), f"{label}: expected shape {(rows, dim)}, got {matrix.shape}"

@@ -90,6 +90,27 @@ async def test_embedder_failing_to_start_makes_recall_raise(tmp_path):
         assert "passageway model download" in kernel.health(include_errors=True)["embedder"]["error"]
 
 
+class _BadOffsetEmbedder(ToyEmbedder):
+    cross_language_offset = 1.5
+
+
+async def test_an_embedder_with_an_impossible_offset_fails_at_start_not_at_the_first_question(tmp_path):
+    class Plugin:
+        @hookimpl
+        def passageway_register_embedders(self, register):  # type: ignore[no-untyped-def]
+            register("bad-offset", lambda settings, context: _BadOffsetEmbedder())
+
+    environ = write_instance(tmp_path, config='[embedder]\nkind = "bad-offset"\n')
+    manager = build_plugin_manager(environ, extra=(("bad", Plugin()),), load_entry_points=False)
+    kernel = Kernel.create(load_settings(environ), manager, environ)
+    await kernel.start_embedder()
+    try:
+        assert kernel.embedder_error is not None and "cross_language_offset" in kernel.embedder_error
+        assert "1.5" in kernel.embedder_error
+    finally:
+        await kernel.close_embedder()
+
+
 async def test_embedder_failing_during_recall_raises_and_shows_in_health(tmp_path):
     environ = write_instance(tmp_path)
     async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:

@@ -54,6 +54,17 @@ def test_the_guides_toy_embedder_passes_the_contract_synchronously():
     assert embedder.pid is None
 
 
+def test_the_contract_refuses_an_impossible_cross_language_offset():
+    from passageway.testing.toy_embedder import ToyEmbedder
+
+    class Tilted(ToyEmbedder):
+        cross_language_offset = -0.2
+
+    with pytest.raises(AssertionError, match="cross_language_offset"):
+        check_embedder(Tilted())
+    check_embedder(ToyEmbedder())  # the same embedder without the bad value passes
+
+
 async def test_the_same_class_works_inside_an_event_loop():
     embedder = CommandEmbedder("toy", [sys.executable, str(TOY)], batch_size=2)
     try:

@@ -22,7 +22,7 @@ TEMPLATE = """\
 # secrets = { TOKEN = "env:NOTES_TOKEN" }   # references to the server's environment, never values
 #
 # [embedder]                      # optional: the built-in multilingual e5-small is the default
-# min_similarity = 0.845
+# min_similarity = 0.87           # the relevance gate (the model's own unless set)
 # cross_language_offset = 0.06    # how much lower the gate is across languages (the model's own)
 """
 
