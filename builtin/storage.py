@@ -123,9 +123,12 @@ class SqliteStore:
         self._prefix_queries = prefix_queries
         self.keyword_row_budget = KEYWORD_ROW_BUDGET if keyword_row_budget is None else keyword_row_budget
         self._writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-write")
-        self._reader_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-read")
+        # Two readers, so that a question's keyword and vector searches run side by side.
+        self._reader_thread = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"store-{source}-read")
         self._writer: sqlite3.Connection | None = None
-        self._reader: sqlite3.Connection | None = None
+        self._reader_local = threading.local()  # each reader thread's own connection
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         self._index: Any = None  # usearch.index.Index, or None while no embedder is recorded
         self._index_lock = threading.Lock()
         self._dim: int | None = None
@@ -151,11 +154,16 @@ class SqliteStore:
         return self._writer
 
     def _r(self) -> sqlite3.Connection:
-        if self._reader is None:
-            if self._writer is None:
-                raise StoreError(f"the index of source {self.source!r} is not open")
-            self._reader = _connect(self.path)
-        return self._reader
+        """The calling reader thread's connection, opened on its first use."""
+        if self._writer is None:
+            raise StoreError(f"the index of source {self.source!r} is not open")
+        connection: sqlite3.Connection | None = getattr(self._reader_local, "connection", None)
+        if connection is None:
+            connection = _connect(self.path)
+            self._reader_local.connection = connection
+            with self._readers_lock:
+                self._readers.append(connection)
+        return connection
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -221,9 +229,10 @@ class SqliteStore:
             return
         if self._unsaved:
             self._save_vector_index()
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        with self._readers_lock:
+            for connection in self._readers:
+                connection.close()
+            self._readers.clear()
         self._writer.close()
         self._writer = None
 
