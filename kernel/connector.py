@@ -614,8 +614,42 @@ async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
         stream.close()
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every living process below ``pid``, found through the parent ids in ``/proc`` (Linux);
+    an empty list where there is no ``/proc``."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(name))
+    found, waiting = [], list(children.get(pid, ()))
+    while waiting:
+        child = waiting.pop()
+        found.append(child)
+        waiting.extend(children.get(child, ()))
+    return found
+
+
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the connector's whole process group (its session), then reap the leader."""
+    """SIGKILL the connector's whole process group (its session) and every process below it that
+    left the group (``setsid``), then reap the leader.
+
+    A process that left the group *and* whose parent already exited (a daemon's double fork)
+    belongs to init and cannot be told apart from any other; it survives, and the warning below
+    names the connector.
+    """
+    for pid in await asyncio.to_thread(_descendants, process.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     try:

@@ -228,6 +228,21 @@ async def test_a_timeout_kills_the_connector_and_its_child(tmp_path):
     assert len(await runner.list()) == 2
 
 
+async def test_a_child_that_left_the_process_group_is_killed_too(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    runner = runner_for(
+        "sleeper.py", tmp_path, env={"CHILD_PID_FILE": str(pid_file), "NEW_SESSION": "1"}, timeout=1.0
+    )
+    started = time.monotonic()
+    await expect_failure(runner, runner.list, "timeout")
+    assert time.monotonic() - started < 5  # no wait for the pipe the child held open
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 3
+    while not process_is_gone(child) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert process_is_gone(child), f"the connector's child {child} in its own session survived"
+
+
 async def test_a_non_zero_exit_after_valid_records(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="passageway.connector")
     runner = runner_for("exits_one.py", tmp_path)
