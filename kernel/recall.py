@@ -140,10 +140,7 @@ def merge_candidates(
     ``"keyword_score"``, higher is better), cut to ``limit``, ranks renumbered from 0."""
     pooled = [candidate for one in lists for candidate in one]
     pooled.sort(key=lambda candidate: (-getattr(candidate, by), candidate.source, candidate.passage_key))
-    return [
-        candidate if candidate.rank == rank else attrs.evolve(candidate, rank=rank)
-        for rank, candidate in enumerate(pooled[:limit])
-    ]
+    return [candidate.at_rank(rank) for rank, candidate in enumerate(pooled[:limit])]
 
 
 def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:

@@ -42,6 +42,17 @@ class Candidate:
     links: tuple[str, ...] = ()
     updated: str | None = None
 
+    def at_rank(self, rank: int) -> Candidate:
+        """This candidate with another ``rank`` (a plain constructor call: ``attrs.evolve``
+        costs several times as much, and recall renumbers up to a hundred candidates a question)."""
+        if rank == self.rank:
+            return self
+        return Candidate(
+            self.source, self.passage_key, self.item_id, self.title, self.url, self.heading,
+            self.text, self.similarity, rank, self.keyword_score, self.weight, self.path,
+            self.labels, self.links, self.updated,
+        )
+
 
 @attrs.frozen
 class StoredItem:

@@ -398,3 +398,18 @@ async def test_a_store_error_that_quotes_the_question_is_logged_without_it(caplo
     with pytest.raises(StoreError):
         await recall("secret quarterly merger plans", [Echoing()], ToyEmbedder(), FusionRanker())
     assert "merger" not in caplog.text and "withheld" in caplog.text
+
+
+def test_at_rank_changes_only_the_rank():
+    import attrs
+
+    from passageway.kernel.store import Candidate
+
+    candidate = Candidate(
+        source="s", passage_key=7, item_id="i", title="T", url="u", heading="h", text="x",
+        similarity=0.5, rank=3, keyword_score=1.5, weight=2.0, path=("a",), labels=("l",),
+        links=("k",), updated="2026-01-01",
+    )
+    assert candidate.at_rank(3) is candidate
+    moved = candidate.at_rank(0)
+    assert moved == attrs.evolve(candidate, rank=0)  # every other field kept, whatever their order
