@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
 import functools
 import json
 import logging
 import os
 import re
-import signal
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -37,6 +35,7 @@ import attrs
 
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.processes import kill_tree
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
@@ -614,31 +613,6 @@ async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
         stream.close()
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every living process below ``pid``, found through the parent ids in ``/proc`` (Linux);
-    an empty list where there is no ``/proc``."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        children.setdefault(int(fields[1]), []).append(int(name))
-    found, waiting = [], list(children.get(pid, ()))
-    while waiting:
-        child = waiting.pop()
-        found.append(child)
-        waiting.extend(children.get(child, ()))
-    return found
-
-
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
     """SIGKILL the connector's whole process group (its session) and every process below it that
     left the group (``setsid``), then reap the leader.
@@ -647,11 +621,7 @@ async def _kill_group(process: asyncio.subprocess.Process) -> None:
     belongs to init and cannot be told apart from any other; it survives, and the warning below
     names the connector.
     """
-    for pid in await asyncio.to_thread(_descendants, process.pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+    await asyncio.to_thread(kill_tree, process.pid)
     try:
         async with asyncio.timeout(KILL_GRACE_SECONDS):
             await process.wait()

@@ -25,13 +25,13 @@ import contextlib
 import json
 import logging
 import os
-import signal
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
 from passageway.kernel.errors import EmbedderError
+from passageway.kernel.processes import kill_tree
 from passageway.kernel.records import PROTOCOL_VERSION, validate_embedder_message
 
 T = TypeVar("T")
@@ -235,7 +235,7 @@ class CommandEmbedder:
             return
         if self._loop is not asyncio.get_running_loop():
             # The loop that owns the program is gone (a test's loop); kill it directly.
-            self._kill_group(self._process)
+            self._kill_group_now(self._process)
             self._process = None
             return
         process = self._process
@@ -247,7 +247,7 @@ class CommandEmbedder:
             try:
                 await asyncio.wait_for(process.wait(), CLOSE_GRACE_SECONDS)
             except TimeoutError:
-                self._kill_group(process)
+                await self._kill_group(process)
                 await process.wait()
         await self._finish_stderr()
 
@@ -346,7 +346,7 @@ class CommandEmbedder:
                     raise _ProgramDied from None
                 answer = await process.stdout.readline()
         except TimeoutError:
-            self._kill_group(process)
+            await self._kill_group(process)
             await self._stop()
             raise EmbedderError(
                 f"embedder {self.label!r} did not answer {message['op']!r} within {self.timeout:g} seconds "
@@ -409,7 +409,7 @@ class CommandEmbedder:
         if process is None:
             return
         if process.returncode is None:
-            self._kill_group(process)
+            await self._kill_group(process)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(process.wait(), 5.0)
         await self._finish_stderr()
@@ -417,11 +417,14 @@ class CommandEmbedder:
         self._process = None
 
     @staticmethod
-    def _kill_group(process: asyncio.subprocess.Process) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+    def _kill_group_now(process: asyncio.subprocess.Process) -> None:
+        """Kill the program, its group and whatever left the group (blocking: reads /proc)."""
+        kill_tree(process.pid)
         with contextlib.suppress(ProcessLookupError):
             process.kill()
+
+    async def _kill_group(self, process: asyncio.subprocess.Process) -> None:
+        await asyncio.to_thread(self._kill_group_now, process)
 
     # -----------------------------------------------------------------------------------------
     # Messages
