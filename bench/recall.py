@@ -29,6 +29,7 @@ import contextlib
 import os
 import platform
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -536,10 +537,12 @@ def main() -> int:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
+    load_before = os.getloadavg()[0]
     lines = [
         f"`uv run python bench/recall.py {' '.join(sys.argv[1:])}`".replace(" `", "`"),
         f"on {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{datetime.now(UTC).date().isoformat()}.",
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC, commit {commit()}; "
+        f"machine gauge {python_gauge_ms():.0f} ms (see `python_gauge_ms`).",
         "",
     ]
     if not args.skip_corpus:
@@ -548,8 +551,36 @@ def main() -> int:
     if sizes:
         budgets = [int(budget) for budget in args.budget_sweep.split(",") if budget.strip()]
         lines += asyncio.run(scale_part(sizes, args.scale_queries, args.keep, budgets))
+    lines.append(f"Load average (1 min) before the run {load_before:.2f}, after {os.getloadavg()[0]:.2f}.")
     print("\n".join(lines))
     return 0
+
+
+def commit() -> str:
+    """The checkout's short commit, marked ``+changes`` when tracked files differ from it."""
+    def git(*arguments: str) -> str:
+        return subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True,
+                              check=False).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return f"{head}+changes" if git("status", "--porcelain", "--untracked-files=no") else head
+
+
+def python_gauge_ms() -> float:
+    """How fast this machine runs plain Python: the best of five runs of 2 million additions.
+
+    Recall's own work (outside the model) is Python and SQLite, so its times scale roughly with
+    this number; it lets runs on different machines be compared (a machine twice as slow gives
+    twice the gauge).
+    """
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for number in range(2_000_000):
+            total += number
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from passageway.builtin.storage import MIGRATIONS, SqliteStore
+from passageway.builtin.storage import MIGRATIONS, SqliteStore, _similarities
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
@@ -134,6 +134,28 @@ async def test_vector_search_returns_the_nearest_passages_with_their_cosine(stor
     expected = toy_vectors([passages_for(entries[0])[0].embedding_input], DIM)[0]
     assert hits[0].similarity == pytest.approx(float(expected @ vector), abs=1e-5)
     assert hits[0].title == "Tesla" and hits[0].heading == "Section 0" and hits[0].source == "notes"
+
+
+async def test_every_keyword_candidate_gets_its_own_cosine(store):
+    entries = [doc(name, name.title(), f"the mill by the river {name}")
+               for name in ("alpha", "beta", "gamma")]
+    await store.apply([update_for(entry) for entry in entries], [])
+    vector = question_vector("mill river")
+    hits = await store.keyword_search("mill river", vector, 5)
+    assert sorted(hit.item_id for hit in hits) == ["alpha", "beta", "gamma"]
+    by_id = {entry.id: entry for entry in entries}
+    for hit in hits:
+        stored = toy_vectors([passages_for(by_id[hit.item_id])[0].embedding_input], DIM)[0]
+        assert hit.similarity == pytest.approx(float(stored @ vector), abs=1e-5)
+
+
+def test_similarities_give_zero_for_a_missing_or_foreign_vector():
+    vector = np.array([0.6, 0.8], dtype=np.float32)
+    same = np.array([1.0, 0.0], dtype="<f4").tobytes()
+    other = np.array([1.0, 0.0, 0.0], dtype="<f4").tobytes()
+    assert _similarities([same, same], vector) == pytest.approx([0.6, 0.6])
+    assert _similarities([same, other, None], vector) == pytest.approx([0.6, 0.0, 0.0])
+    assert _similarities([], vector) == []
 
 
 async def test_keyword_candidates_carry_the_cosine_and_bm25(store):
