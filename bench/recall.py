@@ -199,7 +199,7 @@ def bench_kernel_class() -> Any:
     return BenchKernel
 
 
-async def corpus_part(rounds: int, load_count: int, compare_calls: bool = False) -> list[str]:
+async def corpus_part(rounds: int, load_count: int) -> list[str]:
     from passageway.kernel.plugins import build_plugin_manager
     from passageway.kernel.server import build_app
 
@@ -242,8 +242,6 @@ async def corpus_part(rounds: int, load_count: int, compare_calls: bool = False)
                 f"({ms(recall_p50 - embed_p50)} ms).",
                 "",
             ]
-            if compare_calls:
-                lines += await compare_store_calls(kernel, asked, rounds)
 
             from aiohttp import web
 
@@ -286,52 +284,6 @@ async def corpus_part(rounds: int, load_count: int, compare_calls: bool = False)
                 "",
             ]
     return lines
-
-
-CALL_MODES = (("one call", 10**12), ("side by side", 0))
-"""``SqliteStore.one_call_limit`` values: both searches in one reader call, or in two at once."""
-
-
-async def compare_store_calls(kernel: Any, asked: list[str], rounds: int) -> list[str]:
-    """Recall minus embedding with each store's two searches in one reader call and side by side,
-    the two ways taking turns round by round."""
-    stores = [source.store for source in kernel.sources.values()]
-    default = [store.one_call_limit for store in stores]
-    added: dict[str, list[float]] = {name: [] for name, _ in CALL_MODES}
-    try:
-        for _ in range(rounds):
-            for name, limit in CALL_MODES:
-                for store in stores:
-                    store.one_call_limit = limit
-                log(f"in-process, searches {name} ...")
-                times = await side_by_side(kernel, asked, 1)
-                added[name] += [whole - bare for whole, bare in zip(times["recall"], times["embed"],
-                                                                     strict=True)]
-    finally:
-        for store, limit in zip(stores, default, strict=True):
-            store.one_call_limit = limit
-    lines = ["| A store's two searches | recall minus embedding, per question, p50 ms | p95 ms |",
-             "| --- | ---: | ---: |"]
-    lines += [f"| {name} | {ms(percentile(added[name], 0.5))} | {ms(percentile(added[name], 0.95))} |"
-              for name, _ in CALL_MODES]
-    return [*lines, ""]
-
-
-async def compare_scale_calls(store: Any, asked: list[tuple[str, np.ndarray]], dim: int, size: int
-                              ) -> list[str]:
-    """Recall on a synthetic index with the two searches in one reader call and side by side."""
-    default = store.one_call_limit
-    results: dict[str, list[float]] = {name: [] for name, _ in CALL_MODES}
-    try:
-        for _ in range(2):
-            for name, limit in CALL_MODES:
-                store.one_call_limit = limit
-                log(f"  {size:,} passages, searches {name} ...")
-                results[name] += (await measure_scale(store, asked, dim))["recall"]
-    finally:
-        store.one_call_limit = default
-    return [f"| {size:,} passages | {name} | {ms(percentile(results[name], 0.5))} | "
-            f"{ms(percentile(results[name], 0.95))} |" for name, _ in CALL_MODES]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,8 +439,7 @@ async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: in
 
 
 async def scale_part(
-    sizes: Sequence[int], queries: int, keep: Path | None, budgets: Sequence[int], dim: int = 384,
-    compare_calls: bool = False,
+    sizes: Sequence[int], queries: int, keep: Path | None, budgets: Sequence[int], dim: int = 384
 ) -> list[str]:
     rng = random.Random(11)
     vocabulary = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
@@ -497,7 +448,6 @@ async def scale_part(
              "| target p95 | answered |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     sweeps: list[str] = []
-    calls: list[str] = []
     for size in sizes:
         with contextlib.ExitStack() as stack:
             if keep is None:
@@ -522,14 +472,7 @@ async def scale_part(
             )
             if budgets:
                 sweeps += await budget_sweep(store, asked, dim, size, budgets)
-            if compare_calls:
-                calls += await compare_scale_calls(store, asked, dim, size)
             await store.close()
-    if calls:
-        sweeps += ["A store's two searches in one reader call or side by side (recall per question, "
-                   "two turns of each):", "",
-                   "| Synthetic index | searches | recall p50 ms | recall p95 ms |",
-                   "| --- | --- | ---: | ---: |", *calls, ""]
     return lines + (["", *sweeps] if sweeps else [])
 
 
@@ -587,8 +530,6 @@ def main() -> int:
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
     parser.add_argument("--budget-sweep", default="", metavar="N,N,...",
                         help="also time each synthetic index with these keyword row budgets (0 = none)")
-    parser.add_argument("--compare-calls", action="store_true",
-                        help="also time a store's two searches in one reader call against side by side")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep the synthetic indexes in DIR and reuse them on the next run")
     args = parser.parse_args()
@@ -605,12 +546,11 @@ def main() -> int:
         "",
     ]
     if not args.skip_corpus:
-        lines += asyncio.run(corpus_part(args.rounds, args.load_notes, args.compare_calls))
+        lines += asyncio.run(corpus_part(args.rounds, args.load_notes))
     sizes = [int(size) for size in args.scale.split(",") if size.strip() and int(size) > 0]
     if sizes:
         budgets = [int(budget) for budget in args.budget_sweep.split(",") if budget.strip()]
-        lines += asyncio.run(scale_part(sizes, args.scale_queries, args.keep, budgets,
-                                        compare_calls=args.compare_calls))
+        lines += asyncio.run(scale_part(sizes, args.scale_queries, args.keep, budgets))
     lines.append(f"Load average (1 min) before the run {load_before:.2f}, after {os.getloadavg()[0]:.2f}.")
     print("\n".join(lines))
     return 0

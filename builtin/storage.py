@@ -69,11 +69,6 @@ EXACT_LIMIT = 20000
 """Up to this many vectors, vector search compares the question with every vector (exact); above,
 it walks usearch's HNSW graph."""
 
-ONE_CALL_LIMIT = EXACT_LIMIT
-"""Up to this many passages, :meth:`SqliteStore.search` runs a question's keyword and vector
-searches one after the other in one reader call; above, side by side in the two reader threads
-(see docs/performance.md, "Recall")."""
-
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: the first schema
     (
@@ -127,7 +122,6 @@ class SqliteStore:
         self._fts_tokenizer = fts_tokenizer
         self._prefix_queries = prefix_queries
         self.keyword_row_budget = KEYWORD_ROW_BUDGET if keyword_row_budget is None else keyword_row_budget
-        self.one_call_limit = ONE_CALL_LIMIT  # bench/recall.py --compare-calls sets it between runs
         self._writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-write")
         # Two readers, so that a question's keyword and vector searches run side by side.
         self._reader_thread = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"store-{source}-read")
@@ -548,41 +542,6 @@ class SqliteStore:
         question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         return await self._read(self._keyword_search, terms, question_vector, limit)
 
-    async def search(self, question: str, vector: np.ndarray, limit: int
-                     ) -> tuple[list[Candidate], list[Candidate]]:
-        """The keyword and the vector candidates of one question.
-
-        On a small index both searches take less than handing work to a thread and back, so they
-        run one after the other in one reader call; on a large one the keyword search can take
-        tens of milliseconds, so the two run side by side in the two reader threads.
-        """
-        if limit <= 0:
-            return [], []
-        question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
-        terms = match_terms(question, prefix=self._prefix_queries)
-        held = self._vectors_held()
-        if held is not None and held > self.one_call_limit:
-            keyword, by_vector = await asyncio.gather(
-                self._read(self._keyword_search, terms, question_vector, limit) if terms else _nothing(),
-                self._read(self._vector_search, question_vector, limit),
-            )
-            return keyword, by_vector
-        return await self._read(self._search_both, terms, question_vector, limit)
-
-    def _search_both(self, terms: list[str], vector: np.ndarray, limit: int
-                     ) -> tuple[list[Candidate], list[Candidate]]:
-        keyword = self._keyword_search(terms, vector, limit) if terms else []
-        return keyword, self._vector_search(vector, limit)
-
-    def _vectors_held(self) -> int | None:
-        """How many vectors the index holds in memory, or None while it has none (no SQL)."""
-        with self._index_lock:
-            if self._flat is not None:
-                return len(self._flat[0])
-            if self._index is not None:
-                return len(self._index)
-        return None
-
     def _budgeted_query(self, terms: list[str]) -> str | None:
         """The ``MATCH`` expression for ``terms`` within :data:`KEYWORD_ROW_BUDGET`, or None.
 
@@ -615,9 +574,11 @@ class SqliteStore:
     def _passage_count(self) -> int:
         """How many passages the index holds, from the vectors in memory (no SQL: this runs before
         every keyword search); the database's count while no embedder is recorded."""
-        held = self._vectors_held()
-        if held is not None:
-            return held
+        with self._index_lock:
+            if self._flat is not None:
+                return len(self._flat[0])
+            if self._index is not None:
+                return len(self._index)
         return int(self._r().execute("SELECT count(*) FROM passages").fetchone()[0])
 
     def _keyword_search(self, terms: list[str], vector: np.ndarray, limit: int) -> list[Candidate]:
@@ -754,10 +715,6 @@ class SqliteStore:
 def _strings(stored: str) -> tuple[str, ...]:
     """A JSON list of strings from the items table as a tuple (most are empty: no parsing)."""
     return () if stored == "[]" else tuple(json.loads(stored))
-
-
-async def _nothing() -> list[Candidate]:
-    return []
 
 
 def _similarities(blobs: Sequence[bytes | None], vector: np.ndarray) -> list[float]:

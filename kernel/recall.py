@@ -153,10 +153,7 @@ def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:
 
 
 async def _ask(store: Store, query: str, vector: np.ndarray) -> tuple[list[Candidate], list[Candidate]]:
-    search = getattr(store, "search", None)  # optional: both lists in one call (kernel/store.py)
-    if search is not None:
-        keyword, by_vector = await search(query, vector, CANDIDATES)
-    elif query:
+    if query:
         keyword, by_vector = await asyncio.gather(
             store.keyword_search(query, vector, CANDIDATES), store.vector_search(vector, CANDIDATES)
         )

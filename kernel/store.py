@@ -104,11 +104,6 @@ class Store(Protocol):
 
     async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]: ...
 
-    # A store may also offer ``search(question, vector, limit)``, returning the keyword and the
-    # vector candidates of one question as a pair; recall then calls it instead of the two
-    # methods above (see :func:`passageway.kernel.recall.gather_candidates`). It lets a store
-    # answer both in one hand-over to its thread, which costs less than two on a small index.
-
     async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
         """The stored items among ``item_ids`` (for related links); unknown ids are left out."""
         ...

@@ -14,7 +14,6 @@ from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.recall import (
     BUDGET_TOKENS,
-    CANDIDATES,
     NOTHING,
     Gate,
     approx_tokens,
@@ -365,33 +364,6 @@ async def test_the_keyword_search_gets_content_words_only():
     await recall("was ist das?", [store], ToyEmbedder(), FusionRanker())
     assert len(store.keyword_questions) == 1  # nothing left to search for by keywords
     assert keyword_query("What is the Gini coefficient?") == "gini coefficient"
-
-
-class OneCallStore(RecordingStore):
-    """Offers the optional ``search``; the two separate searches must then not be used."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[tuple[str, int]] = []
-
-    async def search(self, question, vector, limit):
-        self.calls.append((question, limit))
-        return [], [Candidate("recording", 1, "a", "A", "u", None, "text", 0.99, 0)]
-
-    async def keyword_search(self, question, vector, limit):
-        raise AssertionError("recall must use search() when a store offers it")
-
-    vector_search = keyword_search
-
-
-async def test_a_store_with_search_is_asked_once_per_question():
-    store = OneCallStore()
-    answer = await recall("Wann wurde die Universität gegründet?", [store], ToyEmbedder(), FusionRanker())
-    assert store.calls == [("universitat gegrundet", CANDIDATES)]
-    assert [hit.item_id for hit in answer.hits] == ["a"]
-    # a question of stopwords only still asks, with an empty keyword query
-    await recall("was ist das?", [store], ToyEmbedder(), FusionRanker())
-    assert store.calls[-1] == ("", CANDIDATES)
 
 
 def make(source: str, key: int, similarity: float, keyword_score: float = 0.0) -> Candidate:

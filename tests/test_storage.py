@@ -149,22 +149,6 @@ async def test_every_keyword_candidate_gets_its_own_cosine(store):
         assert hit.similarity == pytest.approx(float(stored @ vector), abs=1e-5)
 
 
-@pytest.mark.parametrize("one_call_limit", [10**9, 0], ids=["one call", "side by side"])
-async def test_search_returns_what_the_two_searches_return(store, one_call_limit):
-    entries = [doc("a", "Engines", "The steam engine drove the mill."),
-               doc("b", "Mills", "The mill by the river ground flour."), doc("c", "Roses", "Roses need sun.")]
-    await store.apply([update_for(entry) for entry in entries], [])
-    store.one_call_limit = one_call_limit
-    vector = question_vector("steam mill")
-    keyword, by_vector = await store.search("steam mill", vector, 2)
-    assert keyword == await store.keyword_search("steam mill", vector, 2)
-    assert by_vector == await store.vector_search(vector, 2)
-    assert {hit.item_id for hit in keyword} == {"a", "b"} and len(by_vector) == 2
-    nothing, by_vector_alone = await store.search("", vector, 2)  # no keyword query: vectors only
-    assert nothing == [] and by_vector_alone == by_vector
-    assert await store.search("steam mill", vector, 0) == ([], [])
-
-
 def test_similarities_give_zero_for_a_missing_or_foreign_vector():
     vector = np.array([0.6, 0.8], dtype=np.float32)
     same = np.array([1.0, 0.0], dtype="<f4").tobytes()
