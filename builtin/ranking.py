@@ -49,7 +49,7 @@ import numpy as np
 
 from passageway import hookimpl
 from passageway.kernel.recall import MAX_HITS, Gate, Ranked
-from passageway.kernel.stopwords import content_words, language_of, words
+from passageway.kernel.stopwords import content_words, language_of, language_of_words, words
 from passageway.kernel.store import Candidate
 
 REFERENCE_RANK = 9
@@ -248,8 +248,8 @@ class FusionRanker:
 @functools.lru_cache(maxsize=8192)
 def _read(title: str, heading: str, text: str) -> tuple[frozenset[str], str | None]:
     """A passage's words and language; cached, because the same passages come back often."""
-    joined = f"{title} {heading} {text}"
-    return frozenset(words(joined)), language_of(joined)
+    folded = words(f"{title} {heading} {text}")  # split once for both
+    return frozenset(folded), language_of_words(folded)
 
 
 def best_per_item(scored: Sequence[Scored]) -> list[Scored]:

@@ -88,18 +88,30 @@ def language_of(text: str) -> str | None:
     Crude on purpose: it only has to tell an English from a German question or passage, which
     the function words do reliably from about five words on.
     """
-    english = german = 0
-    for word in words(text):
-        english += word in _ONLY_ENGLISH
-        german += word in _ONLY_GERMAN
+    return language_of_words(words(text))
+
+
+def language_of_words(folded: Iterable[str]) -> str | None:
+    """:func:`language_of` for a text already split by :func:`words` (to split it only once)."""
+    if not isinstance(folded, list | tuple):
+        folded = list(folded)
+    english = sum(map(_ONLY_ENGLISH.__contains__, folded))
+    german = sum(map(_ONLY_GERMAN.__contains__, folded))
     if english == german:
         return None
     return "en" if english > german else "de"
 
 
 def words(text: str) -> list[str]:
-    """Every word of ``text``, folded, in order (repeats kept)."""
-    return [fold(token) for token in _WORD.findall(text)]
+    """Every word of ``text``, folded, in order (repeats kept).
+
+    ASCII text needs no accent stripping, and lower-casing it whole gives the same words as
+    folding them one by one, several times faster (recall splits about a hundred candidate
+    passages a question).
+    """
+    if text.isascii():
+        return _WORD.findall(text.lower())
+    return list(map(fold, _WORD.findall(text)))
 
 
 def content_words(text: str) -> list[str]:

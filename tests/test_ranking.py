@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
 from passageway.builtin.ranking import FusionRanker, unknown_words
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.recall import Gate, Ranker
-from passageway.kernel.stopwords import content_words, language_of, matched_words
+from passageway.kernel.stopwords import (
+    content_words,
+    fold,
+    language_of,
+    language_of_words,
+    matched_words,
+    words,
+)
 from passageway.kernel.store import Candidate
 
 VECTOR = np.zeros(4, dtype=np.float32)
@@ -79,6 +88,25 @@ def test_language_of_tells_english_from_german_by_function_words():
     assert language_of("When was the university founded and by whom?") == "en"
     assert language_of("Wann wurde die Universität gegründet und von wem?") == "de"
     assert language_of("Chicago 1890") is None
+
+
+@pytest.mark.parametrize("text", [
+    "The Amazon RAINFOREST, 5,500,000 km2 (in 1991) - snake_case and CamelCase.",
+    "Die Universität von Chicago wurde 1890 gegründet; Straße, Ärger, café, İstanbul, ﬁne, x²",
+    "",
+    "   ",
+])
+def test_words_split_and_fold_ascii_and_other_text_alike(text):
+    # the ASCII fast path must give what folding word by word gives
+    expected = [fold(token) for token in re.findall(r"\w+", text)]
+    assert words(text) == expected
+
+
+def test_language_of_words_agrees_with_language_of():
+    for text in ("When was the university founded and by whom?",
+                 "Wann wurde die Universität gegründet und von wem?", "Chicago 1890"):
+        assert language_of_words(words(text)) == language_of(text)
+        assert language_of_words(iter(words(text))) == language_of(text)
 
 
 def test_unknown_words_accept_a_six_letter_prefix_but_not_a_short_one():
