@@ -553,8 +553,8 @@ class SqliteStore:
         of at most the budget's number of passages cannot exceed it and is searched whole.
         """
         budget = self.keyword_row_budget
-        connection = self._r()
         if budget and self._passage_count() > budget:
+            connection = self._r()
             count_sql = (
                 "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)"
             )
@@ -720,10 +720,10 @@ def _strings(stored: str) -> tuple[str, ...]:
 def _similarities(blobs: Sequence[bytes | None], vector: np.ndarray) -> list[float]:
     """The cosine of ``vector`` with each stored unit vector (0.0 where one is missing or has
     another dimension), in one matrix product instead of one per passage."""
+    if not blobs:
+        return []
     width = vector.shape[0] * 4
     if all(blob is not None and len(blob) == width for blob in blobs):
-        if not blobs:
-            return []
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)  # type: ignore[arg-type]
         return (matrix @ vector).tolist()
     return [

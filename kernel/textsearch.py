@@ -5,10 +5,10 @@ The builtin store indexes passages with SQLite FTS5's ``unicode61`` tokenizer wi
 stored and queried as ``ss``, so ``Straße`` and ``strasse`` (Swiss spelling, or a question folded
 with ``str.casefold``) find each other. That tokenizer treats a run of Chinese or Japanese
 characters as one long word, which would make CJK text unfindable by any shorter query, so
-:func:`index_text` puts a space between CJK characters and :func:`match_query` asks for the
+:func:`index_text` puts a space between CJK characters and :func:`match_terms` asks for the
 question's CJK runs as phrases of two characters.
 
-A question is never passed to FTS5 as written: :func:`match_query` keeps only its words and
+A question is never passed to FTS5 as written: :func:`match_terms` keeps only its words and
 quotes each one, so quotes, ``AND``, ``NEAR(``, ``*``, ``-``, ``:`` or parentheses in a question
 are plain text and can never be an FTS5 syntax error.
 """
@@ -94,12 +94,3 @@ def match_terms(question: str, prefix: bool = False) -> list[str]:
         else:
             parts.append(_quote(term))
     return parts
-
-
-def match_query(question: str, prefix: bool = False) -> str | None:
-    """An FTS5 ``MATCH`` expression for a question, or None when it has no searchable word.
-
-    The terms of :func:`match_terms` joined with ``OR``, so BM25 ranks the passages that hold
-    more and rarer terms first.
-    """
-    return " OR ".join(match_terms(question, prefix)) or None
