@@ -199,7 +199,7 @@ def bench_kernel_class() -> Any:
     return BenchKernel
 
 
-async def corpus_part(rounds: int, load_count: int) -> list[str]:
+async def corpus_part(rounds: int, load_count: int, compare_gather: bool = False) -> list[str]:
     from passageway.kernel.plugins import build_plugin_manager
     from passageway.kernel.server import build_app
 
@@ -242,6 +242,12 @@ async def corpus_part(rounds: int, load_count: int) -> list[str]:
                 f"({ms(recall_p50 - embed_p50)} ms).",
                 "",
             ]
+            if compare_gather:
+                log("asking the stores: one hand-over against two per store ...")
+                vectors = [(question, await kernel.embedder.embed([question], "query")) for question in asked]
+                stores = [source.store for source in kernel.sources.values()]
+                lines += [*GATHER_HEADER, gather_rows("sample corpus", stores, await compare_gather_ways(
+                    stores, vectors * rounds)), ""]
 
             from aiohttp import web
 
@@ -284,6 +290,53 @@ async def corpus_part(rounds: int, load_count: int) -> list[str]:
                 "",
             ]
     return lines
+
+
+GATHER_HEADER = (
+    "Asking the stores for a question's candidates (`gather_candidates`, the question's vector "
+    "given), the two ways taking turns question by question:",
+    "",
+    "| Index | one hand-over for all stores p50 / p95 ms | two hand-overs per store p50 / p95 ms |",
+    "| --- | ---: | ---: |",
+)
+
+
+async def _two_hand_overs_per_store(question: str, vector: np.ndarray, stores: Sequence[Any]) -> None:
+    """The way recall asked before ``Store.search``: each store's async keyword and vector
+    searches, each one hand-over to the store's reader threads, all at once."""
+    from passageway.kernel.recall import CANDIDATES, keyword_query
+
+    query = keyword_query(question)
+
+    async def ask(store: Any) -> Any:
+        if not query:
+            return [], await store.vector_search(vector, CANDIDATES)
+        return await asyncio.gather(store.keyword_search(query, vector, CANDIDATES),
+                                    store.vector_search(vector, CANDIDATES))
+
+    await asyncio.gather(*(ask(store) for store in stores))
+
+
+async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, Any]]
+                              ) -> dict[str, list[float]]:
+    from passageway.kernel.recall import gather_candidates
+
+    times: dict[str, list[float]] = {"one": [], "two": []}
+    for question, given in asked:
+        vector = np.asarray(given, dtype=np.float32).reshape(-1)
+        started = time.perf_counter()
+        await gather_candidates(question, vector, stores)
+        times["one"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        await _two_hand_overs_per_store(question, vector, stores)
+        times["two"].append(time.perf_counter() - started)
+    return times
+
+
+def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[float]]) -> str:
+    one, two = times["one"], times["two"]
+    return (f"| {name} ({len(stores)} stores, {len(one)} questions) | {ms(percentile(one, 0.5))} / "
+            f"{ms(percentile(one, 0.95))} | {ms(percentile(two, 0.5))} / {ms(percentile(two, 0.95))} |")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,7 +492,8 @@ async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: in
 
 
 async def scale_part(
-    sizes: Sequence[int], queries: int, keep: Path | None, budgets: Sequence[int], dim: int = 384
+    sizes: Sequence[int], queries: int, keep: Path | None, budgets: Sequence[int], dim: int = 384,
+    compare_gather: bool = False,
 ) -> list[str]:
     rng = random.Random(11)
     vocabulary = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
@@ -448,6 +502,7 @@ async def scale_part(
              "| target p95 | answered |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     sweeps: list[str] = []
+    gathers: list[str] = []
     for size in sizes:
         with contextlib.ExitStack() as stack:
             if keep is None:
@@ -472,7 +527,13 @@ async def scale_part(
             )
             if budgets:
                 sweeps += await budget_sweep(store, asked, dim, size, budgets)
+            if compare_gather:
+                log(f"  {size:,} passages: one hand-over against two ...")
+                gathers.append(gather_rows(f"{size:,} passages", [store],
+                                           await compare_gather_ways([store], asked)))
             await store.close()
+    if gathers:
+        sweeps += [*GATHER_HEADER, *gathers, ""]
     return lines + (["", *sweeps] if sweeps else [])
 
 
@@ -530,6 +591,8 @@ def main() -> int:
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
     parser.add_argument("--budget-sweep", default="", metavar="N,N,...",
                         help="also time each synthetic index with these keyword row budgets (0 = none)")
+    parser.add_argument("--compare-gather", action="store_true",
+                        help="also time asking the stores in one hand-over against two per store")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep the synthetic indexes in DIR and reuse them on the next run")
     args = parser.parse_args()
@@ -546,11 +609,12 @@ def main() -> int:
         "",
     ]
     if not args.skip_corpus:
-        lines += asyncio.run(corpus_part(args.rounds, args.load_notes))
+        lines += asyncio.run(corpus_part(args.rounds, args.load_notes, args.compare_gather))
     sizes = [int(size) for size in args.scale.split(",") if size.strip() and int(size) > 0]
     if sizes:
         budgets = [int(budget) for budget in args.budget_sweep.split(",") if budget.strip()]
-        lines += asyncio.run(scale_part(sizes, args.scale_queries, args.keep, budgets))
+        lines += asyncio.run(scale_part(sizes, args.scale_queries, args.keep, budgets,
+                                        compare_gather=args.compare_gather))
     lines.append(f"Load average (1 min) before the run {load_before:.2f}, after {os.getloadavg()[0]:.2f}.")
     print("\n".join(lines))
     return 0

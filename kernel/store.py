@@ -104,6 +104,18 @@ class Store(Protocol):
 
     async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]: ...
 
+    def search(self, question: str, vector: np.ndarray, limit: int
+               ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both searches at once, blocking: the ``limit`` best passages by keywords and by vector
+        (an empty ``question`` means no keyword search: the first list is then empty).
+
+        Recall calls this for every store, one after the other, from a single worker thread, so
+        that a question costs one thread hand-over rather than two per store. So it must be safe
+        to call from any thread, also while the store is written to, and must not touch the
+        event loop. After ``close`` it raises ``StoreError``.
+        """
+        ...
+
     async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
         """The stored items among ``item_ids`` (for related links); unknown ids are left out."""
         ...

@@ -187,11 +187,8 @@ class FixedStore:
     def __init__(self, candidates):
         self.candidates = candidates
 
-    async def keyword_search(self, question, vector, limit):
-        return list(self.candidates)
-
-    async def vector_search(self, vector, limit):
-        return list(self.candidates)
+    def search(self, question, vector, limit):
+        return list(self.candidates), list(self.candidates)
 
     async def items(self, item_ids):
         return []
@@ -313,10 +310,7 @@ async def test_an_embedder_plugin_bug_also_raises_embedder_error(stores):
 class FailingStore:
     source = "broken"
 
-    async def keyword_search(self, question, vector, limit):
-        raise StoreError("disk on fire")
-
-    async def vector_search(self, vector, limit):
+    def search(self, question, vector, limit):
         raise StoreError("disk on fire")
 
     async def items(self, item_ids):
@@ -346,12 +340,9 @@ class RecordingStore:
     def __init__(self) -> None:
         self.keyword_questions: list[str] = []
 
-    async def keyword_search(self, question, vector, limit):
+    def search(self, question, vector, limit):
         self.keyword_questions.append(question)
-        return []
-
-    async def vector_search(self, vector, limit):
-        return []
+        return [], []
 
     async def items(self, item_ids):
         return [StoredItem(i, i, i) for i in item_ids]
@@ -362,7 +353,7 @@ async def test_the_keyword_search_gets_content_words_only():
     await recall("Wann wurde die Universität von Chicago gegründet?", [store], ToyEmbedder(), FusionRanker())
     assert store.keyword_questions == ["universitat chicago gegrundet"]
     await recall("was ist das?", [store], ToyEmbedder(), FusionRanker())
-    assert len(store.keyword_questions) == 1  # nothing left to search for by keywords
+    assert store.keyword_questions[1] == ""  # nothing left to search for by keywords
     assert keyword_query("What is the Gini coefficient?") == "gini coefficient"
 
 
@@ -391,7 +382,7 @@ def test_render_answer_lists_related_items():
 
 async def test_a_store_error_that_quotes_the_question_is_logged_without_it(caplog):
     class Echoing(FailingStore):
-        async def keyword_search(self, question, vector, limit):
+        def search(self, question, vector, limit):
             raise StoreError(f"fts5: syntax error near {question}")
 
     caplog.set_level(logging.DEBUG, logger="passageway.recall")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import subprocess
@@ -11,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from passageway.builtin.storage import MIGRATIONS, SqliteStore, _similarities
+from passageway.builtin.storage import MIGRATIONS, SIDE_BY_SIDE_FROM, SqliteStore, _similarities
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
@@ -147,6 +148,55 @@ async def test_every_keyword_candidate_gets_its_own_cosine(store):
     for hit in hits:
         stored = toy_vectors([passages_for(by_id[hit.item_id])[0].embedding_input], DIM)[0]
         assert hit.similarity == pytest.approx(float(stored @ vector), abs=1e-5)
+
+
+@pytest.mark.parametrize("side_by_side_from", [SIDE_BY_SIDE_FROM, 0])
+async def test_search_gives_both_lists_from_any_thread(store, monkeypatch, side_by_side_from):
+    # 0: even this small index runs its vector search in the store's reader thread meanwhile
+    monkeypatch.setattr("passageway.builtin.storage.SIDE_BY_SIDE_FROM", side_by_side_from)
+    entries = [doc(name, name.title(), f"the mill by the river {name}") for name in ("alpha", "beta")]
+    entries.append(doc("bread", "Bread", "flour water yeast salt oven"))
+    await store.apply([update_for(entry) for entry in entries], [])
+    vector = question_vector("mill river")
+    results: list[object] = []
+    thread = threading.Thread(target=lambda: results.append(store.search("mill river", vector, 5)))
+    thread.start()
+    thread.join()
+    keyword, by_vector = results[0]
+    assert keyword == await store.keyword_search("mill river", vector, 5)
+    assert by_vector == await store.vector_search(vector, 5)
+    assert len(keyword) == 2 and len(by_vector) == 3
+    # no words to search for: the vector list alone
+    assert store.search("", vector, 5) == ([], by_vector)
+    assert store.search("mill", vector, 0) == ([], [])
+
+
+async def test_close_waits_for_a_running_search_and_later_searches_fail(store, monkeypatch):
+    await store.apply([update_for(doc("alpha", "Alpha", "the mill by the river"))], [])
+    vector = question_vector("mill river")
+    entered, release = threading.Event(), threading.Event()
+    original = store._vector_search
+
+    def slow(*arguments):
+        entered.set()
+        release.wait(5)
+        return original(*arguments)
+
+    monkeypatch.setattr(store, "_vector_search", slow)
+    results: list[object] = []
+    thread = threading.Thread(target=lambda: results.append(store.search("mill", vector, 5)))
+    thread.start()
+    assert entered.wait(5)
+    closing = asyncio.ensure_future(store.close())
+    await asyncio.sleep(0.2)
+    assert not closing.done()  # the search still holds its connection
+    release.set()
+    await closing
+    thread.join()
+    keyword, by_vector = results[0]
+    assert [hit.item_id for hit in keyword] == [hit.item_id for hit in by_vector] == ["alpha"]
+    with pytest.raises(StoreError, match="closed"):
+        store.search("mill", vector, 5)
 
 
 def test_similarities_give_zero_for_a_missing_or_foreign_vector():
