@@ -246,8 +246,8 @@ async def corpus_part(rounds: int, load_count: int, compare_gather: bool = False
                 log("asking the stores: one hand-over against two per store ...")
                 vectors = [(question, await kernel.embedder.embed([question], "query")) for question in asked]
                 stores = [source.store for source in kernel.sources.values()]
-                lines += [*GATHER_HEADER, gather_rows("sample corpus", stores, await compare_gather_ways(
-                    stores, vectors * rounds)), ""]
+                compared = await compare_gather_ways(stores, vectors * rounds)
+                lines += [*GATHER_HEADER, await gather_rows("sample corpus", stores, compared), ""]
 
             from aiohttp import web
 
@@ -294,10 +294,16 @@ async def corpus_part(rounds: int, load_count: int, compare_gather: bool = False
 
 GATHER_HEADER = (
     "Asking the stores for a question's candidates (`gather_candidates`, the question's vector "
-    "given), the two ways taking turns question by question:",
+    "given) in three ways, taking turns question by question: one hand-over to recall's search "
+    "thread with each store's two searches one after the other there, the same with each store "
+    "running its vector search in its own reader thread meanwhile, and (the way before "
+    "`Store.search`) two hand-overs per store, to the store's reader threads, all at once. "
+    "\"Default\" is what recall does for that index (`SIDE_BY_SIDE_FROM` in "
+    "`builtin/storage.py`).",
     "",
-    "| Index | one hand-over for all stores p50 / p95 ms | two hand-overs per store p50 / p95 ms |",
-    "| --- | ---: | ---: |",
+    "| Index | one hand-over, one after the other p50 / p95 ms | one hand-over, side by side "
+    "p50 / p95 ms | two hand-overs per store p50 / p95 ms | default |",
+    "| --- | ---: | ---: | ---: | --- |",
 )
 
 
@@ -317,26 +323,43 @@ async def _two_hand_overs_per_store(question: str, vector: np.ndarray, stores: S
     await asyncio.gather(*(ask(store) for store in stores))
 
 
+GATHER_WAYS = ("one after the other", "side by side", "two hand-overs per store")
+
+
 async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, Any]]
                               ) -> dict[str, list[float]]:
+    """The time to ask ``stores`` in each of :data:`GATHER_WAYS`, taking turns question by
+    question (``SIDE_BY_SIDE_FROM`` is set out of reach, then to 0, and restored)."""
+    from passageway.builtin import storage
     from passageway.kernel.recall import gather_candidates
 
-    times: dict[str, list[float]] = {"one": [], "two": []}
-    for question, given in asked:
-        vector = np.asarray(given, dtype=np.float32).reshape(-1)
-        started = time.perf_counter()
-        await gather_candidates(question, vector, stores)
-        times["one"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        await _two_hand_overs_per_store(question, vector, stores)
-        times["two"].append(time.perf_counter() - started)
+    default = storage.SIDE_BY_SIDE_FROM
+    times: dict[str, list[float]] = {way: [] for way in GATHER_WAYS}
+    try:
+        for question, given in asked:
+            vector = np.asarray(given, dtype=np.float32).reshape(-1)
+            for way in GATHER_WAYS:
+                storage.SIDE_BY_SIDE_FROM = 0 if way == "side by side" else 1 << 62
+                started = time.perf_counter()
+                if way == "two hand-overs per store":
+                    await _two_hand_overs_per_store(question, vector, stores)
+                else:
+                    await gather_candidates(question, vector, stores)
+                times[way].append(time.perf_counter() - started)
+    finally:
+        storage.SIDE_BY_SIDE_FROM = default
     return times
 
 
-def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[float]]) -> str:
-    one, two = times["one"], times["two"]
-    return (f"| {name} ({len(stores)} stores, {len(one)} questions) | {ms(percentile(one, 0.5))} / "
-            f"{ms(percentile(one, 0.95))} | {ms(percentile(two, 0.5))} / {ms(percentile(two, 0.95))} |")
+async def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[float]]) -> str:
+    from passageway.builtin import storage
+
+    counts = [(await store.counts())[1] for store in stores]
+    default = "side by side" if all(count >= storage.SIDE_BY_SIDE_FROM for count in counts) else (
+        "one after the other" if all(count < storage.SIDE_BY_SIDE_FROM for count in counts) else "mixed")
+    cells = " | ".join(f"{ms(percentile(times[way], 0.5))} / {ms(percentile(times[way], 0.95))}"
+                       for way in GATHER_WAYS)
+    return f"| {name} ({len(stores)} stores, {len(times[GATHER_WAYS[0]])} questions) | {cells} | {default} |"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,7 +552,7 @@ async def scale_part(
                 sweeps += await budget_sweep(store, asked, dim, size, budgets)
             if compare_gather:
                 log(f"  {size:,} passages: one hand-over against two ...")
-                gathers.append(gather_rows(f"{size:,} passages", [store],
+                gathers.append(await gather_rows(f"{size:,} passages", [store],
                                            await compare_gather_ways([store], asked)))
             await store.close()
     if gathers:

@@ -65,11 +65,11 @@ KEYWORD_ROW_BUDGET = 50_000
 """At most this many matching rows are scored by BM25 per keyword search; see
 :meth:`SqliteStore._budgeted_query` and the sweep in docs/performance.md."""
 
-SIDE_BY_SIDE_FROM = 20_000
-"""Above this many passages, :meth:`SqliteStore.search` hands the vector search to the store's
-reader thread and runs the keyword search meanwhile: each then takes milliseconds, more than a
-hand-over costs (at 100,000 synthetic passages, recall p50 6.2 against 8.2 ms one after the other;
-on the sample corpus the single thread is faster)."""
+SIDE_BY_SIDE_FROM = 5_000
+"""From this many passages on, :meth:`SqliteStore.search` hands the vector search to the store's
+reader thread and runs the keyword search meanwhile: each then takes long enough to pay for the
+hand-over. Below, one thread doing both is as fast or faster. ``bench/recall.py --compare-gather``
+times both ways at each size (docs/performance.md, "Recall")."""
 
 EXACT_LIMIT = 20000
 """Up to this many vectors, vector search compares the question with every vector (exact); above,
@@ -634,7 +634,7 @@ class SqliteStore:
         try:
             if not terms:
                 return [], self._vector_search(question_vector, limit)
-            if self._passage_count() <= SIDE_BY_SIDE_FROM:
+            if self._passage_count() < SIDE_BY_SIDE_FROM:
                 return (self._keyword_search(terms, question_vector, limit),
                         self._vector_search(question_vector, limit))
             by_vector = self._reader_thread.submit(self._vector_search, question_vector, limit)

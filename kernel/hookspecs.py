@@ -55,6 +55,8 @@ def passageway_register_stores(register: Register) -> None:
         satisfying :class:`passageway.kernel.store.Store` for the index file ``path`` (one per
         source, ``<data dir>/<source>.db`` for the builtin ``sqlite`` backend) of the source named
         ``source``; the store records which embedder built it (``embedder()`` / ``reset()``).
+        Its ``search`` is blocking and called from recall's worker threads; everything else is
+        awaited on the event loop.
     :returns: nothing; every implementation is called (no result is collected).
 
     The kernel uses the store named ``sqlite`` unless a plugin registers another one and

@@ -155,10 +155,11 @@ def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:
 
 
 SEARCH_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-search")
-"""Where the stores' searches run: one hand-over per question for all stores together. Measured
-on the sample corpus (two stores), this took recall's own time from 3.0 to 1.9 ms at p50 against
-two hand-overs per store run side by side; SQLite work in threads of one process barely
-overlaps anyway. Four threads let concurrent questions proceed without a queue."""
+"""Where the stores' searches run: all stores one after the other in one thread, one hand-over a
+question. On the sample corpus (two stores) asking them took 2.1 ms at p50 this way against 2.8
+ms with two hand-overs per store side by side (``bench/recall.py --compare-gather``; numbers in
+docs/performance.md): SQLite queries of one process barely run in parallel here anyway. Four
+threads let concurrent questions go on without queueing behind one another."""
 
 
 def _search_all(stores: Sequence[Store], query: str, vector: np.ndarray
