@@ -359,7 +359,8 @@ async def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[fl
         "one after the other" if all(count < storage.SIDE_BY_SIDE_FROM for count in counts) else "mixed")
     cells = " | ".join(f"{ms(percentile(times[way], 0.5))} / {ms(percentile(times[way], 0.95))}"
                        for way in GATHER_WAYS)
-    return f"| {name} ({len(stores)} stores, {len(times[GATHER_WAYS[0]])} questions) | {cells} | {default} |"
+    stores_text = "1 store" if len(stores) == 1 else f"{len(stores)} stores"
+    return f"| {name} ({stores_text}, {len(times[GATHER_WAYS[0]])} questions) | {cells} | {default} |"
 
 
 # ---------------------------------------------------------------------------------------------
