@@ -297,13 +297,14 @@ GATHER_HEADER = (
     "given) in three ways, taking turns question by question: one hand-over to recall's search "
     "thread with each store's two searches one after the other there, the same with each store "
     "running its vector search in its own reader thread meanwhile, and (the way before "
-    "`Store.search`) two hand-overs per store, to the store's reader threads, all at once. "
-    "\"Default\" is what recall does for that index (`SIDE_BY_SIDE_FROM` in "
-    "`builtin/storage.py`).",
+    "`Store.search`) two hand-overs per store, to the store's reader threads, all at once; "
+    "then recall's way without the stores' row caches (`ROW_CACHE_LIMIT`). \"Default\" is what "
+    "recall does for that index (`SIDE_BY_SIDE_FROM` in `builtin/storage.py`).",
     "",
     "| Index | one hand-over, one after the other p50 / p95 ms | one hand-over, side by side "
-    "p50 / p95 ms | two hand-overs per store p50 / p95 ms | default |",
-    "| --- | ---: | ---: | ---: | --- |",
+    "p50 / p95 ms | two hand-overs per store p50 / p95 ms | default without row cache p50 / p95 ms "
+    "| default |",
+    "| --- | ---: | ---: | ---: | ---: | --- |",
 )
 
 
@@ -323,31 +324,39 @@ async def _two_hand_overs_per_store(question: str, vector: np.ndarray, stores: S
     await asyncio.gather(*(ask(store) for store in stores))
 
 
-GATHER_WAYS = ("one after the other", "side by side", "two hand-overs per store")
+GATHER_WAYS = ("one after the other", "side by side", "two hand-overs per store", "no row cache")
 
 
 async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, Any]]
                               ) -> dict[str, list[float]]:
     """The time to ask ``stores`` in each of :data:`GATHER_WAYS`, taking turns question by
-    question (``SIDE_BY_SIDE_FROM`` is set out of reach, then to 0, and restored)."""
+    question (``SIDE_BY_SIDE_FROM`` out of reach, then 0; the row caches set aside for the last)."""
     from passageway.builtin import storage
     from passageway.kernel.recall import gather_candidates
 
-    default = storage.SIDE_BY_SIDE_FROM
+    default, cache_limit = storage.SIDE_BY_SIDE_FROM, storage.ROW_CACHE_LIMIT
     times: dict[str, list[float]] = {way: [] for way in GATHER_WAYS}
     try:
         for question, given in asked:
             vector = np.asarray(given, dtype=np.float32).reshape(-1)
             for way in GATHER_WAYS:
-                storage.SIDE_BY_SIDE_FROM = 0 if way == "side by side" else 1 << 62
+                storage.SIDE_BY_SIDE_FROM = {"side by side": 0, "no row cache": default}.get(way, 1 << 62)
+                caches = [store._row_cache for store in stores]
+                if way == "no row cache":
+                    storage.ROW_CACHE_LIMIT = 0
+                    for store in stores:
+                        store._row_cache = {}
                 started = time.perf_counter()
                 if way == "two hand-overs per store":
                     await _two_hand_overs_per_store(question, vector, stores)
                 else:
                     await gather_candidates(question, vector, stores)
                 times[way].append(time.perf_counter() - started)
+                storage.ROW_CACHE_LIMIT = cache_limit
+                for store, cache in zip(stores, caches, strict=True):
+                    store._row_cache = cache
     finally:
-        storage.SIDE_BY_SIDE_FROM = default
+        storage.SIDE_BY_SIDE_FROM, storage.ROW_CACHE_LIMIT = default, cache_limit
     return times
 
 

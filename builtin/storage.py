@@ -29,13 +29,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,6 +71,13 @@ SIDE_BY_SIDE_FROM = 5_000
 reader thread and runs the keyword search meanwhile: each then takes long enough to pay for the
 hand-over. Below, one thread doing both is as fast or faster. ``bench/recall.py --compare-gather``
 times both ways at each size (docs/performance.md, "Recall")."""
+
+ROW_CACHE_LIMIT = 10_000
+"""How many passages' rows (with their item's columns) a store keeps in memory for vector hits, so
+that a small index answers a vector search without SQL (on the sample corpus that SQL took most of
+a vector search: see docs/performance.md, "Recall"). A passage's row never changes while its key
+exists, because an updated item's passages are deleted and stored again under new keys (keys are
+never reused), so the cache only has to drop deleted keys; once full, it takes no more rows."""
 
 EXACT_LIMIT = 20000
 """Up to this many vectors, vector search compares the question with every vector (exact); above,
@@ -146,6 +154,9 @@ class SqliteStore:
         self._flat: tuple[np.ndarray, np.ndarray] | None = None
         self._graph_build: asyncio.Future[None] | None = None
         self._stop_graph_build = False
+        # Vector hits' rows by passage key; see ROW_CACHE_LIMIT.
+        self._row_cache: dict[int, tuple[Any, ...]] = {}
+        self._row_cache_lock = threading.Lock()
         # Searches run in recall's threads too (see search); close waits for them to finish.
         self._searches = threading.Condition()
         self._running_searches = 0
@@ -287,6 +298,7 @@ class SqliteStore:
             self._index = self._new_index(dim)
             self._flat = None
             self._dim = dim
+        self._forget_rows(None)
         self.vector_path.unlink(missing_ok=True)
         self._unsaved = True
 
@@ -391,6 +403,7 @@ class SqliteStore:
                     self._index.remove(np.array(present, dtype=np.uint64))
                 if added_keys:
                     self._index.add(np.array(added_keys, dtype=np.uint64), np.vstack(added_vectors))
+        self._forget_rows(removed)
         self._unsaved = True
         if time.monotonic() - self._last_save > SAVE_INTERVAL_SECONDS:
             self._save_vector_index()
@@ -675,20 +688,46 @@ class SqliteStore:
             return []
         if not keys:
             return []
-        marks = ",".join("?" * len(keys))
-        rows = {
-            row[0]: row
-            for row in self._r().execute(
-                f"SELECT {self._COLUMNS} FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
-                f"WHERE p.key IN ({marks})", keys,
-            )
-        }
+        rows = self._rows_of(keys)
         candidates = []
         for key, distance in zip(keys, distances, strict=True):
             row = rows.get(key)
             if row is not None:  # deleted since the search: skip it
                 candidates.append(self._candidate(row, len(candidates), 0.0, 1.0 - distance))
         return candidates
+
+    def _rows_of(self, keys: list[int]) -> dict[int, tuple[Any, ...]]:
+        """The candidate rows of the passages ``keys`` that still exist, from the row cache where
+        it has them and from the database for the rest (which then join the cache while there is
+        room; see :data:`ROW_CACHE_LIMIT`)."""
+        cache = self._row_cache
+        rows = {key: cache[key] for key in keys if key in cache}
+        missing = [key for key in keys if key not in rows]
+        if not missing:
+            return rows
+        marks = ",".join("?" * len(missing))
+        fetched = {
+            row[0]: tuple(row)
+            for row in self._r().execute(
+                f"SELECT {self._COLUMNS} FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
+                f"WHERE p.key IN ({marks})", missing,
+            )
+        }
+        rows.update(fetched)
+        with self._row_cache_lock:
+            room = ROW_CACHE_LIMIT - len(cache)
+            for key, row in itertools.islice(fetched.items(), max(room, 0)):
+                cache[key] = row
+        return rows
+
+    def _forget_rows(self, keys: Iterable[int] | None) -> None:
+        """Drop deleted passages from the row cache (all of it for None)."""
+        with self._row_cache_lock:
+            if keys is None:
+                self._row_cache.clear()
+            else:
+                for key in keys:
+                    self._row_cache.pop(key, None)
 
     async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
         wanted = list(dict.fromkeys(item_ids))

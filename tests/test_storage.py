@@ -199,6 +199,35 @@ async def test_close_waits_for_a_running_search_and_later_searches_fail(store, m
         store.search("mill", vector, 5)
 
 
+async def test_vector_hits_come_from_the_row_cache_and_follow_updates(store):
+    await store.apply([update_for(doc("tesla", "Tesla", "alternating current induction motor")),
+                       update_for(doc("bread", "Bread", "flour water yeast salt oven"))], [])
+    vector = question_vector("induction motor current")
+    first = await store.vector_search(vector, 2)
+    assert set(store._row_cache) == {hit.passage_key for hit in first}
+    assert await store.vector_search(vector, 2) == first  # the second time from the cache
+    # an update stores the item's passages under new keys; the old rows leave the cache
+    await store.apply([update_for(doc("tesla", "Nikola Tesla", "alternating current induction motor"))], [])
+    updated = await store.vector_search(vector, 2)
+    assert updated[0].title == "Nikola Tesla"
+    assert first[0].passage_key not in store._row_cache
+    await store.apply([], ["bread"])
+    assert [hit.item_id for hit in await store.vector_search(vector, 2)] == ["tesla"]
+    assert set(store._row_cache) == {updated[0].passage_key}
+    await store.reset("toy-hash-64", DIM)
+    assert store._row_cache == {} and await store.vector_search(vector, 2) == []
+
+
+async def test_a_full_row_cache_changes_no_result(store, monkeypatch):
+    entries = [doc(f"n{number}", f"Note {number}", f"mill river wheel {number}") for number in range(6)]
+    await store.apply([update_for(entry) for entry in entries], [])
+    vector = question_vector("mill river wheel")
+    monkeypatch.setattr("passageway.builtin.storage.ROW_CACHE_LIMIT", 2)
+    hits = await store.vector_search(vector, 6)
+    assert len(store._row_cache) == 2 and len(hits) == 6
+    assert await store.vector_search(vector, 6) == hits
+
+
 def test_similarities_give_zero_for_a_missing_or_foreign_vector():
     vector = np.array([0.6, 0.8], dtype=np.float32)
     same = np.array([1.0, 0.0], dtype="<f4").tobytes()
