@@ -66,11 +66,11 @@ KEYWORD_ROW_BUDGET = 50_000
 """At most this many matching rows are scored by BM25 per keyword search; see
 :meth:`SqliteStore._budgeted_query` and the sweep in docs/performance.md."""
 
-SIDE_BY_SIDE_FROM = 5_000
+SIDE_BY_SIDE_FROM = 2_000
 """From this many passages on, :meth:`SqliteStore.search` hands the vector search to the store's
-reader thread and runs the keyword search meanwhile: each then takes long enough to pay for the
-hand-over. Below, one thread doing both is as fast or faster. ``bench/recall.py --compare-gather``
-times both ways at each size (docs/performance.md, "Recall")."""
+reader thread and runs the keyword search meanwhile. In ``bench/recall.py --compare-gather``
+(docs/performance.md, "Recall") that was as fast or faster from 2,000 passages on, and made no
+difference at 500 or on the sample corpus' stores of about 100, where it only adds hand-overs."""
 
 ROW_CACHE_LIMIT = 10_000
 """How many passages' rows (with their item's columns) a store keeps in memory for vector hits, so
