@@ -19,6 +19,11 @@ with the built-in model and asks the 100 questions of ``corpus/questions.toml``:
 Part 2 builds synthetic indexes of random unit vectors (dimension 384) and generated text with
 the ``sqlite`` store and times recall with the query vector given, so the embedding is excluded
 (targets: p95 under 20 ms at 100k passages, under 50 ms at 1M).
+
+``--budget-sweep`` also times each synthetic index at several keyword row budgets;
+``--compare-gather`` also times asking the stores in each way recall could (one hand-over with a
+store's searches one after the other or side by side, two hand-overs per store, no row cache),
+question by question, on the corpus and on each synthetic index.
 """
 
 from __future__ import annotations

@@ -156,9 +156,9 @@ def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:
 
 SEARCH_THREADS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall-search")
 """Where the stores' searches run: all stores one after the other in one thread, one hand-over a
-question. On the sample corpus (two stores) asking them took 2.1 ms at p50 this way against 2.8
-ms with two hand-overs per store side by side (``bench/recall.py --compare-gather``; numbers in
-docs/performance.md): SQLite queries of one process barely run in parallel here anyway. Four
+question (``bench/recall.py --compare-gather`` times it against the former two hand-overs per
+store; numbers in docs/performance.md). SQLite queries of one process barely run in parallel here
+anyway, so a large store after a small one costs hardly more than the two side by side. Four
 threads let concurrent questions go on without queueing behind one another."""
 
 
