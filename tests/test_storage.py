@@ -171,6 +171,36 @@ async def test_search_gives_both_lists_from_any_thread(store, monkeypatch, side_
     assert store.search("mill", vector, 0) == ([], [])
 
 
+async def test_searches_from_other_threads_while_items_are_rewritten(store):
+    await store.apply([update_for(doc(f"n{n}", "Version 0", f"mill river wheel {n}")) for n in range(5)], [])
+    vector = question_vector("mill river wheel")
+    seen: set[str] = set()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def ask() -> None:
+        try:
+            while not done.is_set():
+                keyword, by_vector = store.search("mill river", vector, 10)
+                seen.update(hit.title for hit in [*keyword, *by_vector])
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for version in range(1, 16):
+        await store.apply([update_for(doc(f"n{n}", f"Version {version}", f"mill river wheel {n}"))
+                           for n in range(5)], [])
+    done.set()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert seen and seen <= {f"Version {version}" for version in range(16)}
+    keyword, by_vector = store.search("mill river", vector, 10)
+    assert {hit.title for hit in [*keyword, *by_vector]} == {"Version 15"}
+
+
 async def test_close_waits_for_a_running_search_and_later_searches_fail(store, monkeypatch):
     await store.apply([update_for(doc("alpha", "Alpha", "the mill by the river"))], [])
     vector = question_vector("mill river")
