@@ -36,7 +36,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -175,7 +175,7 @@ class SqliteStore:
         return self._writer
 
     def _r(self) -> sqlite3.Connection:
-        """The calling reader thread's connection, opened on its first use."""
+        """The calling thread's own reading connection (a reader's or recall's), opened on first use."""
         if self._writer is None:
             raise StoreError(f"the index of source {self.source!r} is not open")
         connection: sqlite3.Connection | None = getattr(self._reader_local, "connection", None)
@@ -640,11 +640,7 @@ class SqliteStore:
         if limit <= 0:
             return [], []
         terms = match_terms(question, prefix=self._prefix_queries)
-        with self._searches:
-            if self._closed:
-                raise StoreError(f"the index of source {self.source!r} is closed")
-            self._running_searches += 1
-        try:
+        with self._search_running():
             if not terms:
                 return [], self._vector_search(question_vector, limit)
             if self._passage_count() < SIDE_BY_SIDE_FROM:
@@ -656,6 +652,16 @@ class SqliteStore:
             finally:
                 vector_result = by_vector.result()
             return keyword, vector_result
+
+    @contextlib.contextmanager
+    def _search_running(self) -> Iterator[None]:
+        """Count a search in another thread while it runs, so that closing waits for it."""
+        with self._searches:
+            if self._closed:
+                raise StoreError(f"the index of source {self.source!r} is closed")
+            self._running_searches += 1
+        try:
+            yield
         finally:
             with self._searches:
                 self._running_searches -= 1
@@ -707,7 +713,7 @@ class SqliteStore:
             return rows
         marks = ",".join("?" * len(missing))
         fetched = {
-            row[0]: tuple(row)
+            row[0]: row
             for row in self._r().execute(
                 f"SELECT {self._COLUMNS} FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
                 f"WHERE p.key IN ({marks})", missing,
