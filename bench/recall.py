@@ -22,8 +22,9 @@ the ``sqlite`` store and times recall with the query vector given, so the embedd
 
 ``--budget-sweep`` also times each synthetic index at several keyword row budgets;
 ``--compare-gather`` also times asking the stores in each way recall could (one hand-over with a
-store's searches one after the other or side by side, two hand-overs per store, no row cache),
-question by question, on the corpus and on each synthetic index.
+store's searches one after the other or side by side, two hand-overs per store, no row cache,
+each keyword search in one query or in key ranges across processes), question by question, on
+the corpus and on each synthetic index.
 """
 
 from __future__ import annotations
@@ -303,13 +304,15 @@ GATHER_HEADER = (
     "thread with each store's two searches one after the other there, the same with each store "
     "running its vector search in its own reader thread meanwhile, and (the way before "
     "`Store.search`) two hand-overs per store, to the store's reader threads, all at once; "
-    "then recall's way without the stores' row caches (`ROW_CACHE_LIMIT`). \"Default\" is what "
-    "recall does for that index (`SIDE_BY_SIDE_FROM` in `builtin/storage.py`).",
+    "then recall's way without the stores' row caches (`ROW_CACHE_LIMIT`); then recall's way with "
+    "each keyword search ranked in one query, and in key ranges side by side, one per core, all "
+    "but one in worker processes. \"Default\" is what recall does for that index "
+    "(`SIDE_BY_SIDE_FROM` and `KEYWORD_SPLIT_FROM` in `builtin/storage.py`).",
     "",
     "| Index | one hand-over, one after the other p50 / p95 ms | one hand-over, side by side "
     "p50 / p95 ms | two hand-overs per store p50 / p95 ms | default without row cache p50 / p95 ms "
-    "| default |",
-    "| --- | ---: | ---: | ---: | ---: | --- |",
+    "| keyword in one query p50 / p95 ms | keyword in key ranges p50 / p95 ms | default |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
 )
 
 
@@ -329,23 +332,30 @@ async def _two_hand_overs_per_store(question: str, vector: np.ndarray, stores: S
     await asyncio.gather(*(ask(store) for store in stores))
 
 
-GATHER_WAYS = ("one after the other", "side by side", "two hand-overs per store", "no row cache")
+GATHER_WAYS = ("one after the other", "side by side", "two hand-overs per store", "no row cache",
+               "keyword in one query", "keyword in key ranges")
 
 
 async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, Any]]
                               ) -> dict[str, list[float]]:
     """The time to ask ``stores`` in each of :data:`GATHER_WAYS`, taking turns question by
-    question (``SIDE_BY_SIDE_FROM`` out of reach, then 0; the row caches set aside for the last)."""
+    question (``SIDE_BY_SIDE_FROM`` out of reach, then 0; the row caches set aside; then the
+    default but ``keyword_split_from`` out of reach, then 1)."""
     from passageway.builtin import storage
     from passageway.kernel.recall import gather_candidates
 
     default, cache_limit = storage.SIDE_BY_SIDE_FROM, storage.ROW_CACHE_LIMIT
+    split_from = [store.keyword_split_from for store in stores]
     times: dict[str, list[float]] = {way: [] for way in GATHER_WAYS}
     try:
         for question, given in asked:
             vector = np.asarray(given, dtype=np.float32).reshape(-1)
             for way in GATHER_WAYS:
-                storage.SIDE_BY_SIDE_FROM = {"side by side": 0, "no row cache": default}.get(way, 1 << 62)
+                storage.SIDE_BY_SIDE_FROM = {"side by side": 0, "one after the other": 1 << 62,
+                                             "two hand-overs per store": 1 << 62}.get(way, default)
+                for store, own in zip(stores, split_from, strict=True):
+                    store.keyword_split_from = {"keyword in one query": 1 << 62,
+                                                "keyword in key ranges": 1}.get(way, own)
                 caches = [store._row_cache for store in stores]
                 if way == "no row cache":
                     storage.ROW_CACHE_LIMIT = 0
@@ -362,6 +372,8 @@ async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, 
                     store._row_cache = cache
     finally:
         storage.SIDE_BY_SIDE_FROM, storage.ROW_CACHE_LIMIT = default, cache_limit
+        for store, own in zip(stores, split_from, strict=True):
+            store.keyword_split_from = own
     return times
 
 
@@ -371,6 +383,8 @@ async def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[fl
     counts = [(await store.counts())[1] for store in stores]
     default = "side by side" if all(count >= storage.SIDE_BY_SIDE_FROM for count in counts) else (
         "one after the other" if all(count < storage.SIDE_BY_SIDE_FROM for count in counts) else "mixed")
+    if any(store._splits_keyword_search() for store in stores):
+        default += ", keyword in key ranges"
     cells = " | ".join(f"{ms(percentile(times[way], 0.5))} / {ms(percentile(times[way], 0.95))}"
                        for way in GATHER_WAYS)
     stores_text = "1 store" if len(stores) == 1 else f"{len(stores)} stores"

@@ -38,12 +38,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 from passageway import hookimpl
+from passageway.builtin.keyword_workers import WORKERS, parts, rank_range
 from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.kernel.textsearch import index_text, match_terms
@@ -55,6 +57,7 @@ T = TypeVar("T")
 BM25_WEIGHTS = (2.0, 1.0, 1.5, 1.0)
 """FTS5 ``bm25()`` column weights for title, path, heading and text: a word in the title or
 heading says more about a passage than the same word in its body."""
+_WEIGHTS = ", ".join(str(weight) for weight in BM25_WEIGHTS)
 
 SAVE_INTERVAL_SECONDS = 120.0
 """How often, at most, a changed vector index is written to its file while writes go on; it is
@@ -71,6 +74,11 @@ SIDE_BY_SIDE_FROM = 2_000
 reader thread and runs the keyword search meanwhile. In ``bench/recall.py --compare-gather``
 (docs/performance.md, "Recall") that was as fast or faster from 2,000 passages on, and made no
 difference at 500 or on the sample corpus' stores of about 100, where it only adds hand-overs."""
+
+KEYWORD_SPLIT_FROM = 50_000
+"""From this many passages on, a keyword search ranks its matches in key ranges side by side,
+one per core, all but one in worker processes (:mod:`passageway.builtin.keyword_workers`); the
+merged list is the same. See the comparison in docs/performance.md, "Recall"."""
 
 ROW_CACHE_LIMIT = 10_000
 """How many passages' rows (with their item's columns) a store keeps in memory for vector hits, so
@@ -136,6 +144,8 @@ class SqliteStore:
         self._fts_tokenizer = fts_tokenizer
         self._prefix_queries = prefix_queries
         self.keyword_row_budget = KEYWORD_ROW_BUDGET if keyword_row_budget is None else keyword_row_budget
+        self.keyword_split_from = KEYWORD_SPLIT_FROM
+        self._file_identity = (0, 0)  # the database file's device and inode, for the workers
         self._writer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{source}-write")
         # Two readers: the async keyword and vector searches run side by side, and search() hands
         # a large index's vector search to one while its caller runs the keyword search.
@@ -181,6 +191,9 @@ class SqliteStore:
         connection: sqlite3.Connection | None = getattr(self._reader_local, "connection", None)
         if connection is None:
             connection = _connect(self.path)
+            # The keyword index's words and how many rows hold each (see _matching_rows).
+            connection.execute("CREATE VIRTUAL TABLE temp.passage_vocabulary "
+                               "USING fts5vocab(main, passage_words, row)")
             self._reader_local.connection = connection
             with self._readers_lock:
                 self._readers.append(connection)
@@ -211,7 +224,11 @@ class SqliteStore:
                 "It can always be rebuilt: stop the server, delete the file and start it again."
             ) from None
         self._writer = connection
+        stat = os.stat(self.path)
+        self._file_identity = (stat.st_dev, stat.st_ino)
         self._load_vector_index()
+        if self._splits_keyword_search():
+            WORKERS.start()  # now rather than at the first question
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         version = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -579,12 +596,8 @@ class SqliteStore:
         """
         budget = self.keyword_row_budget
         if budget and self._passage_count() > budget:
-            connection = self._r()
-            count_sql = (
-                "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)"
-            )
             counted = sorted(
-                (connection.execute(count_sql, (term, budget + 1)).fetchone()[0], position, term)
+                (self._matching_rows(term, budget + 1), position, term)
                 for position, term in enumerate(terms)
             )
             kept, total = [], 0
@@ -595,6 +608,25 @@ class SqliteStore:
                 total += count
             terms = kept
         return " OR ".join(terms) or None
+
+    def _matching_rows(self, term: str, at_most: int) -> int:
+        """How many rows the ``MATCH`` term ``term`` matches, counted up to ``at_most``.
+
+        A quoted plain ASCII word is looked up in the table's vocabulary (``fts5vocab``), three
+        times faster than counting its matches on the 1,000,000-passage synthetic index; the
+        tokenizer stores such a word in lower case and nothing else. Any other term (accents,
+        CJK pairs, a prefix) is counted through ``MATCH``, which tokenizes it as the index did.
+        """
+        connection = self._r()
+        word = term[1:-1].lower()
+        if term.startswith('"') and term.endswith('"') and word.isascii() and word.isalnum():
+            found = connection.execute(
+                "SELECT doc FROM temp.passage_vocabulary WHERE term = ?", (word,)).fetchone()
+            return min(found[0] if found else 0, at_most)
+        return int(connection.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)",
+            (term, at_most),
+        ).fetchone()[0])
 
     def _passage_count(self) -> int:
         """How many passages the index holds, from the vectors in memory (no SQL: this runs before
@@ -609,22 +641,22 @@ class SqliteStore:
     def _keyword_search(self, terms: list[str], vector: np.ndarray, limit: int) -> list[Candidate]:
         try:
             query = self._budgeted_query(terms)
-        except sqlite3.OperationalError as error:
-            raise StoreError(f"keyword search in source {self.source!r} failed: {error}") from None
-        if query is None:
-            return []
-        weights = ", ".join(str(weight) for weight in BM25_WEIGHTS)
-        # Rank inside the full-text table first and join only the best rows: joining every match
-        # before sorting cost most of the time on large indexes with common words.
-        sql = (
-            f"SELECT {self._COLUMNS}, p.vector, best.score FROM ("  # noqa: S608
-            f"SELECT rowid, bm25(passage_words, {weights}) AS score FROM passage_words "
-            "WHERE passage_words MATCH ? ORDER BY score LIMIT ?) AS best "
-            "JOIN passages p ON p.key = best.rowid JOIN items i ON i.id = p.item ORDER BY best.score"
-        )
-        try:
-            rows = self._r().execute(sql, (query, limit)).fetchall()
-        except sqlite3.OperationalError as error:
+            if query is None:
+                return []
+            if self._splits_keyword_search():
+                rows = self._rows_ranked(self._rank_split(query, limit))
+            else:
+                # Rank inside the full-text table first and join only the best rows: joining
+                # every match before sorting cost most of the time on large indexes.
+                sql = (
+                    f"SELECT {self._COLUMNS}, p.vector, best.score FROM ("  # noqa: S608
+                    f"SELECT rowid, bm25(passage_words, {_WEIGHTS}) AS score FROM passage_words "
+                    "WHERE passage_words MATCH ? ORDER BY score LIMIT ?) AS best "
+                    "JOIN passages p ON p.key = best.rowid JOIN items i ON i.id = p.item "
+                    "ORDER BY best.score"
+                )
+                rows = self._r().execute(sql, (query, limit)).fetchall()
+        except sqlite3.Error as error:
             # match_terms quotes every term, so this means a damaged index, not a bad question.
             raise StoreError(f"keyword search in source {self.source!r} failed: {error}") from None
         similarities = _similarities([row[-2] for row in rows], vector)
@@ -632,6 +664,52 @@ class SqliteStore:
             self._candidate(row[:-2], rank, -float(row[-1]), similarity)
             for rank, (row, similarity) in enumerate(zip(rows, similarities, strict=True))
         ]
+
+    def _splits_keyword_search(self) -> bool:
+        return parts() > 1 and self._passage_count() >= max(1, self.keyword_split_from)
+
+    def _rank_split(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` best ``(key, score)`` for ``query``, ranked in :func:`parts` key ranges:
+        the first in this thread, the others in worker processes, side by side. A range no worker
+        can take (none start here, or one died) is ranked in this thread too."""
+        connection = self._r()
+        low = connection.execute("SELECT min(key) FROM passages").fetchone()[0]
+        high = connection.execute("SELECT max(key) FROM passages").fetchone()[0]
+        if low is None:
+            return []
+        count = parts()
+        bounds = [low + (high - low + 1) * number // count for number in range(count + 1)]
+        ranges = [(start, end - 1) for start, end in itertools.pairwise(bounds) if end > start]
+        path = str(self.path)
+        futures = [(start, end, WORKERS.submit(path, self._file_identity, query, _WEIGHTS, start, end, limit))
+                   for start, end in ranges[1:]]
+        ranked = rank_range(connection, query, _WEIGHTS, *ranges[0], limit)
+        for start, end, future in futures:
+            found = None
+            if future is not None:
+                try:
+                    found = future.result()
+                except BrokenProcessPool:
+                    WORKERS.died()
+            ranked += found if found is not None else rank_range(
+                connection, query, _WEIGHTS, start, end, limit)
+        ranked.sort(key=lambda pair: (pair[1], pair[0]))  # best (lowest) score first; ties by key
+        return ranked[:limit]
+
+    def _rows_ranked(self, ranked: list[tuple[int, float]]) -> list[tuple[Any, ...]]:
+        """The candidate rows, vector and score of ``ranked`` in its order; passages deleted
+        since they were ranked are left out."""
+        if not ranked:
+            return []
+        marks = ",".join("?" * len(ranked))
+        found = {
+            row[0]: row
+            for row in self._r().execute(
+                f"SELECT {self._COLUMNS}, p.vector FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
+                f"WHERE p.key IN ({marks})", [key for key, _ in ranked],
+            )
+        }
+        return [(*found[key], score) for key, score in ranked if key in found]
 
     def search(self, question: str, vector: np.ndarray, limit: int
                ) -> tuple[list[Candidate], list[Candidate]]:

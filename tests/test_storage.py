@@ -12,6 +12,7 @@ import threading
 import numpy as np
 import pytest
 
+from passageway.builtin import keyword_workers
 from passageway.builtin.storage import MIGRATIONS, SIDE_BY_SIDE_FROM, SqliteStore, _similarities
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
@@ -316,6 +317,130 @@ async def test_without_a_budget_or_within_it_every_term_is_searched(tmp_path):
         assert {hit.item_id for hit in hits} == {"n0", "n1", "n2", "n3", "n4"}, budget
         assert hits[0].item_id == "n0"  # the passage with both words ranks first
         await store.close()
+
+
+# -- a large index's keyword search in key ranges (worker processes) ---------------------------
+
+WORDS = ("mill", "river", "wheel", "stone", "flour", "bread", "oven", "salt", "water", "grain",
+         "barley", "rye", "wind", "sail", "gear", "shaft")
+
+
+@pytest.fixture
+def workers(monkeypatch):
+    """A pool of this test's own, and three key ranges however many cores run the test."""
+    pool = keyword_workers.Workers()
+    monkeypatch.setattr("passageway.builtin.storage.WORKERS", pool)
+    monkeypatch.setattr("passageway.builtin.storage.parts", lambda: 3)
+    monkeypatch.setattr("passageway.builtin.keyword_workers.parts", lambda: 3)
+    yield pool
+    pool.shutdown()
+
+
+async def many_words_store(path, seed: int = 3) -> SqliteStore:
+    """Forty items of one to three passages of random mill words (scores of every kind)."""
+    rng = np.random.default_rng(seed)
+    opened = SqliteStore(path, "mills")
+    await opened.open()
+    await opened.reset("toy-hash-64", DIM)
+    entries = [doc(f"m{n}", f"Mill {n} {WORDS[n % len(WORDS)]}",
+                   *(" ".join(rng.choice(WORDS, size=rng.integers(3, 30)))
+                     for _ in range(rng.integers(1, 4))))
+               for n in range(40)]
+    await opened.apply([update_for(entry) for entry in entries], [])
+    return opened
+
+
+QUESTIONS = ("mill", "river wheel", "bread oven salt", "barley rye wind sail", "gear shaft stone water",
+             "flour", "nothing matches this")
+
+
+async def keyword_lists(store: SqliteStore, split: bool) -> list[list[tuple[int, float]]]:
+    store.keyword_split_from = 1 if split else 1 << 62
+    vector = question_vector("x")
+    return [[(hit.passage_key, round(hit.keyword_score, 9))
+             for hit in await store.keyword_search(question, vector, 7)] for question in QUESTIONS]
+
+
+async def test_a_keyword_search_in_key_ranges_gives_the_list_of_one_query(tmp_path, workers):
+    store = await many_words_store(tmp_path / "mills.db")
+    whole = await keyword_lists(store, split=False)
+    assert sum(map(len, whole)) > 30 and any(len(found) == 7 for found in whole)
+    assert await keyword_lists(store, split=True) == whole
+    # the other ranges were ranked in a worker process: this one never opened a connection there
+    assert keyword_workers._open_files == {}
+    assert workers._pool is not None
+    assert any(process.is_alive() for process in workers._pool._processes.values())
+    # deleted items leave both lists alike
+    await store.apply([], ["m1", "m2", "m3"])
+    assert await keyword_lists(store, split=True) == await keyword_lists(store, split=False)
+    await store.close()
+
+
+async def test_a_dead_worker_costs_speed_not_answers(tmp_path, workers, caplog):
+    store = await many_words_store(tmp_path / "mills.db")
+    whole = await keyword_lists(store, split=False)
+    assert await keyword_lists(store, split=True) == whole
+    first = workers._pool
+    for process in first._processes.values():
+        process.kill()
+    caplog.set_level(logging.WARNING, logger="passageway.storage")
+    assert await keyword_lists(store, split=True) == whole
+    assert "keyword worker process died" in caplog.text
+    # a new pool took over
+    assert await keyword_lists(store, split=True) == whole
+    assert workers._pool is not None and workers._pool is not first
+    await store.close()
+
+
+async def test_without_worker_processes_the_ranges_are_ranked_in_the_thread(tmp_path, workers, monkeypatch,
+                                                                           caplog):
+    def no_processes(*args, **kwargs):
+        raise OSError("no semaphores here")
+
+    monkeypatch.setattr("passageway.builtin.keyword_workers.ProcessPoolExecutor", no_processes)
+    caplog.set_level(logging.WARNING, logger="passageway.storage")
+    store = await many_words_store(tmp_path / "mills.db")
+    assert await keyword_lists(store, split=True) == await keyword_lists(store, split=False)
+    assert caplog.text.count("worker processes cannot start here (no semaphores here)") == 1
+    await store.close()
+
+
+async def test_workers_reopen_an_index_file_made_anew_at_the_same_path(tmp_path, workers):
+    path = tmp_path / "mills.db"
+    first = await many_words_store(path, seed=3)
+    await keyword_lists(first, split=True)  # a worker now has the file open
+    await first.close()
+    for stale in tmp_path.glob("mills.*"):
+        stale.unlink()
+    second = await many_words_store(path, seed=4)
+    assert await keyword_lists(second, split=True) == await keyword_lists(second, split=False)
+    await second.close()
+
+
+async def test_one_core_or_a_small_index_ranks_in_one_query(tmp_path, workers, monkeypatch):
+    store = await many_words_store(tmp_path / "mills.db")
+    store.keyword_split_from = 41  # more passages than the forty items' one to three each
+    assert store._splits_keyword_search()
+    store.keyword_split_from = 1_000
+    assert not store._splits_keyword_search()
+    store.keyword_split_from = 1
+    monkeypatch.setattr("passageway.builtin.storage.parts", lambda: 1)
+    assert not store._splits_keyword_search()
+    await store.close()
+
+
+async def test_matching_rows_counts_like_match_with_or_without_the_vocabulary(store):
+    await store.apply([update_for(doc("de", "Brücke", "Die Straße über die Brücke, alpha ALPHA.")),
+                       update_for(doc("ja", "東京", "東京は日本の首都です。")),
+                       update_for(doc("en", "Alpha", "alpha beta 42"))], [])
+    connection = store._r()
+    for term in ('"alpha"', '"Alpha"', '"BETA"', '"42"', '"brücke"', '"Brucke"', '"strasse"', '"首 都"',
+                 '"alp"*', '"absent"', '"a_b"'):
+        counted = connection.execute(
+            "SELECT count(*) FROM passage_words WHERE passage_words MATCH ?", (term,)).fetchone()[0]
+        assert store._matching_rows(term, 100) == counted, term
+        assert store._matching_rows(term, 1) == min(counted, 1), term
+    assert store._matching_rows('"alpha"', 100) == 2
 
 
 async def test_title_and_heading_words_weigh_more_than_body_words(store):

@@ -1,0 +1,162 @@
+"""BM25 ranking of a large index split by passage key, part of it in worker processes.
+
+BM25 in SQLite costs about a microsecond per matching row, and a large index's common words
+match tens of thousands. Two threads of one process do not help: the system SQLite serializes
+them (see docs/performance.md, "Recall"). Two processes do, so :class:`SqliteStore` ranks a
+large index's keyword search in key ranges, one in the calling thread and the others here, and
+merges the ranges' best rows. BM25 scores do not depend on the range: FTS5 weighs each word by
+its frequency in the whole table and each row by the whole table's mean length, so the merged
+list is the one a single query gives.
+
+The workers are started with ``spawn`` (a fork of a threaded server is unsafe) and import only
+this module and the standard library. Each keeps one read connection per index file, reopened
+when the file at that path is a different one (its device and inode changed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+log = logging.getLogger("passageway.storage")
+
+MAX_PARTS = 4
+"""At most this many key ranges per search, however many cores there are."""
+
+OPEN_FILES_PER_WORKER = 8
+"""How many index files a worker keeps open; the least recently used one is closed beyond."""
+
+FileIdentity = tuple[int, int]
+"""An index file's device and inode: a file deleted and created again at the same path differs."""
+
+
+def rank_sql(weights: str) -> str:
+    """The query ranking one key range: ``(key, score)`` of the ``limit`` best rows, best first
+    (FTS5's ``bm25`` is lower for better matches)."""
+    return (
+        f"SELECT rowid, bm25(passage_words, {weights}) AS score FROM passage_words "  # noqa: S608
+        "WHERE passage_words MATCH ? AND rowid >= ? AND rowid <= ? ORDER BY score LIMIT ?"
+    )
+
+
+def rank_range(connection: sqlite3.Connection, query: str, weights: str, low: int, high: int,
+               limit: int) -> list[tuple[int, float]]:
+    return connection.execute(rank_sql(weights), (query, low, high, limit)).fetchall()
+
+
+# -- in a worker process -----------------------------------------------------------------------
+
+_open_files: OrderedDict[str, tuple[FileIdentity, sqlite3.Connection]] = OrderedDict()
+
+
+def _connection(path: str, identity: FileIdentity) -> sqlite3.Connection:
+    known = _open_files.pop(path, None)
+    if known is not None and known[0] != identity:
+        known[1].close()
+        known = None
+    if known is None:
+        connection = sqlite3.connect(path, timeout=30, isolation_level=None)
+        connection.execute("PRAGMA query_only = 1")
+        known = (identity, connection)
+    _open_files[path] = known
+    while len(_open_files) > OPEN_FILES_PER_WORKER:
+        _open_files.popitem(last=False)[1][1].close()
+    return known[1]
+
+
+def rank_in_worker(path: str, identity: FileIdentity, query: str, weights: str, low: int,
+                   high: int, limit: int) -> list[tuple[int, float]]:
+    """:func:`rank_range` on the worker's connection to ``path``."""
+    return rank_range(_connection(path, identity), query, weights, low, high, limit)
+
+
+def _ready() -> bool:
+    return True
+
+
+# -- in the server -----------------------------------------------------------------------------
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def parts() -> int:
+    """How many key ranges a split search uses here: one per core, at most :data:`MAX_PARTS`."""
+    return min(cores(), MAX_PARTS)
+
+
+class Workers:
+    """A pool of ``parts() - 1`` worker processes, started on first use and again after one died."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+        self._failed = False
+
+    def _get(self) -> ProcessPoolExecutor | None:
+        with self._lock:
+            if self._pool is None and not self._failed:
+                try:
+                    self._pool = ProcessPoolExecutor(
+                        max_workers=max(1, parts() - 1), mp_context=multiprocessing.get_context("spawn"),
+                    )
+                except (OSError, ImportError) as error:  # no /dev/shm or no semaphores, for example
+                    log.warning("keyword searches run in one process: worker processes cannot "
+                                "start here (%s)", error)
+                    self._failed = True
+            return self._pool
+
+    def start(self) -> None:
+        """Start the workers now (they take a fraction of a second), so that the first question
+        to a large index does not wait for them."""
+        pool = self._get()
+        if pool is not None:
+            with contextlib.suppress(BrokenProcessPool, RuntimeError):
+                for _ in range(max(1, parts() - 1)):
+                    pool.submit(_ready)
+
+    def submit(self, path: str, identity: FileIdentity, query: str, weights: str, low: int,
+               high: int, limit: int) -> Future[list[tuple[int, float]]] | None:
+        """Rank one key range in a worker; None when no worker can take it (the caller ranks it
+        itself)."""
+        pool = self._get()
+        if pool is None:
+            return None
+        try:
+            return pool.submit(rank_in_worker, path, identity, query, weights, low, high, limit)
+        except (BrokenProcessPool, RuntimeError):
+            self.died(pool)
+            return None
+
+    def died(self, pool: ProcessPoolExecutor | None = None) -> None:
+        """A worker of ``pool`` (the current pool if None) died: drop that pool, so that the
+        next search starts a new one."""
+        with self._lock:
+            old = self._pool if pool is None or pool is self._pool else None
+            self._pool = None if old is not None else self._pool
+        if old is not None:
+            log.warning("a keyword worker process died; keyword searches rank in one process "
+                        "until a new worker has started")
+            old.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            old, self._pool = self._pool, None
+        if old is not None:
+            old.shutdown(wait=True, cancel_futures=True)
+
+
+WORKERS = Workers()
+"""The worker processes every store of this process shares."""
