@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -81,6 +82,18 @@ def _ready() -> bool:
     return True
 
 
+def _exit_with(parent: int) -> None:
+    """Start watching the server process: a worker whose server died (even by ``kill -9``, which
+    leaves no time to stop it) exits within a second instead of holding index files open."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="watch-server", daemon=True).start()
+
+
 # -- in the server -----------------------------------------------------------------------------
 
 
@@ -111,6 +124,7 @@ class Workers:
                 try:
                     self._pool = ProcessPoolExecutor(
                         max_workers=max(1, parts() - 1), mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_exit_with, initargs=(os.getpid(),),
                     )
                 except (OSError, ImportError) as error:  # no /dev/shm or no semaphores, for example
                     log.warning("keyword searches run in one process: worker processes cannot "

@@ -1,0 +1,72 @@
+"""The worker processes of large keyword searches: they rank like the server and die with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from passageway.builtin import keyword_workers
+
+
+def test_a_worker_ranks_like_the_calling_thread(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "words.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE VIRTUAL TABLE passage_words USING fts5(title, path, heading, text)")
+    connection.executemany(
+        "INSERT INTO passage_words (rowid, title, path, heading, text) VALUES (?, ?, '', '', ?)",
+        [(n, f"note {n}", "mill " * (n % 4 + 1) + "river " * (n % 3)) for n in range(1, 60)],
+    )
+    connection.commit()
+    pool = keyword_workers.Workers()
+    try:
+        stat = os.stat(path)
+        future = pool.submit(str(path), (stat.st_dev, stat.st_ino), '"mill" OR "river"', "1.0, 1.0, 1.0, 1.0",
+                             10, 40, 5)
+        assert future is not None
+        here = keyword_workers.rank_range(connection, '"mill" OR "river"', "1.0, 1.0, 1.0, 1.0", 10, 40, 5)
+        assert future.result(timeout=60) == here
+        assert len(here) == 5 and all(10 <= key <= 40 for key, _ in here)
+    finally:
+        pool.shutdown()
+        connection.close()
+
+
+def test_workers_exit_when_the_server_is_killed(tmp_path):
+    script = textwrap.dedent("""
+        import time
+        from passageway.builtin.keyword_workers import Workers
+
+        if __name__ == "__main__":
+            pool = Workers()
+            pool.start()
+            pool._pool.submit(int).result()
+            print(" ".join(str(pid) for pid in pool._pool._processes), flush=True)
+            time.sleep(120)
+    """)
+    (tmp_path / "server.py").write_text(script)
+    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py")], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        workers = [int(pid) for pid in server.stdout.readline().split()]
+        assert workers and all(_alive(pid) for pid in workers)
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False
