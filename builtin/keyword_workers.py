@@ -1,16 +1,17 @@
-"""BM25 ranking of a large index split by passage key, part of it in worker processes.
+"""Worker processes that read part of a large index's keyword search.
 
 BM25 in SQLite costs about a microsecond per matching row, and a large index's common words
 match tens of thousands. Two threads of one process do not help: the system SQLite serializes
-them (see docs/performance.md, "Recall"). Two processes do, so :class:`SqliteStore` ranks a
-large index's keyword search in key ranges, one in the calling thread and the others here, and
-merges the ranges' best rows. BM25 scores do not depend on the range: FTS5 weighs each word by
-its frequency in the whole table and each row by the whole table's mean length, so the merged
-list is the one a single query gives.
+them (see docs/performance.md, "Recall"). Two processes do, so the ``sqlite`` store splits a
+large index's keyword search, the counting of its terms' matches and the BM25 ranking in key
+ranges, between the calling thread and these workers, and merges the parts. BM25 scores do not
+depend on the range: FTS5 weighs each word by its frequency in the whole table and each row by
+the whole table's mean length, so the merged list is the one a single query gives.
 
 The workers are started with ``spawn`` (a fork of a threaded server is unsafe) and import only
-this module and the standard library. Each keeps one read connection per index file, reopened
-when the file at that path is a different one (its device and inode changed).
+this module and the standard library. They run read-only statements the store hands them, each
+on a connection of the worker's per index file, reopened when the file at that path is a
+different one (its device and inode changed).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 log = logging.getLogger("passageway.storage")
 
@@ -38,18 +40,12 @@ FileIdentity = tuple[int, int]
 """An index file's device and inode: a file deleted and created again at the same path differs."""
 
 
-def rank_sql(weights: str) -> str:
-    """The query ranking one key range: ``(key, score)`` of the ``limit`` best rows, best first
-    (FTS5's ``bm25`` is lower for better matches)."""
-    return (
-        f"SELECT rowid, bm25(passage_words, {weights}) AS score FROM passage_words "  # noqa: S608
-        "WHERE passage_words MATCH ? AND rowid >= ? AND rowid <= ? ORDER BY score LIMIT ?"
-    )
+Rows = list[tuple[Any, ...]]
 
 
-def rank_range(connection: sqlite3.Connection, query: str, weights: str, low: int, high: int,
-               limit: int) -> list[tuple[int, float]]:
-    return connection.execute(rank_sql(weights), (query, low, high, limit)).fetchall()
+def read(connection: sqlite3.Connection, sql: str, parameter_rows: list[tuple[Any, ...]]) -> list[Rows]:
+    """The rows of ``sql`` for each of ``parameter_rows``, in their order."""
+    return [connection.execute(sql, parameters).fetchall() for parameters in parameter_rows]
 
 
 # -- in a worker process -----------------------------------------------------------------------
@@ -72,10 +68,10 @@ def _connection(path: str, identity: FileIdentity) -> sqlite3.Connection:
     return known[1]
 
 
-def rank_in_worker(path: str, identity: FileIdentity, query: str, weights: str, low: int,
-                   high: int, limit: int) -> list[tuple[int, float]]:
-    """:func:`rank_range` on the worker's connection to ``path``."""
-    return rank_range(_connection(path, identity), query, weights, low, high, limit)
+def read_in_worker(path: str, identity: FileIdentity, sql: str,
+                   parameter_rows: list[tuple[Any, ...]]) -> list[Rows]:
+    """:func:`read` on the worker's connection to ``path``."""
+    return read(_connection(path, identity), sql, parameter_rows)
 
 
 def _ready() -> bool:
@@ -141,15 +137,14 @@ class Workers:
                 for _ in range(max(1, parts() - 1)):
                     pool.submit(_ready)
 
-    def submit(self, path: str, identity: FileIdentity, query: str, weights: str, low: int,
-               high: int, limit: int) -> Future[list[tuple[int, float]]] | None:
-        """Rank one key range in a worker; None when no worker can take it (the caller ranks it
-        itself)."""
+    def submit(self, path: str, identity: FileIdentity, sql: str,
+               parameter_rows: list[tuple[Any, ...]]) -> Future[list[Rows]] | None:
+        """:func:`read` in a worker; None when no worker can take it (the caller reads itself)."""
         pool = self._get()
         if pool is None:
             return None
         try:
-            return pool.submit(rank_in_worker, path, identity, query, weights, low, high, limit)
+            return pool.submit(read_in_worker, path, identity, sql, parameter_rows)
         except (BrokenProcessPool, RuntimeError):
             self.died(pool)
             return None

@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from passageway import hookimpl
-from passageway.builtin.keyword_workers import WORKERS, parts, rank_range
+from passageway.builtin.keyword_workers import WORKERS, parts, read
 from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.kernel.textsearch import index_text, match_terms
@@ -58,6 +58,11 @@ BM25_WEIGHTS = (2.0, 1.0, 1.5, 1.0)
 """FTS5 ``bm25()`` column weights for title, path, heading and text: a word in the title or
 heading says more about a passage than the same word in its body."""
 _WEIGHTS = ", ".join(str(weight) for weight in BM25_WEIGHTS)
+_COUNT_SQL = "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)"
+_RANK_SQL = (  # one key range's best (key, score); FTS5's bm25 is lower for better matches
+    f"SELECT rowid, bm25(passage_words, {_WEIGHTS}) AS score FROM passage_words "  # noqa: S608
+    "WHERE passage_words MATCH ? AND rowid >= ? AND rowid <= ? ORDER BY score LIMIT ?"
+)
 
 SAVE_INTERVAL_SECONDS = 120.0
 """How often, at most, a changed vector index is written to its file while writes go on; it is
@@ -191,9 +196,6 @@ class SqliteStore:
         connection: sqlite3.Connection | None = getattr(self._reader_local, "connection", None)
         if connection is None:
             connection = _connect(self.path)
-            # The keyword index's words and how many rows hold each (see _matching_rows).
-            connection.execute("CREATE VIRTUAL TABLE temp.passage_vocabulary "
-                               "USING fts5vocab(main, passage_words, row)")
             self._reader_local.connection = connection
             with self._readers_lock:
                 self._readers.append(connection)
@@ -593,13 +595,16 @@ class SqliteStore:
         weighs least. When even the rarest term matches more rows than the budget, there is no
         keyword search (the words barely tell passages apart; vector search still runs). An index
         of at most the budget's number of passages cannot exceed it and is searched whole.
+        Counting stops past the budget; a split search counts its terms side by side too.
         """
         budget = self.keyword_row_budget
         if budget and self._passage_count() > budget:
-            counted = sorted(
-                (self._matching_rows(term, budget + 1), position, term)
-                for position, term in enumerate(terms)
-            )
+            share = parts() if self._splits_keyword_search() else 1  # every share-th term together
+            jobs = [[(term, budget + 1) for term in terms[first::share]] for first in range(share)]
+            counts = [rows[0][0] for job in self._side_by_side(_COUNT_SQL, jobs) for rows in job]
+            position = {term: number for number, term in enumerate(terms)}
+            counted = sorted((count, position[term], term) for count, (term, _) in zip(
+                counts, (row for job in jobs for row in job), strict=True))
             kept, total = [], 0
             for count, _, term in counted:
                 if total + count > budget:
@@ -608,25 +613,6 @@ class SqliteStore:
                 total += count
             terms = kept
         return " OR ".join(terms) or None
-
-    def _matching_rows(self, term: str, at_most: int) -> int:
-        """How many rows the ``MATCH`` term ``term`` matches, counted up to ``at_most``.
-
-        A quoted plain ASCII word is looked up in the table's vocabulary (``fts5vocab``), three
-        times faster than counting its matches on the 1,000,000-passage synthetic index; the
-        tokenizer stores such a word in lower case and nothing else. Any other term (accents,
-        CJK pairs, a prefix) is counted through ``MATCH``, which tokenizes it as the index did.
-        """
-        connection = self._r()
-        word = term[1:-1].lower()
-        if term.startswith('"') and term.endswith('"') and word.isascii() and word.isalnum():
-            found = connection.execute(
-                "SELECT doc FROM temp.passage_vocabulary WHERE term = ?", (word,)).fetchone()
-            return min(found[0] if found else 0, at_most)
-        return int(connection.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM passage_words WHERE passage_words MATCH ? LIMIT ?)",
-            (term, at_most),
-        ).fetchone()[0])
 
     def _passage_count(self) -> int:
         """How many passages the index holds, from the vectors in memory (no SQL: this runs before
@@ -669,9 +655,8 @@ class SqliteStore:
         return parts() > 1 and self._passage_count() >= max(1, self.keyword_split_from)
 
     def _rank_split(self, query: str, limit: int) -> list[tuple[int, float]]:
-        """The ``limit`` best ``(key, score)`` for ``query``, ranked in :func:`parts` key ranges:
-        the first in this thread, the others in worker processes, side by side. A range no worker
-        can take (none start here, or one died) is ranked in this thread too."""
+        """The ``limit`` best ``(key, score)`` for ``query``, ranked in :func:`parts` key ranges
+        side by side (see :meth:`_side_by_side`) and merged."""
         connection = self._r()
         low = connection.execute("SELECT min(key) FROM passages").fetchone()[0]
         high = connection.execute("SELECT max(key) FROM passages").fetchone()[0]
@@ -679,22 +664,27 @@ class SqliteStore:
             return []
         count = parts()
         bounds = [low + (high - low + 1) * number // count for number in range(count + 1)]
-        ranges = [(start, end - 1) for start, end in itertools.pairwise(bounds) if end > start]
+        jobs = [[(query, start, end - 1, limit)] for start, end in itertools.pairwise(bounds) if end > start]
+        ranked = [row for job in self._side_by_side(_RANK_SQL, jobs) for rows in job for row in rows]
+        ranked.sort(key=lambda pair: (pair[1], pair[0]))  # best (lowest) score first; ties by key
+        return ranked[:limit]
+
+    def _side_by_side(self, sql: str, jobs: list[list[tuple[Any, ...]]]) -> list[list[list[Any]]]:
+        """``sql``'s rows for each parameter row of each job: the first job in this thread, the
+        others in worker processes at the same time. A job no worker takes (none start here, or
+        one died) runs in this thread too."""
         path = str(self.path)
-        futures = [(start, end, WORKERS.submit(path, self._file_identity, query, _WEIGHTS, start, end, limit))
-                   for start, end in ranges[1:]]
-        ranked = rank_range(connection, query, _WEIGHTS, *ranges[0], limit)
-        for start, end, future in futures:
+        futures = [WORKERS.submit(path, self._file_identity, sql, job) for job in jobs[1:]]
+        results = [read(self._r(), sql, jobs[0])]
+        for job, future in zip(jobs[1:], futures, strict=True):
             found = None
             if future is not None:
                 try:
                     found = future.result()
                 except BrokenProcessPool:
                     WORKERS.died()
-            ranked += found if found is not None else rank_range(
-                connection, query, _WEIGHTS, start, end, limit)
-        ranked.sort(key=lambda pair: (pair[1], pair[0]))  # best (lowest) score first; ties by key
-        return ranked[:limit]
+            results.append(found if found is not None else read(self._r(), sql, job))
+        return results
 
     def _rows_ranked(self, ranked: list[tuple[int, float]]) -> list[tuple[Any, ...]]:
         """The candidate rows, vector and score of ``ranked`` in its order; passages deleted

@@ -24,14 +24,17 @@ def test_a_worker_ranks_like_the_calling_thread(tmp_path):
     )
     connection.commit()
     pool = keyword_workers.Workers()
+    sql = ("SELECT rowid, bm25(passage_words) FROM passage_words WHERE passage_words MATCH ? "
+           "AND rowid BETWEEN ? AND ? ORDER BY 2 LIMIT 5")
+    jobs = [('"mill" OR "river"', 10, 40), ('"river"', 1, 59), ('"absent"', 1, 59)]
     try:
         stat = os.stat(path)
-        future = pool.submit(str(path), (stat.st_dev, stat.st_ino), '"mill" OR "river"', "1.0, 1.0, 1.0, 1.0",
-                             10, 40, 5)
+        future = pool.submit(str(path), (stat.st_dev, stat.st_ino), sql, jobs)
         assert future is not None
-        here = keyword_workers.rank_range(connection, '"mill" OR "river"', "1.0, 1.0, 1.0, 1.0", 10, 40, 5)
+        here = keyword_workers.read(connection, sql, jobs)
         assert future.result(timeout=60) == here
-        assert len(here) == 5 and all(10 <= key <= 40 for key, _ in here)
+        assert [len(rows) for rows in here] == [5, 5, 0]
+        assert all(10 <= key <= 40 for key, _ in here[0])
     finally:
         pool.shutdown()
         connection.close()

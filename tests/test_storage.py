@@ -19,6 +19,7 @@ from passageway.kernel.errors import StoreError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import ItemUpdate, Store
+from passageway.kernel.textsearch import match_terms
 from passageway.testing.toy_embedder import toy_vectors
 from tests.sync_helpers import item
 
@@ -429,18 +430,19 @@ async def test_one_core_or_a_small_index_ranks_in_one_query(tmp_path, workers, m
     await store.close()
 
 
-async def test_matching_rows_counts_like_match_with_or_without_the_vocabulary(store):
-    await store.apply([update_for(doc("de", "Brücke", "Die Straße über die Brücke, alpha ALPHA.")),
-                       update_for(doc("ja", "東京", "東京は日本の首都です。")),
-                       update_for(doc("en", "Alpha", "alpha beta 42"))], [])
-    connection = store._r()
-    for term in ('"alpha"', '"Alpha"', '"BETA"', '"42"', '"brücke"', '"Brucke"', '"strasse"', '"首 都"',
-                 '"alp"*', '"absent"', '"a_b"'):
-        counted = connection.execute(
-            "SELECT count(*) FROM passage_words WHERE passage_words MATCH ?", (term,)).fetchone()[0]
-        assert store._matching_rows(term, 100) == counted, term
-        assert store._matching_rows(term, 1) == min(counted, 1), term
-    assert store._matching_rows('"alpha"', 100) == 2
+async def test_a_split_search_counts_terms_in_workers_and_keeps_the_same_budget(tmp_path, workers):
+    store = await many_words_store(tmp_path / "mills.db")
+    kept: set[int] = set()
+    for budget in (20, 40, 60, 80, 120):  # below and above the words' match counts
+        store.keyword_row_budget = budget
+        for question in QUESTIONS:
+            store.keyword_split_from = 1 << 62
+            whole = store._budgeted_query(match_terms(question))
+            store.keyword_split_from = 1
+            assert store._budgeted_query(match_terms(question)) == whole, (budget, question)
+            kept.add(len(whole.split(" OR ")) if whole else 0)
+    assert kept >= {0, 1, 2}  # budgets that kept no term, one term, and more
+    await store.close()
 
 
 async def test_title_and_heading_words_weigh_more_than_body_words(store):
