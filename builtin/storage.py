@@ -601,6 +601,7 @@ class SqliteStore:
         if budget and self._passage_count() > budget:
             share = parts() if self._splits_keyword_search() else 1  # every share-th term together
             jobs = [[(term, budget + 1) for term in terms[first::share]] for first in range(share)]
+            jobs = [job for job in jobs if job]  # fewer terms than parts
             counts = [rows[0][0] for job in self._side_by_side(_COUNT_SQL, jobs) for rows in job]
             position = {term: number for number, term in enumerate(terms)}
             counted = sorted((count, position[term], term) for count, (term, _) in zip(
