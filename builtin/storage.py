@@ -172,9 +172,10 @@ class SqliteStore:
         # Vector hits' rows by passage key; see ROW_CACHE_LIMIT.
         self._row_cache: dict[int, tuple[Any, ...]] = {}
         self._row_cache_lock = threading.Lock()
-        # Searches run in recall's threads too (see search); close waits for them to finish.
-        self._searches = threading.Condition()
-        self._running_searches = 0
+        # Reads (lookups in the reader threads, searches in recall's threads too, see search)
+        # are counted while they run, so that close waits for them before closing connections.
+        self._reads = threading.Condition()
+        self._running_reads = 0
 
     # -- threads ------------------------------------------------------------------------------
 
@@ -182,7 +183,14 @@ class SqliteStore:
         return await asyncio.get_running_loop().run_in_executor(self._writer_thread, function, *args)
 
     async def _read(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._reader_thread, function, *args)
+        if self._closed:
+            raise StoreError(f"the index of source {self.source!r} is closed")
+        return await asyncio.get_running_loop().run_in_executor(
+            self._reader_thread, self._while_reading, function, *args)
+
+    def _while_reading(self, function: Callable[..., T], *args: Any) -> T:
+        with self._reading():
+            return function(*args)
 
     def _w(self) -> sqlite3.Connection:
         if self._writer is None:
@@ -269,8 +277,8 @@ class SqliteStore:
             return
         if self._unsaved:
             self._save_vector_index()
-        with self._searches:  # close set _closed first, so no search starts any more
-            self._searches.wait_for(lambda: self._running_searches == 0)
+        with self._reads:  # close set _closed first, so no read starts any more
+            self._reads.wait_for(lambda: self._running_reads == 0)
         with self._readers_lock:
             for connection in self._readers:
                 connection.close()
@@ -709,7 +717,7 @@ class SqliteStore:
         if limit <= 0:
             return [], []
         terms = match_terms(question, prefix=self._prefix_queries)
-        with self._search_running():
+        with self._reading():
             if not terms:
                 return [], self._vector_search(question_vector, limit)
             if self._passage_count() < SIDE_BY_SIDE_FROM:
@@ -723,18 +731,19 @@ class SqliteStore:
             return keyword, vector_result
 
     @contextlib.contextmanager
-    def _search_running(self) -> Iterator[None]:
-        """Count a search in another thread while it runs, so that closing waits for it."""
-        with self._searches:
+    def _reading(self) -> Iterator[None]:
+        """Count a read (a search or lookup) while it runs, so that closing waits for it; once
+        the store is closing, a read fails with a :class:`StoreError` instead of starting."""
+        with self._reads:
             if self._closed:
                 raise StoreError(f"the index of source {self.source!r} is closed")
-            self._running_searches += 1
+            self._running_reads += 1
         try:
             yield
         finally:
-            with self._searches:
-                self._running_searches -= 1
-                self._searches.notify_all()
+            with self._reads:
+                self._running_reads -= 1
+                self._reads.notify_all()
 
     async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
         question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)

@@ -231,6 +231,31 @@ async def test_close_waits_for_a_running_search_and_later_searches_fail(store, m
         store.search("mill", vector, 5)
 
 
+async def test_close_waits_for_a_running_lookup_and_later_lookups_fail(store, monkeypatch):
+    await store.apply([update_for(doc("alpha", "Alpha", "the mill by the river"))], [])
+    entered, release = threading.Event(), threading.Event()
+    original = store._items
+
+    def slow(*arguments):
+        entered.set()
+        release.wait(5)
+        return original(*arguments)
+
+    monkeypatch.setattr(store, "_items", slow)
+    lookup = asyncio.ensure_future(store.items(["alpha"]))
+    while not entered.is_set():
+        await asyncio.sleep(0.01)
+    closing = asyncio.ensure_future(store.close())
+    await asyncio.sleep(0.2)
+    assert not closing.done()  # the lookup still holds its connection
+    release.set()
+    await closing
+    assert [found.item_id for found in await lookup] == ["alpha"]
+    for later in (store.items(["alpha"]), store.counts(), store.vector_search(question_vector("x"), 5)):
+        with pytest.raises(StoreError, match="closed"):
+            await later
+
+
 async def test_vector_hits_come_from_the_row_cache_and_follow_updates(store):
     await store.apply([update_for(doc("tesla", "Tesla", "alternating current induction motor")),
                        update_for(doc("bread", "Bread", "flour water yeast salt oven"))], [])
