@@ -113,6 +113,7 @@ class Workers:
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._failed = False
+        self._failures: set[str] = set()
 
     def _get(self) -> ProcessPoolExecutor | None:
         with self._lock:
@@ -159,6 +160,16 @@ class Workers:
             log.warning("a keyword worker process died; keyword searches rank in one process "
                         "until a new worker has started")
             old.shutdown(wait=False, cancel_futures=True)
+
+    def job_failed(self, error: Exception) -> None:
+        """A job failed in a worker (and runs in the caller instead): say so once per error."""
+        text = f"{type(error).__name__}: {error}"
+        with self._lock:
+            if text in self._failures:
+                return
+            self._failures.add(text)
+        log.warning("a keyword search part failed in a worker process and ran in the server "
+                    "instead (%s)", text)
 
     def shutdown(self) -> None:
         with self._lock:

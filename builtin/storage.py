@@ -680,8 +680,9 @@ class SqliteStore:
 
     def _side_by_side(self, sql: str, jobs: list[list[tuple[Any, ...]]]) -> list[list[list[Any]]]:
         """``sql``'s rows for each parameter row of each job: the first job in this thread, the
-        others in worker processes at the same time. A job no worker takes (none start here, or
-        one died) runs in this thread too."""
+        others in worker processes at the same time. A job no worker takes or finishes (none
+        start here, one died, or it failed there) runs in this thread too, where a fault of the
+        index itself raises as it would without workers."""
         path = str(self.path)
         futures = [WORKERS.submit(path, self._file_identity, sql, job) for job in jobs[1:]]
         results = [read(self._r(), sql, jobs[0])]
@@ -692,6 +693,8 @@ class SqliteStore:
                     found = future.result()
                 except BrokenProcessPool:
                     WORKERS.died()
+                except Exception as error:  # the job runs here instead
+                    WORKERS.job_failed(error)
             results.append(found if found is not None else read(self._r(), sql, job))
         return results
 

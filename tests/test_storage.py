@@ -418,6 +418,26 @@ async def test_a_dead_worker_costs_speed_not_answers(tmp_path, workers, caplog):
     await store.close()
 
 
+async def test_a_part_that_fails_in_a_worker_runs_in_the_thread(tmp_path, workers, caplog):
+    store = await many_words_store(tmp_path / "mills.db")
+    vector = question_vector("x")
+
+    def keys(split: bool) -> list[list[int]]:  # in this thread, on its connection once opened
+        store.keyword_split_from = 1 if split else 1 << 62
+        return [[hit.passage_key for hit in store._keyword_search(match_terms(question), vector, 7)]
+                for question in QUESTIONS]
+
+    whole = keys(split=False)
+    store.path = tmp_path / "no such folder" / "mills.db"  # only the workers open it by its name
+    caplog.set_level(logging.WARNING, logger="passageway.storage")
+    assert keys(split=True) == whole
+    assert keys(split=True) == whole
+    assert caplog.text.count("failed in a worker process and ran in the server instead") == 1
+    assert "unable to open database file" in caplog.text
+    store.path = tmp_path / "mills.db"
+    await store.close()
+
+
 async def test_without_worker_processes_the_ranges_are_ranked_in_the_thread(tmp_path, workers, monkeypatch,
                                                                            caplog):
     def no_processes(*args, **kwargs):
