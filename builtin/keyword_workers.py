@@ -36,6 +36,10 @@ MAX_PARTS = 4
 OPEN_FILES_PER_WORKER = 8
 """How many index files a worker keeps open; the least recently used one is closed beyond."""
 
+RESTART_DELAY_SECONDS = 10.0
+"""After a worker died, searches run in one process this long before workers start again, so a
+machine that keeps killing them (out of memory, say) does not start new ones at every question."""
+
 FileIdentity = tuple[int, int]
 """An index file's device and inode: a file deleted and created again at the same path differs."""
 
@@ -107,17 +111,19 @@ def parts() -> int:
 
 
 class Workers:
-    """A pool of ``parts() - 1`` worker processes, started on first use and again after one died."""
+    """A pool of ``parts() - 1`` worker processes, started on first use and again a while after
+    one died (:data:`RESTART_DELAY_SECONDS`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
         self._failed = False
         self._failures: set[str] = set()
+        self._restart_at = 0.0  # after a death: no new pool before this (time.monotonic)
 
     def _get(self) -> ProcessPoolExecutor | None:
         with self._lock:
-            if self._pool is None and not self._failed:
+            if self._pool is None and not self._failed and time.monotonic() >= self._restart_at:
                 try:
                     self._pool = ProcessPoolExecutor(
                         max_workers=max(1, parts() - 1), mp_context=multiprocessing.get_context("spawn"),
@@ -155,10 +161,12 @@ class Workers:
         next search starts a new one."""
         with self._lock:
             old = self._pool if pool is None or pool is self._pool else None
-            self._pool = None if old is not None else self._pool
+            if old is not None:
+                self._pool = None
+                self._restart_at = time.monotonic() + RESTART_DELAY_SECONDS
         if old is not None:
             log.warning("a keyword worker process died; keyword searches rank in one process "
-                        "until a new worker has started")
+                        "for %.0f s, then new workers start", RESTART_DELAY_SECONDS)
             old.shutdown(wait=False, cancel_futures=True)
 
     def job_failed(self, error: Exception) -> None:
