@@ -8,10 +8,11 @@ ranges, between the calling thread and these workers, and merges the parts. BM25
 depend on the range: FTS5 weighs each word by its frequency in the whole table and each row by
 the whole table's mean length, so the merged list is the one a single query gives.
 
-The workers are started with ``spawn`` (a fork of a threaded server is unsafe) and import only
-this module and the standard library. They run read-only statements the store hands them, each
-on a connection of the worker's per index file, reopened when the file at that path is a
-different one (its device and inode changed).
+The workers are started with ``spawn`` (a fork of a threaded server is unsafe) and import little:
+this module, the standard library, the ``passageway`` package's light ``__init__`` and, as
+``spawn`` does, the server's entry script (``passageway.kernel.cli``, about 50 ms here). They run
+the read-only statements the store hands them, on one connection per index file, reopened when
+the file at that path is a different one (its device and inode changed).
 """
 
 from __future__ import annotations
