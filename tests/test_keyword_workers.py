@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -13,8 +14,6 @@ from passageway.builtin import keyword_workers
 
 
 def test_a_worker_ranks_like_the_calling_thread(tmp_path):
-    import sqlite3
-
     path = tmp_path / "words.db"
     connection = sqlite3.connect(path)
     connection.execute("CREATE VIRTUAL TABLE passage_words USING fts5(title, path, heading, text)")
