@@ -203,27 +203,37 @@ async def test_searches_from_other_threads_while_items_are_rewritten(store):
     assert {hit.title for hit in [*keyword, *by_vector]} == {"Version 15"}
 
 
-async def test_close_waits_for_a_running_search_and_later_searches_fail(store, monkeypatch):
-    await store.apply([update_for(doc("alpha", "Alpha", "the mill by the river"))], [])
-    vector = question_vector("mill river")
+def held_up(monkeypatch, store: SqliteStore, method: str) -> tuple[threading.Event, threading.Event]:
+    """Make ``store.<method>`` wait, once started (``entered``), until ``release`` is set."""
     entered, release = threading.Event(), threading.Event()
-    original = store._vector_search
+    original = getattr(store, method)
 
     def slow(*arguments):
         entered.set()
         release.wait(5)
         return original(*arguments)
 
-    monkeypatch.setattr(store, "_vector_search", slow)
+    monkeypatch.setattr(store, method, slow)
+    return entered, release
+
+
+async def close_while_held(store: SqliteStore, release: threading.Event) -> None:
+    closing = asyncio.ensure_future(store.close())
+    await asyncio.sleep(0.2)
+    assert not closing.done()  # the read still holds its connection
+    release.set()
+    await closing
+
+
+async def test_close_waits_for_a_running_search_and_later_searches_fail(store, monkeypatch):
+    await store.apply([update_for(doc("alpha", "Alpha", "the mill by the river"))], [])
+    vector = question_vector("mill river")
+    entered, release = held_up(monkeypatch, store, "_vector_search")
     results: list[object] = []
     thread = threading.Thread(target=lambda: results.append(store.search("mill", vector, 5)))
     thread.start()
     assert entered.wait(5)
-    closing = asyncio.ensure_future(store.close())
-    await asyncio.sleep(0.2)
-    assert not closing.done()  # the search still holds its connection
-    release.set()
-    await closing
+    await close_while_held(store, release)
     thread.join()
     keyword, by_vector = results[0]
     assert [hit.item_id for hit in keyword] == [hit.item_id for hit in by_vector] == ["alpha"]
@@ -233,23 +243,11 @@ async def test_close_waits_for_a_running_search_and_later_searches_fail(store, m
 
 async def test_close_waits_for_a_running_lookup_and_later_lookups_fail(store, monkeypatch):
     await store.apply([update_for(doc("alpha", "Alpha", "the mill by the river"))], [])
-    entered, release = threading.Event(), threading.Event()
-    original = store._items
-
-    def slow(*arguments):
-        entered.set()
-        release.wait(5)
-        return original(*arguments)
-
-    monkeypatch.setattr(store, "_items", slow)
+    entered, release = held_up(monkeypatch, store, "_items")
     lookup = asyncio.ensure_future(store.items(["alpha"]))
     while not entered.is_set():
         await asyncio.sleep(0.01)
-    closing = asyncio.ensure_future(store.close())
-    await asyncio.sleep(0.2)
-    assert not closing.done()  # the lookup still holds its connection
-    release.set()
-    await closing
+    await close_while_held(store, release)
     assert [found.item_id for found in await lookup] == ["alpha"]
     for later in (store.items(["alpha"]), store.counts(), store.vector_search(question_vector("x"), 5)):
         with pytest.raises(StoreError, match="closed"):
