@@ -21,6 +21,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import sqlite3
 import threading
 import time
@@ -83,9 +84,12 @@ def _ready() -> bool:
     return True
 
 
-def _exit_with(parent: int) -> None:
-    """Start watching the server process: a worker whose server died (even by ``kill -9``, which
-    leaves no time to stop it) exits within a second instead of holding index files open."""
+def _worker_setup(parent: int) -> None:
+    """Run first in each worker. Ctrl-C reaches the server's whole process group: the server
+    shuts down and stops its workers, which should not each print a traceback meanwhile, so they
+    ignore it. And a worker whose server died (even by ``kill -9``, which leaves no time to stop
+    it) exits within a second instead of holding index files open."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -128,7 +132,7 @@ class Workers:
                 try:
                     self._pool = ProcessPoolExecutor(
                         max_workers=max(1, parts() - 1), mp_context=multiprocessing.get_context("spawn"),
-                        initializer=_exit_with, initargs=(os.getpid(),),
+                        initializer=_worker_setup, initargs=(os.getpid(),),
                     )
                 except (OSError, ImportError) as error:  # no /dev/shm or no semaphores, for example
                     log.warning("keyword searches run in one process: worker processes cannot "

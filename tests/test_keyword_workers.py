@@ -1,4 +1,4 @@
-"""The worker processes of large keyword searches: they rank like the server and die with it."""
+"""The worker processes of large keyword searches: they rank like the server and end with it."""
 
 from __future__ import annotations
 
@@ -72,3 +72,30 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_ctrl_c_stops_the_server_without_a_traceback_from_its_workers(tmp_path):
+    script = textwrap.dedent("""
+        import time
+        from passageway.builtin.keyword_workers import Workers
+
+        if __name__ == "__main__":
+            pool = Workers()
+            pool.start()
+            pool._pool.submit(int).result()
+            print(" ".join(str(pid) for pid in pool._pool._processes), flush=True)
+            try:
+                time.sleep(120)
+            except KeyboardInterrupt:
+                pool.shutdown()
+                print("stopped", flush=True)
+    """)
+    (tmp_path / "server.py").write_text(script)
+    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py")], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    workers = [int(pid) for pid in server.stdout.readline().split()]
+    os.killpg(server.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    out, err = server.communicate(timeout=30)
+    assert out.strip() == "stopped"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert workers and not any(_alive(pid) for pid in workers)
