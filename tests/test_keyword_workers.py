@@ -39,30 +39,49 @@ def test_a_worker_ranks_like_the_calling_thread(tmp_path):
         connection.close()
 
 
-def test_workers_exit_when_the_server_is_killed(tmp_path):
-    script = textwrap.dedent("""
-        import time
-        from passageway.builtin.keyword_workers import Workers
+SERVER = textwrap.dedent("""
+    import time
+    from passageway.builtin.keyword_workers import Workers
 
-        if __name__ == "__main__":
-            pool = Workers()
-            pool.start()
-            pool._pool.submit(int).result()
-            print(" ".join(str(pid) for pid in pool._pool._processes), flush=True)
+    if __name__ == "__main__":
+        pool = Workers()
+        pool.start()
+        pool._pool.submit(int).result()
+        print(" ".join(str(pid) for pid in pool._pool._processes), flush=True)
+        try:
             time.sleep(120)
-    """)
-    (tmp_path / "server.py").write_text(script)
+        except KeyboardInterrupt:
+            pool.shutdown()
+            print("stopped", flush=True)
+""")
+
+
+def start_server(tmp_path) -> tuple[subprocess.Popen[str], list[int]]:
+    """A stand-in server with its worker processes running, in a process group of its own."""
+    (tmp_path / "server.py").write_text(SERVER)
     server = subprocess.Popen([sys.executable, str(tmp_path / "server.py")], stdout=subprocess.PIPE,
-                              text=True)
-    try:
-        workers = [int(pid) for pid in server.stdout.readline().split()]
-        assert workers and all(_alive(pid) for pid in workers)
-    finally:
-        server.send_signal(signal.SIGKILL)
-        server.wait()
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    workers = [int(pid) for pid in server.stdout.readline().split()]
+    assert workers and all(_alive(pid) for pid in workers)
+    return server, workers
+
+
+def test_workers_exit_when_the_server_is_killed(tmp_path):
+    server, workers = start_server(tmp_path)
+    server.send_signal(signal.SIGKILL)
+    server.communicate()
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def test_ctrl_c_stops_the_server_without_a_traceback_from_its_workers(tmp_path):
+    server, workers = start_server(tmp_path)
+    os.killpg(server.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    out, err = server.communicate(timeout=30)
+    assert out.strip() == "stopped"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert not any(_alive(pid) for pid in workers)
 
 
@@ -72,30 +91,3 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
-
-
-def test_ctrl_c_stops_the_server_without_a_traceback_from_its_workers(tmp_path):
-    script = textwrap.dedent("""
-        import time
-        from passageway.builtin.keyword_workers import Workers
-
-        if __name__ == "__main__":
-            pool = Workers()
-            pool.start()
-            pool._pool.submit(int).result()
-            print(" ".join(str(pid) for pid in pool._pool._processes), flush=True)
-            try:
-                time.sleep(120)
-            except KeyboardInterrupt:
-                pool.shutdown()
-                print("stopped", flush=True)
-    """)
-    (tmp_path / "server.py").write_text(script)
-    server = subprocess.Popen([sys.executable, str(tmp_path / "server.py")], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, start_new_session=True)
-    workers = [int(pid) for pid in server.stdout.readline().split()]
-    os.killpg(server.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
-    out, err = server.communicate(timeout=30)
-    assert out.strip() == "stopped"
-    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert workers and not any(_alive(pid) for pid in workers)
