@@ -69,7 +69,9 @@ def start_server(tmp_path) -> tuple[subprocess.Popen[str], list[int]]:
 def test_workers_exit_when_the_server_is_killed(tmp_path):
     server, workers = start_server(tmp_path)
     server.send_signal(signal.SIGKILL)
-    server.communicate()
+    server.wait()  # not communicate(): workers that outlive it would keep its pipes open
+    server.stdout.close()
+    server.stderr.close()
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
