@@ -661,7 +661,8 @@ class SqliteStore:
         ]
 
     def _splits_keyword_search(self) -> bool:
-        return parts() > 1 and self._passage_count() >= max(1, self.keyword_split_from)
+        # The size first: it is read from memory, while parts() asks the system (every search).
+        return self._passage_count() >= max(1, self.keyword_split_from) and parts() > 1
 
     def _rank_split(self, query: str, limit: int) -> list[tuple[int, float]]:
         """The ``limit`` best ``(key, score)`` for ``query``, ranked in :func:`parts` key ranges
@@ -703,14 +704,7 @@ class SqliteStore:
         since they were ranked are left out."""
         if not ranked:
             return []
-        marks = ",".join("?" * len(ranked))
-        found = {
-            row[0]: row
-            for row in self._r().execute(
-                f"SELECT {self._COLUMNS}, p.vector FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
-                f"WHERE p.key IN ({marks})", [key for key, _ in ranked],
-            )
-        }
+        found = self._fetch_rows([key for key, _ in ranked], vectors=True)
         return [(*found[key], score) for key, score in ranked if key in found]
 
     def search(self, question: str, vector: np.ndarray, limit: int
@@ -792,20 +786,26 @@ class SqliteStore:
         missing = [key for key in keys if key not in rows]
         if not missing:
             return rows
-        marks = ",".join("?" * len(missing))
-        fetched = {
-            row[0]: row
-            for row in self._r().execute(
-                f"SELECT {self._COLUMNS} FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
-                f"WHERE p.key IN ({marks})", missing,
-            )
-        }
+        fetched = self._fetch_rows(missing)
         rows.update(fetched)
         with self._row_cache_lock:
             room = ROW_CACHE_LIMIT - len(cache)
             for key, row in itertools.islice(fetched.items(), max(room, 0)):
                 cache[key] = row
         return rows
+
+    def _fetch_rows(self, keys: list[int], *, vectors: bool = False) -> dict[int, tuple[Any, ...]]:
+        """The candidate rows (with the stored vector last if ``vectors``) of the passages ``keys``
+        that exist, by key, from the database."""
+        marks = ",".join("?" * len(keys))
+        columns = f"{self._COLUMNS}, p.vector" if vectors else self._COLUMNS
+        return {
+            row[0]: row
+            for row in self._r().execute(
+                f"SELECT {columns} FROM passages p JOIN items i ON i.id = p.item "  # noqa: S608
+                f"WHERE p.key IN ({marks})", keys,
+            )
+        }
 
     def _forget_rows(self, keys: Iterable[int] | None) -> None:
         """Drop deleted passages from the row cache (all of it for None)."""
