@@ -35,7 +35,7 @@ import attrs
 
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
 from passageway.kernel.errors import ConnectorError
-from passageway.kernel.processes import kill_tree
+from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
@@ -658,6 +658,4 @@ async def _finish(
         if not task.cancelled() and task.exception() is not None:
             LOGGER.debug("connector pipe task failed: %r", task.exception())
     # A process that left the group (setsid) could still hold a pipe open; close our ends.
-    transport = getattr(process, "_transport", None)
-    if transport is not None:
-        transport.close()
+    close_pipes(process)

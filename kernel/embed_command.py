@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from passageway.kernel.errors import EmbedderError
-from passageway.kernel.processes import kill_tree
+from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import PROTOCOL_VERSION, validate_embedder_message
 
 T = TypeVar("T")
@@ -250,6 +250,7 @@ class CommandEmbedder:
                 await self._kill_group(process)
                 await process.wait()
         await self._finish_stderr()
+        await self._let_go(process)
 
     # -----------------------------------------------------------------------------------------
     # The process
@@ -410,11 +411,21 @@ class CommandEmbedder:
             return
         if process.returncode is None:
             await self._kill_group(process)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), 5.0)
         await self._finish_stderr()
+        # Closing the transport first: wait() also waits for the output pipes to close, which
+        # a daemon the program started can hold open.
+        await self._let_go(process)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), 5.0)
         # Stopped on purpose: the next call starts it afresh, which is not a restart.
         self._process = None
+
+    @staticmethod
+    async def _let_go(process: asyncio.subprocess.Process) -> None:
+        """Close an ended program's pipes while the loop runs (a sync caller's private loop is
+        closed after each call; see :func:`close_pipes`)."""
+        close_pipes(process)
+        await asyncio.sleep(0)  # let the pipes' closing callbacks run
 
     @staticmethod
     def _kill_group_now(process: asyncio.subprocess.Process) -> None:

@@ -1,4 +1,4 @@
-"""Killing a child program with everything it started (connectors and embedder programs).
+"""Killing a child program with everything it started, and closing our ends of its pipes.
 
 Both run in a session of their own (``start_new_session=True``), so one ``killpg`` reaches their
 children. A child that started a session of its own (``setsid``) has left that group; on Linux it
@@ -9,6 +9,7 @@ survives.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -48,3 +49,16 @@ def kill_tree(pid: int) -> None:
             os.kill(child, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def close_pipes(process: asyncio.subprocess.Process) -> None:
+    """Close our ends of an ended program's pipes: its asyncio transport.
+
+    asyncio closes the transport by itself only once it has seen the program's output pipes
+    close, which can come after the caller is done (or never, while a process that escaped
+    :func:`kill_tree` holds them). A transport left open is closed when garbage-collected, and
+    if its event loop has closed by then, that fails with "Event loop is closed".
+    """
+    transport = getattr(process, "_transport", None)  # asyncio offers no public handle on it
+    if transport is not None and not transport.is_closing():
+        transport.close()

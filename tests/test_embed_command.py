@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -240,3 +241,25 @@ def test_the_cross_language_offset_is_none_unless_given_and_checked():
     assert given.cross_language_offset == 0.05
     with pytest.raises(EmbedderError, match=r"embedder 'toy': cross_language_offset is from 0 to 1, got 1.5"):
         CommandEmbedder("toy", [sys.executable, str(TOY)], cross_language_offset=1.5)
+
+
+def test_a_stopped_program_leaves_no_transport_open(tmp_path):
+    # A transport still open is closed when garbage-collected, by then on the sync caller's
+    # closed private loop: "Event loop is closed" (seen once under load in CI, when the end of
+    # the program's output came after the call). Here its daemon holds that output open.
+    embedder = fixture("daemon_holds_stdout", tmp_path)
+    try:
+        embedder.start()
+        process = embedder._process
+        with pytest.raises(EmbedderError, match="vectors of length"):
+            embedder.embed(["lighthouse", "banana"], "passage")
+        assert process._transport.is_closing() and process.returncode is not None
+        embedder.start()
+        process = embedder._process
+    finally:
+        embedder.close()
+        daemon, deadline = tmp_path / "child.pid", time.monotonic() + 5
+        while not daemon.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(int(daemon.read_text()), signal.SIGKILL)
+    assert process._transport.is_closing()

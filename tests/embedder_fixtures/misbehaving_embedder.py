@@ -41,6 +41,19 @@ def reply(value):
 
 
 log(f"start {starts} in mode {MODE}; environment keys: {','.join(sorted(os.environ))}")
+if MODE == "daemon_holds_stdout" and starts == 1:
+    # A daemon (a double fork: nothing kills it with the program) that keeps the program's
+    # stdout open, so the pipe never reports its end.
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            quiet = os.open(os.devnull, os.O_RDWR)
+            os.dup2(quiet, 0)
+            os.dup2(quiet, 2)
+            Path(os.environ["CHILD_PID_FILE"]).write_text(str(os.getpid()))
+            time.sleep(60)
+        os._exit(0)
+    os.wait()
 for line in sys.stdin:
     request = json.loads(line)
     if request["op"] == "info":
@@ -64,7 +77,7 @@ for line in sys.stdin:
     if MODE == "stray":
         print("loading weights...", flush=True)
         continue
-    if MODE == "wrong_shape":
+    if MODE in ("wrong_shape", "daemon_holds_stdout"):
         reply({"vectors": [[1.0, 2.0]] * len(texts)})
         continue
     if MODE == "bad_json_shape":
