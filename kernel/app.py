@@ -389,9 +389,23 @@ class Kernel:
             self.embedder_error = str(error)  # health says so until a recall succeeds again
             raise
         self.embedder_error = None
+        notes = self.building_notes()
+        if notes:
+            answer = attrs.evolve(answer, notes=notes)
         # V2: the time and the number of hits, never the question.
         log.info("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer
+
+    def building_notes(self) -> tuple[str, ...]:
+        """One line per source whose first build is running, for the answer (see ``Answer.notes``)."""
+        notes = []
+        for source in self.sources.values():
+            if source.sync is None:
+                continue
+            note = source.sync.health().building_note()
+            if note:
+                notes.append(note)
+        return tuple(notes)
 
     # -----------------------------------------------------------------------------------------
     # Health and authorisation
