@@ -191,7 +191,7 @@ def _is_material(line: str) -> bool:
         return True
     if _INDENT.match(line) and not _LIST_ITEM.match(line):
         return True
-    bare = _INLINE_CODE.sub(" code ", line).strip()
+    bare = _LIST_ITEM.sub("", _INLINE_CODE.sub(" code ", line)).strip()
     letter_words = _LETTER_WORD.findall(bare)
     tokens = bare.split()
     if not letter_words or not tokens:
