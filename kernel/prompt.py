@@ -19,8 +19,8 @@ The rules, in order (``docs/ranking-and-gate.md``, "Long prompts", has the measu
    tokens). A comment line (``#``, ``//``, ``/*``, ``--``) is material inside material, so a
    question in a code comment belongs to the paste, not to the user. Everything else with at
    least one word of letters is prose.
-2. **A prompt of prose only**, up to :data:`PLAIN_CHARS` characters, is the question as it stands
-   (a search such as "black death algiers" asks without a question mark).
+2. **A prompt of one paragraph of prose**, up to :data:`PLAIN_CHARS` characters, is the question
+   as it stands (a search such as "black death algiers" asks without a question mark).
 3. **Otherwise the prose is cut into sentences and the questions are kept**: a sentence that ends
    with a question mark or opens with a question or request word of English or German ("how",
    "explain", "wie", "erkläre", …). A question with fewer than :data:`MIN_CONTENT_WORDS` content
@@ -44,18 +44,19 @@ import attrs
 from passageway.kernel.stopwords import content_words
 
 PLAIN_CHARS = 1_000
-"""A prompt of prose only and at most this long is taken whole: one or a few sentences a user
-typed. A longer one (a pasted email, an article) is reduced to its questions like any other."""
+"""A prompt of one paragraph of prose and at most this long is taken whole: one or a few sentences
+a user typed. A longer one, or several paragraphs (a pasted email, an article), is reduced to its
+questions like any other."""
 
-MIN_CONTENT_WORDS = 2
-"""A question with fewer content words than this borrows the sentence before it."""
+MIN_CONTENT_WORDS = 1
+"""A question with fewer content words than this ("Any idea why?") borrows the sentence before it."""
 
 MAX_TOKENS = 512
 """The input limit assumed for an embedder that does not state its own (e5 models: 512)."""
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TRACE = re.compile(
-    r"^\s*(Traceback \(most recent call last\)|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"
+    r"^\s*(Traceback \(most recent call last\)|Exception in thread |\S*(Exception|Error)\b|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"
     r"|at .+:\d+(:\d+)?\)?$|Caused by: |\.\.\. \d+ more|goroutine \d+ \[|panic: |thread '.+' panicked"
     r"|\^+$|[\w.]*(Error|Exception|Warning|Interrupt|Exit)(\[\w+\])?(: |:?$))"
 )
@@ -66,6 +67,8 @@ _LOG = re.compile(
 )
 _DIFF_HEAD = re.compile(r"^(diff --git |index [0-9a-f]+\.\.|@@ |\+\+\+ |--- [ab/])")
 _DIFF_LINE = re.compile(r"^[+\- ]")
+_DIFF_CHANGE = re.compile(r"^[+-](?![+-])")
+_DIFF_INDENTED = re.compile(r"^[+-]( {2,}|\t)")
 _CODE_START = re.compile(
     r"^\s*(def |class |import |from [\w.]+ import |return\b|if .*:$|elif |else:|for .* in .*:$|while .*:$"
     r"|try:|except\b|finally:|with .*:$|raise |yield |async |await |lambda |assert |pass$|break$"
@@ -84,10 +87,13 @@ _DATA = re.compile(
 _COMMENT = re.compile(r"^\s*(#|//|/\*|\*/?|--|;;|<!--|%)")
 _SYMBOLS = re.compile(r"[{}\[\]()<>=;|&*/\\$@^~`+]")
 _LETTER_WORD = re.compile(r"[^\W\d_]{2,}")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _INDENT = re.compile(r"^(    |\t)")
 _LIST_ITEM = re.compile(r"^\s*([-*•]|\d+[.)])\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?…？！])[\"')\]]*\s+")
+_SENTENCE_GAP = re.compile(r"[.!?…？！][\"')\]»“”]*\s+|:\s+(?=[A-ZÄÖÜ])")
+_ABBREVIATIONS = frozenset("mr mrs ms dr st vs ca nr bzw chr etc usw prof jr sr no vgl ggf".split())
+_HEADING = re.compile(r"^#{1,6} [^\s#]")
 
 def _word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
@@ -109,6 +115,7 @@ REQUESTS = _word_set(
     """
     tell explain describe show list find give name summarize summarise compare define
     erklare erkläre erklär erklar beschreibe zeige zeig nenne liste finde gib fasse vergleiche
+    nennen erklären erklaren beschreiben zeigen geben finden vergleichen
     """
 )
 """Words that open a request ("Explain the Black Death."), whatever its last character."""
@@ -137,7 +144,7 @@ def asked(prompt: str) -> Asked:
         return Asked("", "nothing asked")
     kinds = line_kinds(text.split("\n"))
     lines = text.split("\n")
-    if "material" not in kinds and len(text) <= PLAIN_CHARS:
+    if "material" not in kinds and "blank" not in kinds and len(text) <= PLAIN_CHARS:
         return Asked(text, "plain")
     sentences = _prose_sentences(lines, kinds)
     kept = _questions(sentences)
@@ -157,7 +164,7 @@ def line_kinds(lines: list[str]) -> list[str]:
         elif fenced and kinds[number] != "blank":
             kinds[number] = "material"
     for start, end in _blocks(kinds):
-        in_diff = any(_DIFF_HEAD.match(lines[n]) for n in range(start, end))
+        in_diff = _is_diff(lines[start:end])
         for number in range(start, end):
             if kinds[number]:
                 continue
@@ -168,7 +175,7 @@ def line_kinds(lines: list[str]) -> list[str]:
                 kinds[number] = "comment"
             else:
                 kinds[number] = "material" if _is_material(line) else "prose"
-    _settle_comments(kinds)
+    _settle_comments(lines, kinds)
     return kinds
 
 
@@ -183,6 +190,17 @@ def _blocks(kinds: list[str]) -> list[tuple[int, int]]:
         elif start is None:
             start = number
     return blocks
+
+
+def _is_diff(block: list[str]) -> bool:
+    """A diff: a header line (``@@``, ``diff --git``, ``+++``), or added and removed lines both,
+    three or more, or a changed line indented as code (a list item has one space after ``-``)."""
+    if any(_DIFF_HEAD.match(line) for line in block):
+        return True
+    if any(_DIFF_INDENTED.match(line) for line in block):
+        return True
+    changes = [line[0] for line in block if _DIFF_CHANGE.match(line)]
+    return len(changes) >= 3 and "+" in changes and "-" in changes
 
 
 def _is_material(line: str) -> bool:
@@ -200,17 +218,19 @@ def _is_material(line: str) -> bool:
         return True
     symbols = len(_SYMBOLS.findall(bare))
     odd = len(_IDENT.findall(bare)) + len(_CALL.findall(bare))
-    plain = sum(1 for token in tokens if _LETTER_WORD.fullmatch(token.strip(".,;:!?\"'()«»„“”")))
+    plain = sum(1 for token in tokens if _PLAIN_WORD.fullmatch(token.strip(".,;:!?\"'()«»„“”")))
     return symbols > 0.06 * len(bare) + 1 or odd >= 2 or plain < 0.6 * len(tokens)
 
 
-def _settle_comments(kinds: list[str]) -> None:
-    """A comment line takes the kind of the nearest non-comment line of its block, and is prose
-    (a Markdown heading, say) when its block has no other kind of line."""
+def _settle_comments(lines: list[str], kinds: list[str]) -> None:
+    """A comment line is material, unless it reads as a Markdown heading (``# Short title``)
+    and the nearest other lines of its block are not material."""
     for number, kind in enumerate(kinds):
         if kind != "comment":
             continue
-        neighbour = "prose"
+        line = lines[number].strip()
+        heading = bool(_HEADING.match(line)) and len(line.split()) <= 11 and not line.endswith((".", ",", ";"))
+        neighbour = "prose" if heading else "material"
         for step in (-1, 1):
             other = number + step
             while 0 <= other < len(kinds) and kinds[other] == "comment":
@@ -234,9 +254,30 @@ def _prose_sentences(lines: list[str], kinds: list[str]) -> list[list[str]]:
             paragraphs.append(current)
             current = []
     return [
-        [piece.strip() for piece in _SENTENCE_END.split(" ".join(paragraph)) if piece.strip()]
-        for paragraph in paragraphs
+        sentences(" ".join(paragraph)) for paragraph in paragraphs
     ]
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences: after ``.``, ``!``, ``?`` and a space when no small letter
+    follows, but not after one letter ("y. pestis", "H. Garrison"), a number of one or two digits
+    (German ordinals, "am 12. Mai") or a common abbreviation ("Mr.", "bzw."); and after a colon
+    that a capital follows ("Here is the log: What …")."""
+    pieces, start = [], 0
+    for gap in _SENTENCE_GAP.finditer(text):
+        following = text[gap.end() : gap.end() + 1]
+        if following.islower():
+            continue
+        if text[gap.start()] == ".":
+            word = text[:gap.start()].rsplit(None, 1)[-1].lstrip("(\"'„“«") if text[:gap.start()].strip() else ""
+            if len(word) == 1 or (word.isdigit() and len(word) <= 2) or word.lower() in _ABBREVIATIONS:
+                continue
+            if "." in word and len(word) <= 5:  # "U.S.", "z.B."
+                continue
+        pieces.append(text[start : gap.start() + 1].strip())
+        start = gap.end()
+    pieces.append(text[start:].strip())
+    return [piece for piece in pieces if piece]
 
 
 def is_question_sentence(sentence: str) -> bool:
@@ -273,9 +314,8 @@ def fit_to_tokens(text: str, count: Callable[[str], int], limit: int = MAX_TOKEN
     the first sentence cut at a word (rule 5). ``count`` is the embedder's token count."""
     if count(text) <= limit:
         return text
-    sentences = [piece for piece in _SENTENCE_END.split(text) if piece.strip()]
     kept = ""
-    for sentence in sentences:
+    for sentence in sentences(text):
         longer = f"{kept} {sentence}".strip()
         if count(longer) > limit:
             break

@@ -98,8 +98,8 @@ def test_long_prose_is_reduced_to_its_questions_and_long_prose_without_one_asks_
 
 
 def test_a_question_without_content_words_takes_the_sentence_before_it():
-    prompt = f"{PYTHON_TRACE}\n\nThe import of the Algiers plague records fails here. Any idea why?"
-    assert asked(prompt).text == "The import of the Algiers plague records fails here. Any idea why?"
+    prompt = f"{PYTHON_TRACE}\n\nThe import of the Algiers plague records fails here. Why is that?"
+    assert asked(prompt).text == "The import of the Algiers plague records fails here. Why is that?"
 
 
 def test_statements_that_open_with_a_question_word_are_not_questions():
