@@ -56,7 +56,8 @@ MAX_TOKENS = 512
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TRACE = re.compile(
-    r"^\s*(Traceback \(most recent call last\)|Exception in thread |\S*(Exception|Error)\b|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"
+    r"^\s*(Traceback \(most recent call last\)|Exception in thread |\S*(Exception|Error)\b"
+    r"|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"
     r"|at .+:\d+(:\d+)?\)?$|Caused by: |\.\.\. \d+ more|goroutine \d+ \[|panic: |thread '.+' panicked"
     r"|\^+$|[\w.]*(Error|Exception|Warning|Interrupt|Exit)(\[\w+\])?(: |:?$))"
 )
@@ -92,7 +93,10 @@ _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _INDENT = re.compile(r"^(    |\t)")
 _LIST_ITEM = re.compile(r"^\s*([-*•]|\d+[.)])\s+")
 _SENTENCE_GAP = re.compile(r"[.!?…？！][\"')\]»“”]*\s+|:\s+(?=[A-ZÄÖÜ])")
-_ABBREVIATIONS = frozenset("mr mrs ms dr st vs ca nr bzw chr etc usw prof jr sr no vgl ggf".split())
+_ABBREVIATIONS = frozenset(
+    ("mr", "mrs", "ms", "dr", "st", "vs", "ca", "nr", "bzw", "chr", "etc", "usw", "prof", "jr", "sr", "no",
+     "vgl", "ggf")
+)
 _HEADING = re.compile(r"^#{1,6} [^\s#]")
 
 def _word_set(text: str) -> frozenset[str]:
@@ -229,7 +233,8 @@ def _settle_comments(lines: list[str], kinds: list[str]) -> None:
         if kind != "comment":
             continue
         line = lines[number].strip()
-        heading = bool(_HEADING.match(line)) and len(line.split()) <= 11 and not line.endswith((".", ",", ";"))
+        heading = (bool(_HEADING.match(line)) and len(line.split()) <= 11
+                   and not line.endswith((".", ",", ";")))
         neighbour = "prose" if heading else "material"
         for step in (-1, 1):
             other = number + step
@@ -269,7 +274,8 @@ def sentences(text: str) -> list[str]:
         if following.islower():
             continue
         if text[gap.start()] == ".":
-            word = text[:gap.start()].rsplit(None, 1)[-1].lstrip("(\"'„“«") if text[:gap.start()].strip() else ""
+            before = text[: gap.start()].split()
+            word = before[-1].lstrip("(\"'„“«") if before else ""
             if len(word) == 1 or (word.isdigit() and len(word) <= 2) or word.lower() in _ABBREVIATIONS:
                 continue
             if "." in word and len(word) <= 5:  # "U.S.", "z.B."
