@@ -12,6 +12,8 @@ sends prompts:
   (target: 20,000 characters at p95 at most 2x a one-line question's p95);
 * **beside long prompts**: one client asks one-line questions, first alone, then while four
   clients send 20,000-character prompts without pause (target: p95 at most 2x idle);
+* ``--compare-batching`` also times the short question with one embedder call per question
+  (:mod:`passageway.kernel.question_batch` off), side by side in the same run;
 * ``--whole N`` also times N prompts of 20,000 characters the way recall treated them before
   prompts were reduced (the whole prompt embedded and searched), for the record.
 """
@@ -65,7 +67,32 @@ async def timed_posts(session: Any, url: str, prompts: list[str]) -> list[float]
     return times
 
 
-async def run(rounds: int, whole: int) -> list[str]:
+async def beside_long_prompts(
+    session: Any, url: str, asked: list[str], rounds: int
+) -> tuple[list[float], list[float], int]:
+    """One client's one-line questions alone, then while four clients send 20,000-character
+    prompts without pause; the two lists of times and how many long prompts were sent."""
+    idle = await timed_posts(session, url, [asked[n % len(asked)] for n in range(rounds)])
+    stop = asyncio.Event()
+    sent = 0
+
+    async def long_client(offset: int) -> None:
+        nonlocal sent
+        number = offset
+        while not stop.is_set():
+            await timed_posts(session, url, [prompt(asked[number % len(asked)], 20_000)])
+            sent += 1
+            number += 4
+
+    clients = [asyncio.create_task(long_client(n)) for n in range(4)]
+    await asyncio.sleep(0.5)
+    busy = await timed_posts(session, url, [asked[(n + 7) % len(asked)] for n in range(rounds)])
+    stop.set()
+    await asyncio.gather(*clients)
+    return idle, busy, sent
+
+
+async def run(rounds: int, whole: int, compare_batching: bool) -> list[str]:
     import aiohttp
     from aiohttp import web
 
@@ -113,38 +140,30 @@ async def run(rounds: int, whole: int) -> list[str]:
                         "",
                     ]
 
-                    log("a short question alone, then beside four long prompts ...")
-                    idle = await timed_posts(session, url, [asked[n % len(asked)] for n in range(rounds)])
-                    stop = asyncio.Event()
-                    sent = 0
-
-                    async def long_client(offset: int) -> None:
-                        nonlocal sent
-                        number = offset
-                        while not stop.is_set():
-                            await timed_posts(session, url, [prompt(asked[number % len(asked)], 20_000)])
-                            sent += 1
-                            number += 4
-
-                    clients = [asyncio.create_task(long_client(n)) for n in range(4)]
-                    await asyncio.sleep(0.5)
-                    busy = await timed_posts(
-                        session, url, [asked[(n + 7) % len(asked)] for n in range(rounds)]
-                    )
-                    stop.set()
-                    await asyncio.gather(*clients)
-                    idle_p95, busy_p95 = percentile(idle, 0.95), percentile(busy, 0.95)
-                    lines += [
+                    ways = [("one call per question batch", kernel.questions)]
+                    if compare_batching:
+                        ways.append(("one call per question (no batching)", None))
+                    rows = [
                         "| One-line question | questions | p50 ms | p95 ms |",
                         "| --- | ---: | ---: | ---: |",
-                        f"| alone | {len(idle)} | {ms(percentile(idle, 0.5))} | {ms(idle_p95)} |",
-                        f"| beside four clients sending 20,000 characters ({sent} sent) | {len(busy)} | "
-                        f"{ms(percentile(busy, 0.5))} | {ms(busy_p95)} |",
-                        "",
-                        f"Beside long prompts against alone at p95: {busy_p95 / idle_p95:.2f}x "
-                        f"(target at most 2x: {'met' if busy_p95 <= 2 * idle_p95 else 'NOT met'}).",
-                        "",
                     ]
+                    verdicts = []
+                    for label, batcher in ways:
+                        kernel.questions = batcher
+                        log(f"{label}: a short question alone, then beside four long prompts ...")
+                        idle, busy, sent = await beside_long_prompts(session, url, asked, rounds)
+                        idle_p95, busy_p95 = percentile(idle, 0.95), percentile(busy, 0.95)
+                        rows += [
+                            f"| {label}: alone | {len(idle)} | {ms(percentile(idle, 0.5))} | {ms(idle_p95)} |",
+                            f"| {label}: beside four clients sending 20,000 characters ({sent} sent) | "
+                            f"{len(busy)} | {ms(percentile(busy, 0.5))} | {ms(busy_p95)} |",
+                        ]
+                        verdicts.append(
+                            f"{label}: beside long prompts against alone at p95 {busy_p95 / idle_p95:.2f}x "
+                            f"(target at most 2x: {'met' if busy_p95 <= 2 * idle_p95 else 'NOT met'})."
+                        )
+                    kernel.questions = ways[0][1]
+                    lines += [*rows, "", *verdicts, ""]
                 if whole:
                     log(f"{whole} prompts of 20,000 characters embedded whole (the former way) ...")
                     import passageway.kernel.recall as recall_module
@@ -177,14 +196,29 @@ class _Whole:
         self.text = text
 
 
+def commit() -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=40, help="prompts per row (default 40)")
     parser.add_argument("--whole", type=int, default=0, help="also time N whole prompts the former way")
+    parser.add_argument(
+        "--compare-batching",
+        action="store_true",
+        help="also time the short question with one embedder call per question",
+    )
     args = parser.parse_args()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    lines = asyncio.run(run(args.rounds, args.whole))
-    print(f"`uv run python bench/long_prompts.py --rounds {args.rounds} --whole {args.whole}`, {started}:\n")
+    lines = asyncio.run(run(args.rounds, args.whole, args.compare_batching))
+    command = f"uv run python bench/long_prompts.py --rounds {args.rounds} --whole {args.whole}"
+    if args.compare_batching:
+        command += " --compare-batching"
+    print(f"`{command}`, {started}, commit {commit()}:\n")
     print("\n".join(lines))
     return 0
 

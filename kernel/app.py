@@ -32,6 +32,7 @@ from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, PassagewayError
+from passageway.kernel.question_batch import QuestionBatcher
 from passageway.kernel.records import Answer
 
 if TYPE_CHECKING:
@@ -72,6 +73,11 @@ class Source:
         return self.settings.name
 
 
+BATCH_QUESTIONS = True
+"""Whether recall's questions go through a :class:`QuestionBatcher` (``bench/long_prompts.py
+--compare-batching`` turns it off for the side-by-side run)."""
+
+
 class Kernel:
     """Ties settings, plugins, the embedder, the stores, the syncs and health together.
 
@@ -101,6 +107,8 @@ class Kernel:
         self.config_error = config_error
         self.instance = settings.instance if settings is not None else None
         self.embedder: Embedder | None = None
+        self.questions: QuestionBatcher | None = None
+        """The embedder as recall sees it: questions that wait together go in one call."""
         self.embedder_error: str | None = None
         self._embedder_started = False
         self.ranker: Any = None
@@ -207,6 +215,7 @@ class Kernel:
         else:
             self.embedder_error = None
             self._embedder_started = True
+            self.questions = QuestionBatcher(self.embedder) if BATCH_QUESTIONS else None
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
     def _build_embedder(self) -> Embedder:
@@ -237,6 +246,9 @@ class Kernel:
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
         self._embedder_started = False
+        questions, self.questions = self.questions, None
+        if questions is not None:
+            await questions.close()
         if embedder is not None:
             with contextlib.suppress(Exception):
                 await embedder.close()
@@ -382,7 +394,7 @@ class Kernel:
         started = time.perf_counter()
         try:
             answer = await run_recall(
-                question, stores, self.embedder, self.ranker,
+                question, stores, self.questions or self.embedder, self.ranker,
                 boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
             )
         except EmbedderError as error:
