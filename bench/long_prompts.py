@@ -154,7 +154,8 @@ async def run(rounds: int, whole: int, compare_batching: bool) -> list[str]:
                         idle, busy, sent = await beside_long_prompts(session, url, asked, rounds)
                         idle_p95, busy_p95 = percentile(idle, 0.95), percentile(busy, 0.95)
                         rows += [
-                            f"| {label}: alone | {len(idle)} | {ms(percentile(idle, 0.5))} | {ms(idle_p95)} |",
+                            f"| {label}: alone | {len(idle)} | {ms(percentile(idle, 0.5))} | "
+                            f"{ms(idle_p95)} |",
                             f"| {label}: beside four clients sending 20,000 characters ({sent} sent) | "
                             f"{len(busy)} | {ms(percentile(busy, 0.5))} | {ms(busy_p95)} |",
                         ]
