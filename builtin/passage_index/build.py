@@ -37,7 +37,11 @@ def chunks_document(site_dir: Path) -> tuple[list[Page], dict[str, Any]]:
     chunks: list[dict[str, Any]] = []
     for page in pages:
         chunks.extend(page_passages(page, None if headings is None else headings.get(page.url, [])))
-    document = {"schemaVersion": CHUNKS_SCHEMA_VERSION, "sourceDigest": source_digest(pages), "chunks": chunks}
+    document = {
+        "schemaVersion": CHUNKS_SCHEMA_VERSION,
+        "sourceDigest": source_digest(pages),
+        "chunks": chunks,
+    }
     return pages, document
 
 

@@ -42,9 +42,9 @@ def search_content(text: str) -> dict[str, Any]:
         elif kind == "table":
             literal.extend(line.rstrip() for line in lines if line.strip() and not _is_delimiter(line))
         elif kind == "list":
-            items = _list_items(lines)
-            if not all(_ONLY_A_LINK.match(item) for item in items):
-                paragraphs.extend(filter(None, (plain(item) for item in items)))
+            for items in _lists(lines):
+                if not all(_ONLY_A_LINK.match(item) for item in items):
+                    paragraphs.extend(filter(None, (plain(item) for item in items)))
         else:
             paragraphs.extend(_paragraphs(lines))
     return {"schemaVersion": SEARCH_SCHEMA_VERSION, "paragraphs": paragraphs, "literalLines": literal}
@@ -64,17 +64,30 @@ def _is_delimiter(line: str) -> bool:
     return bool(_TABLE_DELIMITER.match(line)) and "-" in line
 
 
-def _list_items(lines: list[str]) -> list[str]:
-    items: list[list[str]] = []
+def _lists(lines: list[str]) -> list[list[str]]:
+    """The items of each list in a list block, marker removed. A new list starts where the marker
+    changes (``-`` to ``*``, bullets to numbers), as in CommonMark; the splitter keeps such
+    neighbouring lists in one block."""
+    lists: list[list[list[str]]] = []
+    last_marker = None
     for line in lines:
         if not line.strip():
             continue
         marker = _ITEM_START.match(line)
-        if marker or not items:
-            items.append([line[marker.end() :] if marker else line])
-        else:
-            items[-1].append(line.strip())
-    return [" ".join(part.strip() for part in item).strip() for item in items]
+        if marker is None and lists:
+            lists[-1][-1].append(line.strip())
+            continue
+        kind = _marker_kind(marker.group(0) if marker else "")
+        if not lists or kind != last_marker:
+            lists.append([])
+        last_marker = kind
+        lists[-1].append([line[marker.end() :] if marker else line])
+    return [[" ".join(part.strip() for part in item).strip() for item in items] for items in lists]
+
+
+def _marker_kind(marker: str) -> str:
+    marker = marker.strip()
+    return marker if marker in ("-", "*", "+") else f"number{marker[-1:]}"
 
 
 def _paragraphs(lines: list[str]) -> list[str]:

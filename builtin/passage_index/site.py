@@ -78,7 +78,8 @@ def _load_json(path: Path, schema: str, definition: str, *, required: bool) -> A
     if not path.is_file():
         if required:
             raise PassageIndexError(
-                f"{path} does not exist; build the site first, then run `passageway index` on its output folder"
+                f"{path} does not exist; build the site first, then run `passageway index` on its "
+                "output folder"
             )
         return None
     try:
@@ -135,7 +136,9 @@ def _pages(site_dir: Path, documents: dict[str, Any]) -> list[Page]:
 def _read_twin(root: Path, markdown_url: str, where: str) -> str:
     path = (root / unquote(markdown_url).lstrip("/")).resolve()
     if not path.is_relative_to(root):
-        raise PassageIndexError(f"{where}: {markdown_url} leads outside the site folder; give a path inside it")
+        raise PassageIndexError(
+            f"{where}: {markdown_url} leads outside the site folder; give a path inside it"
+        )
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
