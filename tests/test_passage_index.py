@@ -23,8 +23,8 @@ from passageway.kernel.cli import main
 from passageway.kernel.records import load_schema
 
 FIXTURES = Path(__file__).parent / "passage_index_fixtures"
-FIELD_ORDER = ("id", "docId", "title", "type", "variant", "headingPath", "url", "markdownUrl", "readerFilters",
-               "text", "digest", "search")
+FIELD_ORDER = ("id", "docId", "title", "type", "variant", "headingPath", "url", "markdownUrl",
+               "readerFilters", "text", "digest", "search")
 
 
 @pytest.fixture
@@ -86,7 +86,8 @@ def test_size_rules_hold_on_the_fixture(site):
     for part in ("keys", "keys~2"):
         table = by_id[("production|current|en", f"reference.table#{part}")]["text"]
         assert len(table) <= PASSAGE_CAP and table.startswith("| Key | Meaning |\n| --- | --- |\n")
-    long_parts = [by_id[("production|current|en", f"reference.table#long-section{s}")]["text"] for s in ("", "~2")]
+    long_parts = [by_id[("production|current|en", f"reference.table#long-section{suffix}")]["text"]
+                  for suffix in ("", "~2")]
     assert all(len(text) <= PASSAGE_CAP for text in long_parts)
     assert len(long_parts[0]) + 2 + len(long_parts[1].split("\n\n")[0]) > PASSAGE_CAP  # filled
 
@@ -114,7 +115,8 @@ def test_ids_stay_when_body_text_changes_and_follow_a_renamed_heading(site):
     page.write_text(page.read_text().replace("Stands alone.", "Stands alone, now with more words."))
     _, edited = chunks_document(site)
     assert [c["id"] for c in edited["chunks"]] == [c["id"] for c in before["chunks"]]
-    changed = [b["id"] for b, e in zip(before["chunks"], edited["chunks"], strict=True) if b["digest"] != e["digest"]]
+    pairs = zip(before["chunks"], edited["chunks"], strict=True)
+    changed = [old["id"] for old, new in pairs if old["digest"] != new["digest"]]
     assert changed == ["guide.config#lonely"]
     page.write_text(page.read_text().replace("## Lonely", "## Alone"))
     _, renamed = chunks_document(site)
@@ -185,7 +187,9 @@ def test_headings_in_fences_and_before_the_first_section(tmp_path):
 
 def test_slug_collisions_and_split_parts_get_suffixes(tmp_path):
     big = "\n\n".join("z" * 900 for _ in range(3))
-    site = write_page(tmp_path / "s", f"## Intro\n\nA heading called intro.\n\n## Notes\n\n{big}\n\n## Notes!\n\nOther.\n")
+    site = write_page(
+        tmp_path / "s", f"## Intro\n\nA heading called intro.\n\n## Notes\n\n{big}\n\n## Notes!\n\nOther.\n"
+    )
     ids = [p["id"] for p in passages(site)]
     # Nothing before the first heading: no intro passage, so the heading takes the plain slug.
     assert ids == ["p#intro", "p#notes", "p#notes~2", "p#notes-2"]
@@ -211,7 +215,8 @@ def test_navigation_lists_are_left_out_of_paragraphs_only(tmp_path):
     ("change", "message"),
     [
         (lambda d: d["documents"][0].pop("url"), "documents.json: documents/0: 'url' is a required property"),
-        (lambda d: d["documents"][1].update(markdownUrl="/../x.md"), "documents.json: documents/1/markdownUrl"),
+        (lambda d: d["documents"][1].update(markdownUrl="/../x.md"),
+         "documents.json: documents/1/markdownUrl"),
         (lambda d: d["documents"][0].update(digest="abc"), "documents.json: documents/0/digest"),
         (lambda d: d["documents"][0].update(extra=1), "documents.json: documents/0: Additional properties"),
         (lambda d: d["documents"][0]["publication"].update(language="en|x"),
