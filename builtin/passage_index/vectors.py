@@ -1,8 +1,9 @@
 """``--embed``: a unit vector per passage, written as ``ai/embeddings.json`` and ``ai/embeddings.bin``.
 
-A passage's vector is taken, in this order, from the previous ``ai/embeddings.*`` of the site (when
-they were made in the same embedding space and dimension), from the digest-keyed
-:class:`~passageway.kernel.vector_cache.VectorCache` of the embedder, or from the embedder. Only
+A passage's vector is taken from the digest-keyed
+:class:`~passageway.kernel.vector_cache.VectorCache` of the embedder, else from the previous
+``ai/embeddings.*`` of the site (when they were made in the same embedding space and dimension;
+such vectors are added to the cache), else from the embedder. Only
 the last counts as ``embedded``; the others are ``reused``. A digest is the SHA-256 of the
 passage's embedding input, so a vector found under it belongs to exactly that input.
 
@@ -93,9 +94,16 @@ async def vectors_for(
 ) -> tuple[np.ndarray, int]:
     """Unit rows for ``(digest, embedding input)`` pairs, in their order, and how many were embedded."""
     dim = int(embedder.dim)
-    found = {digest: vector for digest, vector in previous.items() if vector.shape == (dim,)}
-    wanted = [digest for digest in dict.fromkeys(digest for digest, _ in passages) if digest not in found]
-    found.update(await cache.get_many(wanted))
+    wanted = list(dict.fromkeys(digest for digest, _ in passages))
+    found = await cache.get_many(wanted)
+    # Vectors only the previous files hold go into the cache too, so a later fresh build finds them.
+    from_files = {
+        digest: previous[digest]
+        for digest in wanted
+        if digest not in found and digest in previous and previous[digest].shape == (dim,)
+    }
+    await cache.put_many(from_files)
+    found.update(from_files)
     inputs = {digest: text for digest, text in passages if digest not in found}
     digests = list(inputs)
     for start in range(0, len(digests), BATCH):
