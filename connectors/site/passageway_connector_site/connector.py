@@ -104,7 +104,9 @@ class SiteConnector(Connector):
                 f"{path} does not exist; run `passageway index {self.site_dir}` after building the site"
             ) from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise SourceError(f"{path} cannot be read as JSON ({error}); run `passageway index` again") from None
+            raise SourceError(
+                f"{path} cannot be read as JSON ({error}); run `passageway index` again"
+            ) from None
         if not isinstance(document, dict) or document.get("schemaVersion") != 1:
             raise SourceError(f"{path}: schemaVersion is not 1; run `passageway index` of this version again")
         chunks = document.get("chunks")

@@ -44,7 +44,8 @@ def run(site_dir: Path, *argv: str, ids: list[str] | None = None, **settings: st
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(site_dir.parent), "PASSAGEWAY_PROTOCOL": "1",
            "SITE_DIR": str(site_dir), **settings}
     stdin = "".join(json.dumps({"id": item_id}) + "\n" for item_id in ids or [])
-    completed = subprocess.run([*COMMAND, *argv], input=stdin.encode(), capture_output=True, env=env, timeout=60)
+    completed = subprocess.run([*COMMAND, *argv], input=stdin.encode(), capture_output=True, env=env,
+                               timeout=60)
     return Result(completed.returncode, completed.stdout.decode("ascii"), completed.stderr.decode("utf-8"))
 
 
