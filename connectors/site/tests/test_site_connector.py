@@ -62,35 +62,35 @@ def test_links_to_section_anchors_twins_and_relative_pages_name_the_page(connect
         "[German](https://docs.example.com/de/guide/config) and [elsewhere](https://example.org/x)."
     )
     chunks_path.write_text(json.dumps(document))
-    (guide,) = connector.run("fetch", ids=["/guide/config"], SITE_URL="https://docs.example.com").records
+    (guide,) = connector.records("fetch", ids=["/guide/config"], SITE_URL="https://docs.example.com")
     assert guide["links"] == ["/reference/table", "/de/guide/config"]
 
 
 def test_a_changed_passage_changes_only_its_pages_version(connector, site):
-    before = {entry["id"]: entry["version"] for entry in connector.run("list").records}
+    before = {entry["id"]: entry["version"] for entry in connector.records("list")}
     chunks_path = site / "ai" / "chunks.json"
     document = json.loads(chunks_path.read_text())
     document["chunks"][-1]["digest"] = "f" * 64
     chunks_path.write_text(json.dumps(document))
-    after = {entry["id"]: entry["version"] for entry in connector.run("list").records}
+    after = {entry["id"]: entry["version"] for entry in connector.records("list")}
     assert [item_id for item_id in before if before[item_id] != after[item_id]] == ["/de/guide/config"]
 
 
 def test_changed_returns_everything_after_a_new_index_and_nothing_before(connector, site):
     past = datetime.fromtimestamp(time.time() - 3600, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     os.utime(site / "ai" / "chunks.json", (time.time() - 7200, time.time() - 7200))
-    assert connector.run("changed", "--since", past).records == []
+    assert connector.records("changed", "--since", past) == []
     os.utime(site / "ai" / "chunks.json")
-    assert len(connector.run("changed", "--since", past).records) == 3
+    assert len(connector.records("changed", "--since", past)) == 3
 
 
 def test_a_site_without_an_index_or_with_bad_settings_fails_clearly(connector, site):
     (site / "ai" / "chunks.json").unlink()
     result = connector.run("list")
-    assert result.code == 1 and "run `passageway index" in result.stderr
-    assert connector.run("list", SITE_DIR=str(site / "nowhere")).code == 2
-    assert connector.run("list", ITEMS="sections").code == 2
-    assert connector.run("list", SITE_URL="docs.example.com").code == 2
+    assert result.returncode == 1 and "run `passageway index" in result.stderr
+    assert connector.run("list", SITE_DIR=str(site / "nowhere")).returncode == 2
+    assert connector.run("list", ITEMS="sections").returncode == 2
+    assert connector.run("list", SITE_URL="docs.example.com").returncode == 2
     (site / "ai" / "chunks.json").write_text(json.dumps({"schemaVersion": 1, "chunks": [{"id": "x"}]}))
     result = connector.run("list")
-    assert result.code == 1 and "chunks/0 has no docId" in result.stderr
+    assert result.returncode == 1 and "chunks/0 has no docId" in result.stderr
