@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -177,6 +178,23 @@ def test_without_embed_no_network_request_is_made(site, tmp_path, capsys, monkey
     assert attempts == []
     assert "embeddings" not in summary
     assert sorted(path.name for path in (site / "ai").iterdir()) == ["chunks.json"]
+
+
+def test_a_command_embedder_is_built_from_the_config(site, tmp_path, capsys):
+    program = Path(__file__).resolve().parents[1] / "docs" / "examples" / "toy_hash_embedder.py"
+    toml = tmp_path / "command.toml"
+    toml.write_text(
+        f'[embedder]\nkind = "command"\ncommand = {json.dumps([sys.executable, str(program)])}\n'
+        "min_similarity = 0.5\n",
+        encoding="utf-8",
+    )
+    summary = index(capsys, site, "--embed", "--config", str(toml))
+    assert summary["embeddings"] | {"bytes": 0} == {
+        "passages": 15, "embedded": 15, "reused": 0, "model": "toy-hash-64", "dimension": 64, "bytes": 0,
+    }
+    _, meta, rows = read_output(site)
+    assert meta["provider"] == "command"
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
 
 
 @pytest.mark.real_model
