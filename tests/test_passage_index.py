@@ -258,3 +258,24 @@ def test_a_rerun_replaces_the_file(site, capsys):
     written = json.loads((site / "ai" / "chunks.json").read_text())
     assert written["chunks"][-1]["id"] == "guide.config#neu"
     assert not list((site / "ai").glob(".*tmp"))
+
+
+def test_headings_match_the_search_index_without_inline_markdown_and_in_order(tmp_path):
+    site = write_page(tmp_path / "s", (
+        "# Page\r\n\r\n## Run `passageway index` *twice*\r\n\r\nFirst.\r\n\r\n"
+        "## Steps\r\n\r\nOne.\r\n\r\n## Steps ##\r\n\r\nTwo.\r\n"
+    ))
+    headings = [
+        {"level": 1, "text": "Page", "id": "page"},
+        {"level": 2, "text": "Run passageway index twice", "id": "run"},
+        {"level": 2, "text": "Steps", "id": "steps"},
+        {"level": 2, "text": "Steps", "id": "steps-again"},
+    ]
+    search_index = {"schemaVersion": 1, "pages": [{"url": "/p", "headings": headings}]}
+    (site / "search-index.json").write_text(json.dumps(search_index))
+    found = [(p["id"], p["headingPath"], p["url"], p["text"]) for p in passages(site)]
+    assert found == [
+        ("p#run-passageway-index-twice", ["Run passageway index twice"], "/p#run", "First."),
+        ("p#steps", ["Steps"], "/p#steps", "One."),
+        ("p#steps-2", ["Steps"], "/p#steps-again", "Two."),
+    ]
