@@ -124,9 +124,10 @@ class SiteConnector(Connector):
 
     def items(self) -> list[dict[str, Any]]:
         pages = self.pages()
+        twins = {page.chunks[0].get("markdownUrl"): url for url, page in pages.items()}
         items = []
         for page in pages.values():
-            links = self._links(page, pages)
+            links = self._links(page, pages, twins)
             if self.mode == "pages":
                 items.append(self._item(page.url, page.url, page.chunks, links))
             else:
@@ -156,9 +157,8 @@ class SiteConnector(Connector):
             record["links"] = links
         return record
 
-    def _links(self, page: Page, pages: Mapping[str, Page]) -> list[str]:
-        """The pages (item ids) this page's passages link to, section anchors and twins included."""
-        twins = {chunk.get("markdownUrl"): url for url, other in pages.items() for chunk in other.chunks[:1]}
+    def _links(self, page: Page, pages: Mapping[str, Page], twins: Mapping[str | None, str]) -> list[str]:
+        """The items this page's passages link to: pages by URL, section anchor or Markdown twin."""
         found: list[str] = []
         for chunk in page.chunks:
             for target in _LINK_TARGET.findall(chunk["text"]):
