@@ -15,6 +15,7 @@ WORKDIR /src
 COPY pyproject.toml uv.lock README.md LICENSE ./
 COPY sdk/pyproject.toml sdk/pyproject.toml
 COPY connectors/markdown/pyproject.toml connectors/markdown/pyproject.toml
+COPY connectors/site/pyproject.toml connectors/site/pyproject.toml
 COPY connectors/wikipedia/pyproject.toml connectors/wikipedia/pyproject.toml
 COPY embedders/openai/pyproject.toml embedders/openai/pyproject.toml
 RUN uv sync --frozen --no-dev --all-packages --no-install-workspace
