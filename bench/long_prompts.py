@@ -12,8 +12,9 @@ sends prompts:
   (target: 20,000 characters at p95 at most 2x a one-line question's p95);
 * **beside long prompts**: one client asks one-line questions, first alone, then while four
   clients send 20,000-character prompts without pause (target: p95 at most 2x idle);
-* ``--compare-batching`` also times the short question with one embedder call per question
-  (:mod:`passageway.kernel.question_batch` off), side by side in the same run;
+* ``--compare-queue`` also times the short question without the question queue
+  (:mod:`passageway.kernel.question_queue`: typed questions go before those cut out of pastes),
+  first come, first served, side by side in the same run;
 * ``--whole N`` also times N prompts of 20,000 characters the way recall treated them before
   prompts were reduced (the whole prompt embedded and searched), for the record.
 """
@@ -92,11 +93,12 @@ async def beside_long_prompts(
     return idle, busy, sent
 
 
-async def run(rounds: int, whole: int, compare_batching: bool) -> list[str]:
+async def run(rounds: int, whole: int, compare_queue: bool) -> list[str]:
     import aiohttp
     from aiohttp import web
 
     from passageway.kernel.plugins import build_plugin_manager
+    from passageway.kernel.prompt import Asked
     from passageway.kernel.server import build_app
 
     asked = questions()
@@ -140,9 +142,9 @@ async def run(rounds: int, whole: int, compare_batching: bool) -> list[str]:
                         "",
                     ]
 
-                    ways = [("one call per question batch", kernel.questions)]
-                    if compare_batching:
-                        ways.append(("one call per question (no batching)", None))
+                    ways = [("typed questions first", kernel.questions)]
+                    if compare_queue:
+                        ways.append(("first come, first served", None))
                     rows = [
                         "| One-line question | questions | p50 ms | p95 ms |",
                         "| --- | ---: | ---: | ---: |",
@@ -170,7 +172,9 @@ async def run(rounds: int, whole: int, compare_batching: bool) -> list[str]:
                     import passageway.kernel.recall as recall_module
 
                     original = recall_module.asked
-                    recall_module.asked = lambda text: original(text) if len(text) < 200 else _Whole(text)
+                    recall_module.asked = lambda text: (
+                        original(text) if len(text) < 200 else Asked(text, "plain")
+                    )
                     try:
                         times = []
                         for number in range(whole):
@@ -190,13 +194,6 @@ async def run(rounds: int, whole: int, compare_batching: bool) -> list[str]:
     return lines
 
 
-class _Whole:
-    """Stands in for :class:`passageway.kernel.prompt.Asked` with the whole prompt, for ``--whole``."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
 def commit() -> str:
     import subprocess
 
@@ -209,16 +206,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=40, help="prompts per row (default 40)")
     parser.add_argument("--whole", type=int, default=0, help="also time N whole prompts the former way")
     parser.add_argument(
-        "--compare-batching",
+        "--compare-queue",
         action="store_true",
         help="also time the short question with one embedder call per question",
     )
     args = parser.parse_args()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    lines = asyncio.run(run(args.rounds, args.whole, args.compare_batching))
+    lines = asyncio.run(run(args.rounds, args.whole, args.compare_queue))
     command = f"uv run python bench/long_prompts.py --rounds {args.rounds} --whole {args.whole}"
-    if args.compare_batching:
-        command += " --compare-batching"
+    if args.compare_queue:
+        command += " --compare-queue"
     print(f"`{command}`, {started}, commit {commit()}:\n")
     print("\n".join(lines))
     return 0

@@ -32,7 +32,7 @@ from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, PassagewayError
-from passageway.kernel.question_batch import QuestionBatcher
+from passageway.kernel.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 
 if TYPE_CHECKING:
@@ -73,9 +73,9 @@ class Source:
         return self.settings.name
 
 
-BATCH_QUESTIONS = True
-"""Whether recall's questions go through a :class:`QuestionBatcher` (``bench/long_prompts.py
---compare-batching`` turns it off for the side-by-side run)."""
+QUEUE_QUESTIONS = True
+"""Whether recall's questions go through a :class:`QuestionQueue` (``bench/long_prompts.py
+--compare-queue`` times the server without it too, side by side)."""
 
 
 class Kernel:
@@ -107,8 +107,8 @@ class Kernel:
         self.config_error = config_error
         self.instance = settings.instance if settings is not None else None
         self.embedder: Embedder | None = None
-        self.questions: QuestionBatcher | None = None
-        """The embedder as recall sees it: questions that wait together go in one call."""
+        self.questions: QuestionQueue | None = None
+        """The embedder as recall sees it: questions one at a time, typed ones first."""
         self.embedder_error: str | None = None
         self._embedder_started = False
         self.ranker: Any = None
@@ -215,7 +215,7 @@ class Kernel:
         else:
             self.embedder_error = None
             self._embedder_started = True
-            self.questions = QuestionBatcher(self.embedder) if BATCH_QUESTIONS else None
+            self.questions = QuestionQueue(self.embedder) if QUEUE_QUESTIONS else None
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
     def _build_embedder(self) -> Embedder:
@@ -246,9 +246,7 @@ class Kernel:
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
         self._embedder_started = False
-        questions, self.questions = self.questions, None
-        if questions is not None:
-            await questions.close()
+        self.questions = None
         if embedder is not None:
             with contextlib.suppress(Exception):
                 await embedder.close()

@@ -12,6 +12,7 @@ OAuth token. The answer is ``{"context": "..."}``, an empty string when there is
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import re
@@ -25,6 +26,7 @@ from aiohttp import web
 from passageway.kernel.auth import unauthorized
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.prompt import asked
+from passageway.kernel.question_queue import yielding
 from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
 from passageway.kernel.stopwords import content_words
@@ -170,13 +172,15 @@ class HookEndpoint:
             return web.json_response({"error": "`prompt` is required and must be text"}, status=400)
         session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        question = asked(payload["prompt"][:MAX_PROMPT_CHARS]).text
-        if not is_question(question):
+        reduced = asked(payload["prompt"][:MAX_PROMPT_CHARS])
+        if not is_question(reduced.text):
             return web.json_response({"context": ""})
         try:
-            answer = await self.kernel.recall(
-                question, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
-            )
+            # A question cut out of a paste lets typed questions go first to the embedder.
+            with yielding() if reduced.why == "questions" else contextlib.nullcontext():
+                answer = await self.kernel.recall(
+                    reduced.text, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
+                )
         except PassagewayError as error:
             return web.json_response({"context": "", "error": str(error)}, status=503)
         answer = _without(answer, self.memory.sent(session_id))

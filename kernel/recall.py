@@ -35,6 +35,7 @@ and German prose with the e5 tokenizer's vocabulary and needs no tokenizer at qu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -46,7 +47,8 @@ import numpy as np
 
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.prompt import MAX_TOKENS, asked, fit_to_tokens
+from passageway.kernel.prompt import MAX_TOKENS, Asked, asked, fit_to_tokens
+from passageway.kernel.question_queue import yielding
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.stopwords import content_words, words
 from passageway.kernel.store import Candidate, Store
@@ -251,11 +253,14 @@ async def recall(
     :raises StoreError: every store failed.
     """
     gate = Gate.of(embedder, min_similarity)
-    question = question_for(question, embedder)
+    reduced = question_for(question, embedder)
+    question = reduced.text
     if not question:
         return Answer()
     try:
-        vectors = await embedder.embed([question], "query")
+        # A question cut out of a longer prompt lets typed questions go first (question_queue).
+        with yielding() if reduced.why == "questions" else contextlib.nullcontext():
+            vectors = await embedder.embed([question], "query")
     except EmbedderError:
         raise
     except Exception as error:  # an embedder plugin's bug must not read as silence either
@@ -283,19 +288,19 @@ async def recall(
     )
 
 
-def question_for(prompt: str, embedder: object) -> str:
+def question_for(prompt: str, embedder: object) -> Asked:
     """What recall embeds and searches for ``prompt``: its question sentences
-    (:func:`passageway.kernel.prompt.asked`) within ``embedder``'s input limit, or ``""``."""
-    text = asked(prompt).text
-    if not text:
-        return ""
+    (:func:`passageway.kernel.prompt.asked`) within ``embedder``'s input limit (``""``: none)."""
+    reduced = asked(prompt)
+    if not reduced.text:
+        return reduced
     count = getattr(embedder, "count_tokens", None)
     limit = getattr(embedder, "max_tokens", None)
     if not isinstance(limit, int) or limit <= 0:
         limit = MAX_TOKENS
     if not callable(count):
         count = _approx_model_tokens
-    return fit_to_tokens(text, count, limit)
+    return attrs.evolve(reduced, text=fit_to_tokens(reduced.text, count, limit))
 
 
 def _approx_model_tokens(text: str) -> int:

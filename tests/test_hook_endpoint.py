@@ -227,3 +227,25 @@ def test_hooks_json_registers_the_prompt_hook():
     commands = [hook["command"] for entry in entries for hook in entry["hooks"]]
     assert any("recall-hook.sh" in command and "${CLAUDE_PLUGIN_ROOT}" in command for command in commands)
     assert (HOOKS / "recall-hook.sh").is_file()
+
+
+async def test_a_question_cut_out_of_a_paste_yields_to_typed_questions_at_the_embedder(tmp_path, monkeypatch):
+    from passageway.kernel import question_queue
+    from passageway.testing.toy_embedder import ToyEmbedder
+
+    seen: list[tuple[str, bool]] = []
+    original = ToyEmbedder.embed
+
+    async def recording(self, texts, kind):  # type: ignore[no-untyped-def]
+        if kind == "query":
+            seen.append((texts[0], question_queue._YIELDING.get()))
+        return await original(self, texts, kind)
+
+    monkeypatch.setattr(ToyEmbedder, "embed", recording)
+    kernel = make_kernel(write_instance(tmp_path))
+    trace = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nKeyError: "lens"'
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
+        await wait_built(kernel)
+        await post(client, url, TELESCOPE)
+        await post(client, url, f"{trace}\n\n{TELESCOPE}")
+    assert seen == [(TELESCOPE, False), (TELESCOPE, True)]
