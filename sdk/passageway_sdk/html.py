@@ -49,13 +49,15 @@ class MarkdownWriter(HTMLParser):
         self._header_row = False
         self._rows_written = 0
 
-    def _write(self, text: str) -> None:
+    def write(self, text: str) -> None:
+        """Add ``text`` where the HTML has got to (inside a table cell, to that cell)."""
         if self._cell is not None:
             self._cell.append(text)
         else:
             self.out.append(text)
 
-    def _break(self, blank: bool = True) -> None:
+    def new_block(self, blank: bool = True) -> None:
+        """End the current line; with ``blank``, leave a blank line, so what follows is a new block."""
         if self._cell is not None:
             self._cell.append(" ")
             return
@@ -73,35 +75,35 @@ class MarkdownWriter(HTMLParser):
             return
         found = dict(attrs)
         if tag in self.headings:
-            self._break()
-            self._write(_HEADING_MARK + "#" * self.headings[tag] + " ")
+            self.new_block()
+            self.write(_HEADING_MARK + "#" * self.headings[tag] + " ")
         elif tag in _HEADING_TAGS:
-            self._break()
-            self._write("**")
+            self.new_block()
+            self.write("**")
         elif tag in _BLOCKS:
-            self._break()
+            self.new_block()
         elif tag == "br":
-            self._write("\n")
+            self.write("\n")
         elif tag in ("ul", "ol"):
-            self._break(blank=not self._lists)
+            self.new_block(blank=not self._lists)
             self._lists.append([1 if tag == "ol" else None])
         elif tag == "li":
-            self._break(blank=False)
+            self.new_block(blank=False)
             depth = max(len(self._lists) - 1, 0)
             marker: str = "-"
             if self._lists and self._lists[-1][0] is not None:
                 number = self._lists[-1][0]
                 marker = f"{number}."
                 self._lists[-1][0] = number + 1
-            self._write("  " * depth + marker + " ")
+            self.write("  " * depth + marker + " ")
         elif tag == "input" and found.get("type") == "checkbox":
-            self._write("[x] " if "checked" in found else "[ ] ")
+            self.write("[x] " if "checked" in found else "[ ] ")
         elif tag == "pre":
-            self._break()
-            self._write("```\n")
+            self.new_block()
+            self.write("```\n")
             self._pre += 1
         elif tag == "table":
-            self._break()
+            self.new_block()
             self._rows_written = 0
         elif tag == "tr":
             self._row, self._header_row = [], False
@@ -118,17 +120,17 @@ class MarkdownWriter(HTMLParser):
         if self._dropped:
             return
         if tag in self.headings or tag in _BLOCKS:
-            self._break()
+            self.new_block()
         elif tag in _HEADING_TAGS:
-            self._write("**")
-            self._break()
+            self.write("**")
+            self.new_block()
         elif tag in ("ul", "ol") and self._lists:
             self._lists.pop()
-            self._break(blank=not self._lists)
+            self.new_block(blank=not self._lists)
         elif tag == "pre" and self._pre:
             self._pre -= 1
-            self._write("\n```")
-            self._break()
+            self.write("\n```")
+            self.new_block()
         elif tag in ("td", "th") and self._cell is not None and self._row is not None:
             self._row.append(" ".join("".join(self._cell).split()).replace("|", "\\|"))
             self._cell = None
@@ -140,7 +142,7 @@ class MarkdownWriter(HTMLParser):
                     self.out.append("\n|" + "---|" * len(row))
                 self._rows_written += 1
         elif tag == "table":
-            self._break()
+            self.new_block()
 
     def markdown(self) -> str:
         """Everything fed so far as markdown text, tidied: no runs of blank lines, no stray spaces."""
@@ -150,9 +152,9 @@ class MarkdownWriter(HTMLParser):
         if self._dropped:
             return
         if self._pre:
-            self._write(data)
+            self.write(data)
             return
-        self._write(re.sub(r"\s+", " ", data.replace(_HEADING_MARK, "")))
+        self.write(re.sub(r"\s+", " ", data.replace(_HEADING_MARK, "")))
 
 
 _HEADING_MARK = "\x00"  # marks a heading the writer made, unlike a "#" in the text
@@ -166,6 +168,7 @@ def _tidy(markdown: str) -> str:
             fenced = not fenced
         if not fenced:
             line = line.strip() if not re.match(r"^\s*(?:[-*]|\d+\.) ", line) else line.rstrip()
+            line = re.sub(r"(?<=\S) {2,}", " ", line)
             if line.startswith("#"):
                 line = "\\" + line  # a paragraph that starts with # is not a heading
             line = line.replace(_HEADING_MARK, "")

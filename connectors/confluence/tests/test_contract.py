@@ -1,0 +1,27 @@
+"""The Confluence connector passes the connector contract check against the in-test REST API."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from passageway.protocol import Connector
+from passageway.testing.contract import check_connector
+from passageway_connector_confluence import SETTINGS
+
+from .conftest import COMMAND, TOKEN
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_the_connector_passes_the_contract(confluence):
+    env = {"URL": confluence.url, "SPACES": "OPS|HR"}
+    report = check_connector(Connector("wiki", COMMAND, env=env, secrets={"TOKEN": TOKEN}))
+    assert report.status("fetch returns every listed item") == "pass"
+    assert report.status("changed answers") == "pass"
+    assert report.status("no secret in the output") == "pass"
+
+
+def test_every_setting_is_in_the_readme_table():
+    rows = set(re.findall(r"^\| `([A-Z_]+)` +\|", README.read_text(encoding="utf-8"), flags=re.MULTILINE))
+    assert rows == set(SETTINGS)
