@@ -85,6 +85,10 @@ class EtapiClient:
             )) from None
         except (urllib.error.URLError, OSError) as error:
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
+            if isinstance(reason, ssl.SSLCertVerificationError):
+                raise SourceError(self.mask(
+                    f"the certificate of {self.etapi} is not trusted ({reason.verify_message}); add its CA to "
+                    "the operating system's trust store")) from None
             raise SourceError(self.mask(f"cannot reach Trilium at {self.etapi} ({reason}); check URL")) from None
 
     def _json(self, path: str, params: dict[str, str] | None = None) -> Any:
