@@ -32,7 +32,9 @@ from cryptography.x509.oid import NameOID  # noqa: E402
 
 TOKEN = "tls-test-token-3c9d"
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="SSL_CERT_FILE is how OpenSSL's store is read on Linux")
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux", reason="SSL_CERT_FILE is how OpenSSL's store is read on Linux"
+)
 
 
 def _certificate(subject: str, key, issuer_key, issuer_name, *, ca: bool):
@@ -49,14 +51,26 @@ def _certificate(subject: str, key, issuer_key, issuer_name, *, ca: bool):
     )
     if ca:
         builder = builder.add_extension(
-            x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                          key_encipherment=False, data_encipherment=False, key_agreement=False,
-                          encipher_only=False, decipher_only=False), critical=True)
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
     else:
         builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        builder = builder.add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
-                                        critical=False)
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        )
+        builder = builder.add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
     return builder.sign(issuer_key, hashes.SHA256())
 
 
@@ -72,8 +86,11 @@ def pki(tmp_path_factory) -> dict[str, Path]:
     paths = {"ca": folder / "ca.pem", "cert": folder / "server.pem", "key": folder / "server.key"}
     paths["ca"].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths["cert"].write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    paths["key"].write_bytes(server_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                      serialization.NoEncryption()))
+    paths["key"].write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return paths
 
 
@@ -116,10 +133,16 @@ def https_server(pki: dict[str, Path]) -> Iterator[str]:
 
 
 def check(module: str, **settings: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/"), "PASSAGEWAY_PROTOCOL": "1",
-           "TOKEN": TOKEN, **settings}
-    return subprocess.run([sys.executable, "-m", module, "check"], capture_output=True, text=True, env=env,
-                          timeout=60)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/"),
+        "PASSAGEWAY_PROTOCOL": "1",
+        "TOKEN": TOKEN,
+        **settings,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", module, "check"], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 CONNECTORS = {

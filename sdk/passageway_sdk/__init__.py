@@ -14,8 +14,8 @@ from .schema import message_errors
 __all__ = [
     "PROTOCOL_VERSION",
     "Connector",
-    "SettingsError",
     "MarkdownWriter",
+    "SettingsError",
     "SourceError",
     "cut_text",
     "first_h1",

@@ -18,7 +18,9 @@ from html.parser import HTMLParser
 SECTION_CHARACTERS = 1400
 """About 350 tokens at four characters a token: :func:`cut_text`'s default size of a part."""
 
-_VOID = frozenset({"br", "hr", "img", "input", "col", "area", "base", "embed", "link", "meta", "source", "wbr"})
+_VOID = frozenset(
+    {"br", "hr", "img", "input", "col", "area", "base", "embed", "link", "meta", "source", "wbr"}
+)
 _DROPPED = frozenset({"script", "style", "img", "svg", "figcaption", "object", "iframe", "template"})
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _BLOCKS = frozenset({"p", "div", "blockquote", "figure", "section", "article", "dl", "dt", "dd"})
@@ -154,7 +156,10 @@ class MarkdownWriter(HTMLParser):
         if self._pre:
             self.write(data)
             return
-        self.write(re.sub(r"\s+", " ", data.replace(_HEADING_MARK, "")))
+        text = re.sub(r"\s+", " ", data.replace(_HEADING_MARK, ""))
+        if text == " " and self._cell is None and (not self.out or self.out[-1].endswith("\n")):
+            return  # the line break between two tags at the start of a line
+        self.write(text)
 
 
 _HEADING_MARK = "\x00"  # marks a heading the writer made, unlike a "#" in the text
@@ -200,7 +205,7 @@ def _units(text: str, limit: int) -> list[tuple[str, str]]:
             while len(sentence) > limit:  # one sentence longer than a part: cut between words
                 head = sentence[:limit].rpartition(" ")[0] or sentence[:limit]
                 units.append((head, first))
-                sentence, first = sentence[len(head):].lstrip(), " "
+                sentence, first = sentence[len(head) :].lstrip(), " "
             units.append((sentence, first))
     return units
 

@@ -44,3 +44,11 @@ def test_cut_text_cuts_between_paragraphs_then_sentences_then_words():
     assert " ".join(parts) == sentences
     words = cut_text("word " * 100, 50)
     assert all(len(part) <= 50 for part in words) and " ".join(words).split() == ["word"] * 100
+
+
+def test_line_breaks_between_tags_add_no_blank_lines():
+    html = (
+        "<ul>\n  <li>one\n    <ul>\n      <li>nested</li>\n    </ul>\n  </li>\n  <li>two</li>\n</ul>\n"
+        "<p>after</p>"
+    )
+    assert html_to_markdown(html) == "- one\n  - nested\n- two\n\nafter"

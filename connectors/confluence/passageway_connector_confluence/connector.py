@@ -23,7 +23,9 @@ EARLY_WINDOW = timedelta(hours=14)
 def labels_of(page: Mapping[str, Any]) -> list[str]:
     """A page's own label names, as the ``metadata.labels`` expansion gives them."""
     found = ((page.get("metadata") or {}).get("labels") or {}).get("results") or []
-    return sorted({str(label.get("name")) for label in found if isinstance(label, Mapping) and label.get("name")})
+    return sorted(
+        {str(label.get("name")) for label in found if isinstance(label, Mapping) and label.get("name")}
+    )
 
 
 def version_of(page: Mapping[str, Any]) -> str:
@@ -50,8 +52,12 @@ class ConfluenceConnector(Connector):
     def __init__(self, env: Mapping[str, str], **client_options: Any) -> None:
         self.settings: ConfluenceSettings = load_settings(env)
         self.client = RestClient(
-            self.settings.url, self.settings.token, timeout=self.settings.timeout,
-            verify_tls=self.settings.verify_tls, pause_seconds=self.settings.pause_seconds, log=self.warn,
+            self.settings.url,
+            self.settings.token,
+            timeout=self.settings.timeout,
+            verify_tls=self.settings.verify_tls,
+            pause_seconds=self.settings.pause_seconds,
+            log=self.warn,
             **client_options,
         )
 
@@ -70,22 +76,30 @@ class ConfluenceConnector(Connector):
             try:
                 self.client.get(f"/space/{key}", what=f"the space {key}")
             except NotFound:
-                raise SourceError(f"the space {key!r} does not exist or the token's user cannot see it; "
-                                  "check SPACES and the user's permissions") from None
+                raise SourceError(
+                    f"the space {key!r} does not exist or the token's user cannot see it; "
+                    "check SPACES and the user's permissions"
+                ) from None
             before = len(pages)
             listing = self.client.pages(
-                "/content", {"spaceKey": key, "type": "page", "status": "current", "expand": LIST_EXPAND},
-                f"the pages of space {key}")
+                "/content",
+                {"spaceKey": key, "type": "page", "status": "current", "expand": LIST_EXPAND},
+                f"the pages of space {key}",
+            )
             for page in listing:
                 if self._wanted(page):
                     pages[str(page["id"])] = version_of(page)
                 if len(pages) > self.settings.max_pages:
                     raise SourceError(
-                        f"the spaces hold more than MAX_PAGES = {self.settings.max_pages} pages; narrow SPACES "
-                        "or INCLUDE_LABELS, or raise MAX_PAGES (nothing was cut off)")
+                        f"the spaces hold more than MAX_PAGES = {self.settings.max_pages} pages; "
+                        "narrow SPACES "
+                        "or INCLUDE_LABELS, or raise MAX_PAGES (nothing was cut off)"
+                    )
             if len(pages) == before:
-                self.warn(f"the space {key} lists no pages to index; check the key, the labels and the "
-                          "token's permissions")
+                self.warn(
+                    f"the space {key} lists no pages to index; check the key, the labels and the "
+                    "token's permissions"
+                )
         return pages
 
     def fetch(self, ids: Sequence[str]) -> Iterator[dict[str, Any]]:
@@ -103,7 +117,9 @@ class ConfluenceConnector(Connector):
     def changed(self, since: datetime) -> Iterator[dict[str, Any]]:
         spaces = ", ".join(f'"{key}"' for key in self.settings.spaces)
         cql = f'space in ({spaces}) and type = page and lastmodified >= "{cql_time(since - EARLY_WINDOW)}"'
-        for page in self.client.pages("/content/search", {"cql": cql, "expand": PAGE_EXPAND}, "the changed pages"):
+        for page in self.client.pages(
+            "/content/search", {"cql": cql, "expand": PAGE_EXPAND}, "the changed pages"
+        ):
             item = self._item(page)
             if item is not None:
                 yield item
@@ -117,7 +133,9 @@ class ConfluenceConnector(Connector):
         storage = ((page.get("body") or {}).get("storage") or {}).get("value")
         if not isinstance(storage, str):
             raise SourceError(f"Confluence answered page {page.get('id')} without its storage format body")
-        ancestors = [str(ancestor.get("title")) for ancestor in page.get("ancestors") or () if ancestor.get("title")]
+        ancestors = [
+            str(ancestor.get("title")) for ancestor in page.get("ancestors") or () if ancestor.get("title")
+        ]
         item: dict[str, Any] = {
             "id": str(page["id"]),
             "title": str(page.get("title") or page["id"]),

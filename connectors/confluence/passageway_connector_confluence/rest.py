@@ -126,25 +126,33 @@ class RestClient:
                 asked = retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
                 return None, f"HTTP {status} from {self.api}", asked
             if status == 401:
-                raise SourceError(f"Confluence at {self.api} refused the token (HTTP 401: {detail}); check TOKEN: "
-                                  "a personal access token of a user who can see the spaces") from None
+                raise SourceError(
+                    f"Confluence at {self.api} refused the token (HTTP 401: {detail}); check TOKEN: "
+                    "a personal access token of a user who can see the spaces"
+                ) from None
             if status == 404:
                 raise NotFound(f"{what} was not found at {self.api} (HTTP 404: {detail})") from None
             hint = "; check that the token's user may read it" if status == 403 else ""
-            raise SourceError(f"Confluence at {self.api} answered HTTP {status} for {what} ({detail}){hint}") from None
+            raise SourceError(
+                f"Confluence at {self.api} answered HTTP {status} for {what} ({detail}){hint}"
+            ) from None
         except (urllib.error.URLError, OSError) as error:
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
             if isinstance(reason, ssl.SSLCertVerificationError):
-                raise SourceError(f"the certificate of {self.api} is not trusted ({reason.verify_message}); add "
-                                  "its CA to the operating system's trust store") from None
+                raise SourceError(
+                    f"the certificate of {self.api} is not trusted ({reason.verify_message}); add "
+                    "its CA to the operating system's trust store"
+                ) from None
             return None, f"cannot reach {self.api} ({reason})", None
         finally:
             self._last = self._clock()
         try:
             return json.loads(body), None, None
         except ValueError:
-            raise SourceError(f"{self.api} answered something that is not the REST API's JSON "
-                              f"({_error_text(body)}); check URL (the site, with its context path)") from None
+            raise SourceError(
+                f"{self.api} answered something that is not the REST API's JSON "
+                f"({_error_text(body)}); check URL (the site, with its context path)"
+            ) from None
 
     def get(self, path: str, params: dict[str, str] | None = None, what: str = "the request") -> Any:
         """``GET /rest/api<path>``, retried as the class says; every error message is masked."""
@@ -159,16 +167,23 @@ class RestClient:
             if problem is None:
                 return answer
             if waited >= self._total_wait_cap:
-                raise SourceError(self.mask(
-                    f"gave up after {attempts} attempts and {self._clock() - started:.0f} s "
-                    f"({waited:.0f} s of waiting): {problem}"))
+                raise SourceError(
+                    self.mask(
+                        f"gave up after {attempts} attempts and {self._clock() - started:.0f} s "
+                        f"({waited:.0f} s of waiting): {problem}"
+                    )
+                )
             wait = min(self._first_wait * 2 ** (attempts - 1), self._max_wait)
             if asked is not None:
                 wait = max(wait, min(asked, self._retry_after_cap))
             wait = min(wait, self._total_wait_cap - waited)
             if wait >= LOG_WAITS_FROM:
-                self._log(self.mask(
-                    f"{problem}: waiting {wait:.0f} s ({waited:.0f} s of {self._total_wait_cap:.0f} s waited)"))
+                self._log(
+                    self.mask(
+                        f"{problem}: waiting {wait:.0f} s "
+                        f"({waited:.0f} s of {self._total_wait_cap:.0f} s waited)"
+                    )
+                )
             self._sleep(wait)
             waited += wait
 

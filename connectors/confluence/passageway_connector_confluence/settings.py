@@ -11,7 +11,14 @@ from urllib.parse import urlsplit
 from passageway_sdk import SettingsError
 
 SETTINGS = (
-    "URL", "SPACES", "TOKEN", "INCLUDE_LABELS", "EXCLUDE_LABELS", "MAX_PAGES", "TIMEOUT", "PAUSE_SECONDS",
+    "URL",
+    "SPACES",
+    "TOKEN",
+    "INCLUDE_LABELS",
+    "EXCLUDE_LABELS",
+    "MAX_PAGES",
+    "TIMEOUT",
+    "PAUSE_SECONDS",
     "VERIFY_TLS",
 )
 """Every setting this connector reads; the README's table must list each (a test checks it)."""
@@ -61,15 +68,21 @@ def load_settings(env: Mapping[str, str]) -> ConfluenceSettings:
     url = raw_url.rstrip("/").removesuffix("/rest/api")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"URL must be an http:// or https:// address such as https://wiki.example.org, not {raw_url!r}")
+        raise SettingsError(
+            f"URL must be an http:// or https:// address such as https://wiki.example.org, not {raw_url!r}"
+        )
     if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
-        raise SettingsError("URL must be the site's address only, without user name, password, ?query or #fragment")
+        raise SettingsError(
+            "URL must be the site's address only, without user name, password, ?query or #fragment"
+        )
     spaces = _split(env.get("SPACES", ""))
     if not spaces:
         raise SettingsError("SPACES is required: the space keys to index, separated by |, such as OPS|HR")
     wrong = [key for key in spaces if not _SPACE_KEY.match(key)]
     if wrong:
-        raise SettingsError(f"SPACES holds {wrong[0]!r}, which is not a space key (letters and digits, such as OPS)")
+        raise SettingsError(
+            f"SPACES holds {wrong[0]!r}, which is not a space key (letters and digits, such as OPS)"
+        )
     token = env.get("TOKEN", "").strip()
     if not token:
         raise SettingsError(

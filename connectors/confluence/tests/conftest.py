@@ -1,4 +1,4 @@
-"""An in-test Confluence Data Center REST API, served by aiohttp on 127.0.0.1, and the connector run as the core runs it.
+"""An in-test Confluence Data Center REST API on 127.0.0.1, and the connector run as the core runs it.
 
 The fake follows the Data Center REST documentation for the routes the connector uses, under
 ``/rest/api``: ``GET /space/{spaceKey}``, ``GET /content`` (``spaceKey``, ``type``, ``status``,
@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import urlencode
 
@@ -47,7 +47,7 @@ class FakePage:
     parent: str | None = None
     labels: list[str] = field(default_factory=list)
     version: int = 1
-    modified: datetime = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
+    modified: datetime = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
     type: str = "page"
 
 
@@ -59,8 +59,12 @@ class Scripted:
 
 
 def _error(status: int, message: str, reason: str) -> web.Response:
-    body = {"statusCode": status, "data": {"authorized": status != 401, "valid": True, "errors": [],
-                                           "successful": False}, "message": message, "reason": reason}
+    body = {
+        "statusCode": status,
+        "data": {"authorized": status != 401, "valid": True, "errors": [], "successful": False},
+        "message": message,
+        "reason": reason,
+    }
     return web.json_response(body, status=status)
 
 
@@ -98,23 +102,39 @@ class FakeConfluence:
     def content(self, page: FakePage, expand: str) -> dict[str, Any]:
         fields = set(expand.split(","))
         link = f"/pages/viewpage.action?pageId={page.id}"
-        body: dict[str, Any] = {"id": page.id, "type": page.type, "status": "current", "title": page.title,
-                                "_links": {"webui": link, "self": f"{self.url}/rest/api/content/{page.id}"},
-                                "_expandable": {"children": "", "history": ""}}
+        body: dict[str, Any] = {
+            "id": page.id,
+            "type": page.type,
+            "status": "current",
+            "title": page.title,
+            "_links": {"webui": link, "self": f"{self.url}/rest/api/content/{page.id}"},
+            "_expandable": {"children": "", "history": ""},
+        }
         if "version" in fields:
-            body["version"] = {"by": {"type": "known", "username": "admin"}, "number": page.version,
-                               "when": page.modified.astimezone(SERVER_ZONE).isoformat(timespec="milliseconds"),
-                               "minorEdit": False}
+            body["version"] = {
+                "by": {"type": "known", "username": "admin"},
+                "number": page.version,
+                "when": page.modified.astimezone(SERVER_ZONE).isoformat(timespec="milliseconds"),
+                "minorEdit": False,
+            }
         if "metadata.labels" in fields:
-            labels = [{"prefix": "global", "name": name, "id": str(1000 + index), "label": name}
-                      for index, name in enumerate(page.labels)]
+            labels = [
+                {"prefix": "global", "name": name, "id": str(1000 + index), "label": name}
+                for index, name in enumerate(page.labels)
+            ]
             body["metadata"] = {"labels": {"results": labels, "start": 0, "limit": 200, "size": len(labels)}}
         if "ancestors" in fields:
-            body["ancestors"] = [{"id": ancestor.id, "type": "page", "status": "current", "title": ancestor.title}
-                                 for ancestor in self._ancestors(page)]
+            body["ancestors"] = [
+                {"id": ancestor.id, "type": "page", "status": "current", "title": ancestor.title}
+                for ancestor in self._ancestors(page)
+            ]
         if "space" in fields:
-            body["space"] = {"id": 98000 + len(page.space), "key": page.space, "name": self.spaces.get(page.space, ""),
-                             "type": "global"}
+            body["space"] = {
+                "id": 98000 + len(page.space),
+                "key": page.space,
+                "name": self.spaces.get(page.space, ""),
+                "type": "global",
+            }
         if "body.storage" in fields:
             body["body"] = {"storage": {"value": page.storage, "representation": "storage"}}
         return body
@@ -128,34 +148,60 @@ class FakeConfluence:
             query = {**request.query, "start": str(start + limit), "limit": str(limit)}
             links["next"] = f"{request.path}?{urlencode(query)}"
         expand = request.query.get("expand", "")
-        return web.json_response({"results": [self.content(page, expand) for page in chunk], "start": start,
-                                  "limit": limit, "size": len(chunk), "_links": links})
+        return web.json_response(
+            {
+                "results": [self.content(page, expand) for page in chunk],
+                "start": start,
+                "limit": limit,
+                "size": len(chunk),
+                "_links": links,
+            }
+        )
 
     def _cql(self, cql: str) -> list[FakePage]:
-        match = re.fullmatch(r'space in \(([^)]*)\) and type = page and lastmodified >= "(\d{4}/\d\d/\d\d \d\d:\d\d)"',
-                             cql)
+        match = re.fullmatch(
+            r'space in \(([^)]*)\) and type = page and lastmodified >= "(\d{4}/\d\d/\d\d \d\d:\d\d)"', cql
+        )
         if match is None:
-            raise web.HTTPBadRequest(text=json.dumps({"statusCode": 400, "message": f"Could not parse cql : {cql}"}),
-                                     content_type="application/json")
+            raise web.HTTPBadRequest(
+                text=json.dumps({"statusCode": 400, "message": f"Could not parse cql : {cql}"}),
+                content_type="application/json",
+            )
         spaces = {part.strip().strip('"') for part in match.group(1).split(",")}
         since = datetime.strptime(match.group(2), "%Y/%m/%d %H:%M").replace(tzinfo=SERVER_ZONE)
-        return [page for page in self.pages.values()
-                if page.space in spaces and page.type == "page" and page.modified >= since]
+        return [
+            page
+            for page in self.pages.values()
+            if page.space in spaces and page.type == "page" and page.modified >= since
+        ]
 
     # -- the routes ---------------------------------------------------------------------------
 
     @web.middleware
     async def _gate(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        self.requests.append({"method": request.method, "path": request.path, "query": dict(request.query),
-                              "headers": dict(request.headers)})
+        self.requests.append(
+            {
+                "method": request.method,
+                "path": request.path,
+                "query": dict(request.query),
+                "headers": dict(request.headers),
+            }
+        )
         if self.echo_authorization:
-            return web.Response(status=400, content_type="text/html",
-                                text=f"<html><body>Bad request. Headers: Authorization: "
-                                     f"{request.headers.get('Authorization')}</body></html>")
+            return web.Response(
+                status=400,
+                content_type="text/html",
+                text=f"<html><body>Bad request. Headers: Authorization: "
+                f"{request.headers.get('Authorization')}</body></html>",
+            )
         scripted = self.script.pop(0) if self.script else self.always
         if scripted is not None:
-            return web.Response(status=scripted.status, headers=scripted.headers, text=scripted.body,
-                                content_type="application/json")
+            return web.Response(
+                status=scripted.status,
+                headers=scripted.headers,
+                text=scripted.body,
+                content_type="application/json",
+            )
         if request.headers.get("Authorization") != f"Bearer {TOKEN}":
             return _error(401, "This request requires authentication", "Unauthorized")
         return await handler(request)
@@ -164,8 +210,15 @@ class FakeConfluence:
         key = request.match_info["key"]
         if key not in self.spaces:
             return _error(404, f"No space with key : {key}", "Not Found")
-        return web.json_response({"id": 98000, "key": key, "name": self.spaces[key], "type": "global",
-                                  "_links": {"webui": f"/display/{key}"}})
+        return web.json_response(
+            {
+                "id": 98000,
+                "key": key,
+                "name": self.spaces[key],
+                "type": "global",
+                "_links": {"webui": f"/display/{key}"},
+            }
+        )
 
     async def list_content(self, request: web.Request) -> web.Response:
         key, kind = request.query.get("spaceKey"), request.query.get("type", "page")
@@ -175,11 +228,15 @@ class FakeConfluence:
     async def one(self, request: web.Request) -> web.Response:
         page = self.pages.get(request.match_info["id"])
         if page is None:
-            return _error(404, f"No content found with id: ContentId{{id={request.match_info['id']}}}", "Not Found")
+            return _error(
+                404, f"No content found with id: ContentId{{id={request.match_info['id']}}}", "Not Found"
+            )
         return web.json_response(self.content(page, request.query.get("expand", "")))
 
     async def search(self, request: web.Request) -> web.Response:
-        return self._paged(request, sorted(self._cql(request.query.get("cql", "")), key=lambda page: int(page.id)))
+        return self._paged(
+            request, sorted(self._cql(request.query.get("cql", "")), key=lambda page: int(page.id))
+        )
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._gate])
@@ -222,8 +279,14 @@ class Result:
 
 def run_connector(*argv: str, ids: list[str] | None = None, **settings: str) -> Result:
     """One call of the connector as a subprocess with the core's almost empty environment."""
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/"), "PASSAGEWAY_PROTOCOL": "1",
-           "TOKEN": TOKEN, "SPACES": "OPS|HR", **settings}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/"),
+        "PASSAGEWAY_PROTOCOL": "1",
+        "TOKEN": TOKEN,
+        "SPACES": "OPS|HR",
+        **settings,
+    }
     stdin = "".join(json.dumps({"id": item_id}) + "\n" for item_id in ids or [])
     done = subprocess.run([*COMMAND, *argv], input=stdin.encode(), capture_output=True, env=env, timeout=60)
     return Result(done.returncode, done.stdout.decode("ascii"), done.stderr.decode("utf-8"))

@@ -16,8 +16,9 @@ CERTIFICATES = """
 <ac:structured-macro ac:name="toc" ac:schema-version="1"><ac:parameter ac:name="maxLevel">3</ac:parameter>
 </ac:structured-macro>
 <h1>Before you start</h1>
-<ac:structured-macro ac:name="info" ac:schema-version="1"><ac:parameter ac:name="title">Heads up</ac:parameter>
-<ac:rich-text-body><p>The old certificate stays valid for two weeks.</p></ac:rich-text-body></ac:structured-macro>
+<ac:structured-macro ac:name="info" ac:schema-version="1">
+<ac:parameter ac:name="title">Heads up</ac:parameter><ac:rich-text-body>
+<p>The old certificate stays valid for two weeks.</p></ac:rich-text-body></ac:structured-macro>
 <ac:structured-macro ac:name="warning"><ac:rich-text-body><p>Never share the private key.</p>
 </ac:rich-text-body></ac:structured-macro>
 <ac:structured-macro ac:name="jira" ac:schema-version="1"><ac:parameter ac:name="key">OPS-1234</ac:parameter>
@@ -61,8 +62,16 @@ def build_site(fake: Any, page: Any) -> None:
     add(page("100", "OPS", "Operations", "<p>The operations space.</p>"))
     add(page("101", "OPS", "Runbooks", "<p>How we run things.</p>", parent="100"))
     add(page("102", "OPS", "Rotate certificates", CERTIFICATES, parent="101", labels=["security", "tls"]))
-    add(page("103", "OPS", "Deploy the app", "<h1>Deploy</h1><p>Run the pipeline.</p>", parent="101",
-             labels=["howto"]))
+    add(
+        page(
+            "103",
+            "OPS",
+            "Deploy the app",
+            "<h1>Deploy</h1><p>Run the pipeline.</p>",
+            parent="101",
+            labels=["howto"],
+        )
+    )
     add(page("104", "OPS", "Draft ideas", "<p>Not ready.</p>", parent="100", labels=["draft"]))
     parent = "101"
     for number, title in enumerate(["Linux", "Servers", "Kernel", "Patching"], start=105):

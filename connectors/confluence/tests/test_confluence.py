@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from passageway_connector_confluence import ConfluenceConnector
@@ -27,21 +27,32 @@ def fetch(confluence, ids: list[str], **settings: str) -> dict[str, dict]:
 
 def test_the_pages_of_the_spaces_are_listed_page_by_page(confluence):
     assert sorted(listing(confluence)) == [*OPS, "200"]  # no blog post
-    starts = [request["query"]["start"] for request in confluence.requests
-              if request["path"] == "/rest/api/content" and request["query"]["spaceKey"] == "OPS"]
+    starts = [
+        request["query"]["start"]
+        for request in confluence.requests
+        if request["path"] == "/rest/api/content" and request["query"]["spaceKey"] == "OPS"
+    ]
     assert starts == ["0", "3", "6"]  # the fake gives three at a time; _links.next is followed
 
 
 def test_every_macro_rule(confluence):
     sections = fetch(confluence, ["102"])["102"]["sections"]
     assert [section["heading"] for section in sections] == [
-        None, "Before you start", "Before you start › Steps", "Before you start › Steps › Checking"]
+        None,
+        "Before you start",
+        "Before you start › Steps",
+        "Before you start › Steps › Checking",
+    ]
     intro, before, steps, checking = (section["text"] for section in sections)
     assert intro == "Certificates are rotated every year. Status: APPROVED"  # status title; no toc, emoticon
-    assert before == "The old certificate stays valid for two weeks.\n\nNever share the private key."  # no jira
-    assert steps == ("- Order the new certificate\n- Install it on the load balancer\n\n"
-                     "```\nopenssl req -new -key site.key -out site.csr\n# check it\n"
-                     "openssl req -in site.csr -noout -text\n```")
+    assert (
+        before == "The old certificate stays valid for two weeks.\n\nNever share the private key."
+    )  # no jira
+    assert steps == (
+        "- Order the new certificate\n- Install it on the load balancer\n\n"
+        "```\nopenssl req -new -key site.key -out site.csr\n# check it\n"
+        "openssl req -in site.csr -noout -text\n```"
+    )
     assert checking.split("\n\n") == [
         "Follow Deploy the app afterwards, or read the onboarding guide and the TLS notes.",
         "The chain includes the intermediate certificate.",  # expand keeps its body, not its title
@@ -73,7 +84,8 @@ def test_the_version_changes_with_the_page_version_and_with_labels(confluence):
     after = listing(confluence)
     assert after["103"] != before["103"] and after["104"] != before["104"]
     assert {key: value for key, value in after.items() if key not in ("103", "104")} == {
-        key: value for key, value in before.items() if key not in ("103", "104")}
+        key: value for key, value in before.items() if key not in ("103", "104")
+    }
     assert fetch(confluence, ["104"])["104"]["version"] == after["104"]
 
 
@@ -98,15 +110,20 @@ def test_an_empty_space_warns_and_a_missing_one_fails(confluence):
     assert result.code == 0 and list(result.by_id) == ["200"]
     assert "warning: the space EMPTY lists no pages" in result.stderr
     missing = run_connector("list", URL=confluence.url, SPACES="OPS|NOPE")
-    assert missing.code == 1 and "the space 'NOPE' does not exist or the token's user cannot see it" in missing.stderr
+    assert (
+        missing.code == 1
+        and "the space 'NOPE' does not exist or the token's user cannot see it" in missing.stderr
+    )
 
 
 def test_changed_asks_cql_fourteen_hours_early(confluence):
-    confluence.edit("103", storage="<p>new</p>", modified=datetime(2026, 11, 2, 10, 0, tzinfo=timezone.utc))
-    confluence.edit("200", modified=datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc))
+    confluence.edit("103", storage="<p>new</p>", modified=datetime(2026, 11, 2, 10, 0, tzinfo=UTC))
+    confluence.edit("200", modified=datetime(2026, 11, 2, 9, 0, tzinfo=UTC))
     result = run_connector("changed", "--since", "2026-11-02T19:30:00Z", URL=confluence.url)
     assert result.code == 0, result.stderr
-    [query] = [request["query"] for request in confluence.requests if request["path"] == "/rest/api/content/search"]
+    [query] = [
+        request["query"] for request in confluence.requests if request["path"] == "/rest/api/content/search"
+    ]
     assert query["cql"] == 'space in ("OPS", "HR") and type = page and lastmodified >= "2026/11/02 05:30"'
     assert sorted(result.by_id) == ["103", "200"]
     assert result.by_id["103"]["version"] == listing(confluence)["103"]
@@ -137,7 +154,9 @@ def in_process(confluence, *argv: str, **options):
     waits: list[float] = []
     stdout, stderr = io.StringIO(), io.StringIO()
     env = {"URL": confluence.url, "SPACES": "HR", "TOKEN": TOKEN}
-    code = ConfluenceConnector.run(list(argv), env, io.StringIO(), stdout, stderr, sleep=waits.append, **options)
+    code = ConfluenceConnector.run(
+        list(argv), env, io.StringIO(), stdout, stderr, sleep=waits.append, **options
+    )
     return code, waits, stdout.getvalue(), stderr.getvalue()
 
 

@@ -8,4 +8,4 @@ from passageway_connector_trilium.connector import TriliumConnector
 from passageway_connector_trilium.settings import SETTINGS, TriliumSettings, load_settings
 from passageway_connector_trilium.tree import Tree
 
-__all__ = ["SETTINGS", "TriliumConnector", "TriliumSettings", "Tree", "load_settings"]
+__all__ = ["SETTINGS", "Tree", "TriliumConnector", "TriliumSettings", "load_settings"]

@@ -58,7 +58,9 @@ class EtapiClient:
         self.requests = 0
         handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
         if etapi.startswith("https://"):
-            handlers.append(urllib.request.HTTPSHandler(context=truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)))
+            handlers.append(
+                urllib.request.HTTPSHandler(context=truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+            )
         self._opener = urllib.request.build_opener(*handlers)
 
     def _get(self, path: str, params: dict[str, str] | None = None, limit: int | None = None) -> bytes | None:
@@ -75,21 +77,31 @@ class EtapiClient:
             if error.code == 404 and "NOT_FOUND" in detail:
                 return None
             if error.code == 401:
-                raise SourceError(self.mask(
-                    f"Trilium at {self.etapi} refused the ETAPI token (HTTP 401, {detail}); check TOKEN: "
-                    "create a token under Options › ETAPI and give it as a secret"
-                )) from None
+                raise SourceError(
+                    self.mask(
+                        f"Trilium at {self.etapi} refused the ETAPI token (HTTP 401, {detail}); check TOKEN: "
+                        "create a token under Options › ETAPI and give it as a secret"
+                    )
+                ) from None
             hint = "; check URL (the Trilium server, /etapi is added)" if error.code in (404, 405) else ""
-            raise SourceError(self.mask(
-                f"Trilium at {self.etapi} answered HTTP {error.code} to GET {path} ({detail}){hint}"
-            )) from None
+            raise SourceError(
+                self.mask(
+                    f"Trilium at {self.etapi} answered HTTP {error.code} to GET {path} ({detail}){hint}"
+                )
+            ) from None
         except (urllib.error.URLError, OSError) as error:
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
             if isinstance(reason, ssl.SSLCertVerificationError):
-                raise SourceError(self.mask(
-                    f"the certificate of {self.etapi} is not trusted ({reason.verify_message}); add its CA to "
-                    "the operating system's trust store")) from None
-            raise SourceError(self.mask(f"cannot reach Trilium at {self.etapi} ({reason}); check URL")) from None
+                raise SourceError(
+                    self.mask(
+                        f"the certificate of {self.etapi} is not trusted ({reason.verify_message}); "
+                        "add its CA to "
+                        "the operating system's trust store"
+                    )
+                ) from None
+            raise SourceError(
+                self.mask(f"cannot reach Trilium at {self.etapi} ({reason}); check URL")
+            ) from None
 
     def _json(self, path: str, params: dict[str, str] | None = None) -> Any:
         body = self._get(path, params)
@@ -98,10 +110,12 @@ class EtapiClient:
         try:
             return json.loads(body)
         except ValueError:
-            raise SourceError(self.mask(
-                f"{self.etapi}{path} answered something that is not ETAPI's JSON ({_error_text(body)}); "
-                "check URL: it should be the Trilium server, without /etapi"
-            )) from None
+            raise SourceError(
+                self.mask(
+                    f"{self.etapi}{path} answered something that is not ETAPI's JSON ({_error_text(body)}); "
+                    "check URL: it should be the Trilium server, without /etapi"
+                )
+            ) from None
 
     def search(self, query: str, *, ancestor: str | None = None) -> list[dict[str, Any]]:
         """The notes matching a search (attributes and properties only, archived notes left out)."""

@@ -38,7 +38,9 @@ def _address(key: str, raw: str) -> str:
     url = raw.strip().rstrip("/")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"{key} must be an http:// or https:// address such as http://trilium:8080, not {raw!r}")
+        raise SettingsError(
+            f"{key} must be an http:// or https:// address such as http://trilium:8080, not {raw!r}"
+        )
     if parts.username is not None or parts.password is not None:
         raise SettingsError(f"{key} must not contain a user name or password; the ETAPI token goes in TOKEN")
     if parts.query or parts.fragment:
@@ -75,9 +77,13 @@ def load_settings(env: Mapping[str, str]) -> TriliumSettings:
     raw_web = env.get("WEB_URL", "")
     web_url = _address("WEB_URL", raw_web) if raw_web.strip() else url
     timeout = _number("TIMEOUT", env.get("TIMEOUT", ""), DEFAULT_TIMEOUT, 1, 600)
-    max_bytes = _number("MAX_NOTE_BYTES", env.get("MAX_NOTE_BYTES", ""), DEFAULT_MAX_NOTE_BYTES, 1024, 4_194_304)
+    max_bytes = _number(
+        "MAX_NOTE_BYTES", env.get("MAX_NOTE_BYTES", ""), DEFAULT_MAX_NOTE_BYTES, 1024, 4_194_304
+    )
     if max_bytes != int(max_bytes):
-        raise SettingsError(f"MAX_NOTE_BYTES must be a whole number of bytes, not {env.get('MAX_NOTE_BYTES')!r}")
+        raise SettingsError(
+            f"MAX_NOTE_BYTES must be a whole number of bytes, not {env.get('MAX_NOTE_BYTES')!r}"
+        )
     return TriliumSettings(
         url=url, token=token, web_url=web_url, timeout=timeout, max_note_bytes=int(max_bytes)
     )

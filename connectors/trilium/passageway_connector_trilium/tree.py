@@ -34,7 +34,9 @@ LINK_RELATIONS = ("internalLink", "relatesTo", "wikiSource")
 SOURCE_RELATION = "wikiSource"
 LABEL_PREFIXES = {"wikiType": "type", "wikiTopic": "topic", "wikiStatus": "status"}
 ARCHIVED_LABEL = "archived"  # owned or inherited, as Trilium reads it
-TEMPLATE_LABELS = frozenset({"template", "workspaceTemplate"})  # owned: a note made from a template is no template
+TEMPLATE_LABELS = frozenset(
+    {"template", "workspaceTemplate"}
+)  # owned: a note made from a template is no template
 MAX_DEPTH = 200  # a guard against a malformed tree; Trilium itself refuses cycles
 
 
@@ -122,7 +124,9 @@ class Tree:
         self.entries: dict[str, Entry] = {}
         placed = {note_id: self._place(note) for note_id, note in self.notes.items()}
         candidates = {
-            note_id: place for note_id, place in placed.items() if place is not None and self._indexable(note_id)
+            note_id: place
+            for note_id, place in placed.items()
+            if place is not None and self._indexable(note_id)
         }
         cited_by: dict[str, list[str]] = {}
         for note_id in candidates:

@@ -52,8 +52,11 @@ class FakeNote:
 
 
 def _error(status: int, code: str, message: str) -> web.Response:
-    return web.Response(status=status, content_type="application/json",
-                        text=json.dumps({"status": status, "code": code, "message": message}))
+    return web.Response(
+        status=status,
+        content_type="application/json",
+        text=json.dumps({"status": status, "code": code, "message": message}),
+    )
 
 
 class FakeTrilium:
@@ -89,15 +92,24 @@ class FakeTrilium:
 
     def _attributes(self, note: FakeNote) -> list[dict[str, Any]]:
         def attribute(owner: FakeNote, kind: str, name: str, value: str) -> dict[str, Any]:
-            return {"attributeId": f"{owner.noteId}{kind[0]}{name}"[:32], "noteId": owner.noteId, "type": kind,
-                    "name": name, "value": value, "position": 10, "isInheritable": name in owner.inheritable,
-                    "utcDateModified": owner.modified}
+            return {
+                "attributeId": f"{owner.noteId}{kind[0]}{name}"[:32],
+                "noteId": owner.noteId,
+                "type": kind,
+                "name": name,
+                "value": value,
+                "position": 10,
+                "isInheritable": name in owner.inheritable,
+                "utcDateModified": owner.modified,
+            }
 
         found = [attribute(note, "label", name, value) for name, value in note.labels.items()]
         found += [attribute(note, "relation", name, target) for name, target in note.relations]
         for ancestor in self._ancestors(note.noteId):
             owner = self.notes[ancestor]
-            found += [attribute(owner, "label", name, owner.labels[name]) for name in sorted(owner.inheritable)]
+            found += [
+                attribute(owner, "label", name, owner.labels[name]) for name in sorted(owner.inheritable)
+            ]
         return found
 
     def _archived(self, note: FakeNote) -> bool:
@@ -105,15 +117,24 @@ class FakeTrilium:
 
     def pojo(self, note: FakeNote) -> dict[str, Any]:
         return {
-            "noteId": note.noteId, "isProtected": note.protected, "title": note.title, "type": note.type,
-            "mime": note.mime, "blobId": f"blob{note.noteId}{note.blob}"[:32],
-            "dateCreated": "2026-10-01 10:00:00.000+0200", "dateModified": "2026-11-01 09:00:00.000+0100",
-            "utcDateCreated": "2026-10-01 08:00:00.000Z", "utcDateModified": note.modified,
+            "noteId": note.noteId,
+            "isProtected": note.protected,
+            "title": note.title,
+            "type": note.type,
+            "mime": note.mime,
+            "blobId": f"blob{note.noteId}{note.blob}"[:32],
+            "dateCreated": "2026-10-01 10:00:00.000+0200",
+            "dateModified": "2026-11-01 09:00:00.000+0100",
+            "utcDateCreated": "2026-10-01 08:00:00.000Z",
+            "utcDateModified": note.modified,
             "parentNoteIds": list(note.parents),
             "childNoteIds": [child.noteId for child in self.notes.values() if note.noteId in child.parents],
             "parentBranchIds": [f"{parent}_{note.noteId}" for parent in note.parents],
-            "childBranchIds": [f"{note.noteId}_{child.noteId}" for child in self.notes.values()
-                               if note.noteId in child.parents],
+            "childBranchIds": [
+                f"{note.noteId}_{child.noteId}"
+                for child in self.notes.values()
+                if note.noteId in child.parents
+            ],
             "attributes": self._attributes(note),
         }
 
@@ -123,9 +144,16 @@ class FakeTrilium:
         found = re.fullmatch(r"note\.utcDateModified >= '([0-9: .-]+Z)'", query)
         if found:
             return note.modified >= found.group(1)
-        raise web.HTTPBadRequest(text=json.dumps({"status": 400, "code": "SEARCH_QUERY_PARSE_ERROR",
-                                                  "message": f"The fake cannot parse {query!r}"}),
-                                 content_type="application/json")
+        raise web.HTTPBadRequest(
+            text=json.dumps(
+                {
+                    "status": 400,
+                    "code": "SEARCH_QUERY_PARSE_ERROR",
+                    "message": f"The fake cannot parse {query!r}",
+                }
+            ),
+            content_type="application/json",
+        )
 
     # -- the routes ---------------------------------------------------------------------------
 
@@ -138,11 +166,21 @@ class FakeTrilium:
 
     @web.middleware
     async def _gate(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        self.requests.append({"method": request.method, "path": request.path, "query": dict(request.query),
-                              "headers": dict(request.headers)})
+        self.requests.append(
+            {
+                "method": request.method,
+                "path": request.path,
+                "query": dict(request.query),
+                "headers": dict(request.headers),
+            }
+        )
         if self.echo_authorization:
-            return web.Response(status=502, text=f"<html>Bad gateway; you sent Authorization: "
-                                f"{request.headers.get('Authorization')}</html>", content_type="text/html")
+            return web.Response(
+                status=502,
+                text=f"<html>Bad gateway; you sent Authorization: "
+                f"{request.headers.get('Authorization')}</html>",
+                content_type="text/html",
+            )
         if not self._authorized(request):
             return _error(401, "NOT_AUTHENTICATED", "Not authenticated")
         return await handler(request)
@@ -150,9 +188,16 @@ class FakeTrilium:
     def _note(self, request: web.Request) -> FakeNote:
         note = self.notes.get(request.match_info["note_id"])
         if note is None:
-            raise web.HTTPNotFound(text=json.dumps({"status": 404, "code": "NOTE_NOT_FOUND",
-                                                    "message": f"Note '{request.match_info['note_id']}' not found."}),
-                                   content_type="application/json")
+            raise web.HTTPNotFound(
+                text=json.dumps(
+                    {
+                        "status": 404,
+                        "code": "NOTE_NOT_FOUND",
+                        "message": f"Note '{request.match_info['note_id']}' not found.",
+                    }
+                ),
+                content_type="application/json",
+            )
         return note
 
     async def search(self, request: web.Request) -> web.Response:
@@ -162,9 +207,11 @@ class FakeTrilium:
         ancestor = request.query.get("ancestorNoteId", "root")
         archived = request.query.get("includeArchivedNotes") == "true"
         results = [
-            self.pojo(note) for note in self.notes.values()
+            self.pojo(note)
+            for note in self.notes.values()
             if (note.noteId == ancestor or ancestor in self._ancestors(note.noteId))
-            and (archived or not self._archived(note)) and self._matches(note, query)
+            and (archived or not self._archived(note))
+            and self._matches(note, query)
         ]
         return web.json_response({"results": results})
 
@@ -174,12 +221,24 @@ class FakeTrilium:
     async def content(self, request: web.Request) -> web.Response:
         note = self._note(request)
         if note.protected:
-            return _error(400, "NOTE_IS_PROTECTED", f"Note '{note.noteId}' is protected and cannot be read through ETAPI")
-        return web.Response(text=note.content, content_type="text/html" if note.type == "text" else "text/plain")
+            return _error(
+                400,
+                "NOTE_IS_PROTECTED",
+                f"Note '{note.noteId}' is protected and cannot be read through ETAPI",
+            )
+        return web.Response(
+            text=note.content, content_type="text/html" if note.type == "text" else "text/plain"
+        )
 
     async def app_info(self, request: web.Request) -> web.Response:
-        return web.json_response({"appVersion": "0.63.7", "dbVersion": 228, "syncVersion": 33,
-                                  "utcDateTime": "2026-11-02T10:00:00.000Z"})
+        return web.json_response(
+            {
+                "appVersion": "0.63.7",
+                "dbVersion": 228,
+                "syncVersion": 33,
+                "utcDateTime": "2026-11-02T10:00:00.000Z",
+            }
+        )
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._gate])
@@ -227,8 +286,13 @@ class Result:
 
 def run_connector(*argv: str, ids: list[str] | None = None, **settings: str) -> Result:
     """One call of the connector as a subprocess with the core's almost empty environment."""
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/"), "PASSAGEWAY_PROTOCOL": "1",
-           "TOKEN": TOKEN, **settings}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/"),
+        "PASSAGEWAY_PROTOCOL": "1",
+        "TOKEN": TOKEN,
+        **settings,
+    }
     stdin = "".join(json.dumps({"id": item_id}) + "\n" for item_id in ids or [])
     done = subprocess.run([*COMMAND, *argv], input=stdin.encode(), capture_output=True, env=env, timeout=60)
     return Result(done.returncode, done.stdout.decode("ascii"), done.stderr.decode("utf-8"))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from passageway_connector_trilium import SETTINGS
+
 from passageway.protocol import Connector
 from passageway.testing.contract import check_connector
-from passageway_connector_trilium import SETTINGS
 
 from .conftest import COMMAND, TOKEN
 
@@ -24,3 +25,15 @@ def test_the_connector_passes_the_contract(trilium):
 def test_every_setting_is_in_the_readme_table():
     rows = set(re.findall(r"^\| `([A-Z_]+)` +\|", README.read_text(encoding="utf-8"), flags=re.MULTILINE))
     assert rows == set(SETTINGS)
+
+
+def test_passageway_init_writes_an_example_for_this_connector():
+    import tomllib
+
+    from passageway.kernel.commands.init import TEMPLATE
+
+    commented = TEMPLATE[TEMPLATE.index("# [[connector]]") :].splitlines()
+    config = tomllib.loads("\n".join(line.removeprefix("#").removeprefix(" ") for line in commented))
+    [example] = [table for table in config["connector"] if "passageway_connector_trilium" in table["command"]]
+    assert example["secrets"] == {"TOKEN": example["secrets"]["TOKEN"]}
+    assert example["secrets"]["TOKEN"].startswith("env:") and set(example["env"]) <= set(SETTINGS)

@@ -9,8 +9,18 @@ import pytest
 from .conftest import TOKEN, run_connector
 
 INDEXED = {
-    "areawiki", "concepts1", "backprop1", "graddesc1", "summary01", "sauerteig", "convention",
-    "attnsrc01", "year2026", "day110201", "deploysh1", "hugenote1",
+    "areawiki",
+    "concepts1",
+    "backprop1",
+    "graddesc1",
+    "summary01",
+    "sauerteig",
+    "convention",
+    "attnsrc01",
+    "year2026",
+    "day110201",
+    "deploysh1",
+    "hugenote1",
 }
 
 
@@ -36,7 +46,11 @@ def test_areas_give_weights_labels_and_paths(trilium):
     items = fetch_all(trilium)
     assert {item_id: item["weight"] for item_id, item in items.items()} == {
         **dict.fromkeys(["areawiki", "concepts1", "backprop1", "graddesc1", "summary01", "sauerteig"], 1.0),
-        "convention": 1.0, "attnsrc01": 0.8, "year2026": 0.6, "day110201": 0.6, "deploysh1": 0.6,
+        "convention": 1.0,
+        "attnsrc01": 0.8,
+        "year2026": 0.6,
+        "day110201": 0.6,
+        "deploysh1": 0.6,
         "hugenote1": 0.6,
     }
     backprop = items["backprop1"]
@@ -67,7 +81,10 @@ def test_headings_split_sections_and_lists_tables_and_code_stay_readable(trilium
         ("History", "Rumelhart, Hinton and Wi"),
     ]
     source = {section["heading"]: section["text"] for section in items["attnsrc01"]["sections"]}
-    assert source["Results"] == "| Task | BLEU |\n|---|---|\n| English to German | 28.4 |\n| English to French | 41.8 |"
+    assert (
+        source["Results"]
+        == "| Task | BLEU |\n|---|---|\n| English to German | 28.4 |\n| English to French | 41.8 |"
+    )
     assert source["Training"] == "1. Eight P100 GPUs\n2. Twelve hours for the base model"
     variants = items["graddesc1"]["sections"][1]["text"]
     assert variants.splitlines()[1] == "  - with momentum it keeps a running average"
@@ -143,7 +160,9 @@ def test_the_fake_takes_basic_auth_as_etapi_does(trilium):
     import urllib.request
 
     basic = base64.b64encode(f"trilium:{TOKEN}".encode()).decode()
-    request = urllib.request.Request(f"{trilium.url}/etapi/app-info", headers={"Authorization": f"Basic {basic}"})
+    request = urllib.request.Request(
+        f"{trilium.url}/etapi/app-info", headers={"Authorization": f"Basic {basic}"}
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
 
@@ -152,7 +171,11 @@ def test_a_wrong_token_says_to_check_it_and_never_prints_it(trilium):
     wrong = "wrong-token-7f3a9c2e"
     result = run_connector("list", URL=trilium.url, TOKEN=wrong)
     assert result.code == 1 and result.stdout == ""
-    assert "HTTP 401" in result.stderr and "NOT_AUTHENTICATED" in result.stderr and "check TOKEN" in result.stderr
+    assert (
+        "HTTP 401" in result.stderr
+        and "NOT_AUTHENTICATED" in result.stderr
+        and "check TOKEN" in result.stderr
+    )
     assert wrong not in result.stderr
 
 
@@ -167,7 +190,9 @@ def test_a_token_echoed_back_by_a_proxy_is_masked(trilium):
 def test_an_unreachable_server_names_the_address():
     result = run_connector("check", URL="http://127.0.0.1:9", TIMEOUT="5")
     assert result.code == 1
-    assert "cannot reach Trilium at http://127.0.0.1:9/etapi" in result.stderr and "check URL" in result.stderr
+    assert (
+        "cannot reach Trilium at http://127.0.0.1:9/etapi" in result.stderr and "check URL" in result.stderr
+    )
 
 
 @pytest.mark.parametrize(
@@ -187,6 +212,8 @@ def test_a_wrong_setting_exits_2_naming_it(trilium, settings, message):
 
 
 def test_web_url_makes_the_links_and_url_may_end_in_etapi(trilium):
-    result = run_connector("fetch", ids=["backprop1"], URL=trilium.url + "/etapi/", WEB_URL="https://notes.example.org/")
+    result = run_connector(
+        "fetch", ids=["backprop1"], URL=trilium.url + "/etapi/", WEB_URL="https://notes.example.org/"
+    )
     assert result.code == 0, result.stderr
     assert result.records[0]["url"] == "https://notes.example.org/#root/backprop1"

@@ -35,15 +35,23 @@ def test_questions_about_the_wiki_meet_their_targets(trilium, tmp_path, monkeypa
         'secrets = { TOKEN = "env:TRILIUM_QUALITY_TOKEN" }\n',
         encoding="utf-8",
     )
-    arguments = ["eval", str(HERE / "quality.toml"), "--config", str(config), "--out", str(tmp_path / "out"),
-                 "--enforce"]
+    arguments = [
+        "eval",
+        str(HERE / "quality.toml"),
+        "--config",
+        str(config),
+        "--out",
+        str(tmp_path / "out"),
+        "--enforce",
+    ]
     if os.environ.get("PASSAGEWAY_WRITE_README") == "1":
         arguments += ["--write", str(README)]
     code = main(arguments)
     printed = capsys.readouterr()
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert code == 0, printed.out + printed.err
-    assert report["index"]["sources"] == [{"name": "wiki", "items": 12, "passages": report["index"]["sources"][0]["passages"],
-                                           "error": None}]
+    assert report["index"]["sources"] == [
+        {"name": "wiki", "items": 12, "passages": report["index"]["sources"][0]["passages"], "error": None}
+    ]
     assert report["questions"] == {"total": 14, "answerable": 11, "unanswerable": 3, "with_answer_text": 0}
     assert TOKEN not in printed.out + printed.err

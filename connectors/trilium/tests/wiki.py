@@ -6,7 +6,7 @@ The tree (note ids in brackets)::
     ├── LLM Wiki [llmwiki01]                     a plain folder
     │   ├── Wiki [areawiki]                      #llmWikiPart=wiki
     │   │   ├── Concepts [concepts1]
-    │   │   │   ├── Backpropagation [backprop1]  #wikiType=concept #wikiTopic=training #wikiStatus=stable, ~relatesTo
+    │   │   │   ├── Backpropagation [backprop1]  #wikiType #wikiTopic #wikiStatus ~relatesTo
     │   │   │   ├── Gradient descent [graddesc1]
     │   │   │   └── Summary: Attention paper [summary01]  ~wikiSource -> attnsrc01
     │   │   └── Küche [kueche001]
@@ -39,7 +39,8 @@ from typing import Any
 
 BACKPROP = """
 <p>Backpropagation computes the gradient of the loss with respect to every weight of a neural
-network, layer by layer, with the chain rule. See <a class="reference-link" href="#root/llmwiki01/areawiki/concepts1/graddesc1">Gradient descent</a>.</p>
+network, layer by layer, with the chain rule. See <a class="reference-link"
+href="#root/llmwiki01/areawiki/concepts1/graddesc1">Gradient descent</a>.</p>
 <h2>How it works</h2>
 <p>A forward pass stores the activations; the backward pass multiplies local derivatives from
 the output layer back to the input layer.</p>
@@ -54,7 +55,8 @@ GRADIENT = """
 <p>Gradient descent updates each weight a small step against its gradient. The learning rate
 sets the step size; too large a rate diverges, too small a rate crawls.</p>
 <h2>Variants</h2>
-<ul><li>Stochastic gradient descent uses one mini-batch per step<ul><li>with momentum it keeps a running average</li></ul></li><li>Adam adapts the rate per parameter</li></ul>
+<ul><li>Stochastic gradient descent uses one mini-batch per step<ul>
+<li>with momentum it keeps a running average</li></ul></li><li>Adam adapts the rate per parameter</li></ul>
 """
 
 SUMMARY = """
@@ -71,7 +73,8 @@ SOURCE = """
 attention, dividing by the square root of the key dimension.</p>
 <h2>Results</h2>
 <figure class="table"><table><thead><tr><th>Task</th><th>BLEU</th></tr></thead>
-<tbody><tr><td>English to German</td><td>28.4</td></tr><tr><td>English to French</td><td>41.8</td></tr></tbody></table></figure>
+<tbody><tr><td>English to German</td><td>28.4</td></tr>
+<tr><td>English to French</td><td>41.8</td></tr></tbody></table></figure>
 <h2>Training</h2>
 <ol><li>Eight P100 GPUs</li><li>Twelve hours for the base model</li></ol>
 """
@@ -110,17 +113,50 @@ def build_wiki(fake: Any, note: Any) -> None:
     """Fill ``fake`` (a FakeTrilium) with the tree above; ``note`` is its note class."""
     add = fake.add
     add(note("llmwiki01", "LLM Wiki", ["root"], type="book"))
-    add(note("areawiki", "Wiki", ["llmwiki01"], labels={"llmWikiPart": "wiki"}, content="<p>The wiki's index.</p>"))
+    add(
+        note(
+            "areawiki",
+            "Wiki",
+            ["llmwiki01"],
+            labels={"llmWikiPart": "wiki"},
+            content="<p>The wiki's index.</p>",
+        )
+    )
     add(note("concepts1", "Concepts", ["areawiki"], content=""))
-    add(note("backprop1", "Backpropagation", ["concepts1"], content=BACKPROP,
-             labels={"wikiType": "concept", "wikiTopic": "training", "wikiStatus": "stable"},
-             relations=[("relatesTo", "graddesc1"), ("internalLink", "graddesc1"), ("template", "tmplcncpt")]))
-    add(note("graddesc1", "Gradient descent", ["concepts1"], content=GRADIENT,
-             labels={"wikiType": "concept"}, relations=[("relatesTo", "lock00001")]))
-    add(note("summary01", "Summary: Attention paper", ["concepts1"], content=SUMMARY,
-             labels={"wikiType": "summary", "wikiStatus": "draft"}, relations=[("wikiSource", "attnsrc01")]))
+    add(
+        note(
+            "backprop1",
+            "Backpropagation",
+            ["concepts1"],
+            content=BACKPROP,
+            labels={"wikiType": "concept", "wikiTopic": "training", "wikiStatus": "stable"},
+            relations=[("relatesTo", "graddesc1"), ("internalLink", "graddesc1"), ("template", "tmplcncpt")],
+        )
+    )
+    add(
+        note(
+            "graddesc1",
+            "Gradient descent",
+            ["concepts1"],
+            content=GRADIENT,
+            labels={"wikiType": "concept"},
+            relations=[("relatesTo", "lock00001")],
+        )
+    )
+    add(
+        note(
+            "summary01",
+            "Summary: Attention paper",
+            ["concepts1"],
+            content=SUMMARY,
+            labels={"wikiType": "summary", "wikiStatus": "draft"},
+            relations=[("wikiSource", "attnsrc01")],
+        )
+    )
     add(note("kueche001", "Küche", ["areawiki"], type="book"))
-    add(note("sauerteig", "Sauerteigbrot backen", ["kueche001"], content=GERMAN, labels={"wikiType": "howto"}))
+    add(
+        note("sauerteig", "Sauerteigbrot backen", ["kueche001"], content=GERMAN, labels={"wikiType": "howto"})
+    )
     add(note("areaschema", "Schema", ["llmwiki01"], type="book", labels={"llmWikiPart": "schema"}))
     add(note("convention", "Note conventions", ["areaschema"], content=CONVENTIONS))
     add(note("areasource", "Sources", ["llmwiki01"], type="book", labels={"llmWikiPart": "sources"}))
@@ -128,7 +164,15 @@ def build_wiki(fake: Any, note: Any) -> None:
     add(note("arealocks", "Locks", ["llmwiki01"], type="book", labels={"llmWikiPart": "locks"}))
     add(note("lock00001", "sync lock", ["arealocks"], content="<p>held by the nightly job</p>"))
     add(note("areatmpl1", "Templates", ["llmwiki01"], type="book", labels={"llmWikiPart": "templates"}))
-    add(note("tmplcncpt", "Concept template", ["areatmpl1"], labels={"template": ""}, content="<h2>Definition</h2>"))
+    add(
+        note(
+            "tmplcncpt",
+            "Concept template",
+            ["areatmpl1"],
+            labels={"template": ""},
+            content="<h2>Definition</h2>",
+        )
+    )
     add(note("areaviews", "Views", ["llmwiki01"], type="book", labels={"llmWikiPart": "views"}))
     add(note("viewall01", "All concepts", ["areaviews"], content="<p>a saved view</p>"))
     add(note("journal01", "Journal", ["root"], type="book", labels={"calendarRoot": ""}))
