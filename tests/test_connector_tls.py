@@ -10,20 +10,16 @@ Confluence connector can turn it off, with ``VERIFY_TLS=false``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime
 import ipaddress
-import os
 import ssl
-import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+
+from passageway.testing.fake_server import CallResult, run_connector, serve
 
 x509 = pytest.importorskip("cryptography.x509")
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
@@ -113,36 +109,14 @@ def _app() -> web.Application:
     return app
 
 
-@contextlib.contextmanager
-def https_server(pki: dict[str, Path]) -> Iterator[str]:
+def https_server(pki: dict[str, Path]):
     tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     tls.load_cert_chain(pki["cert"], pki["key"])
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(_app(), shutdown_timeout=0.5)
-    loop.run_until_complete(runner.setup())
-    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls).start())
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
+    return serve(_app(), tls)
 
 
-def check(module: str, **settings: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/"),
-        "PASSAGEWAY_PROTOCOL": "1",
-        "TOKEN": TOKEN,
-        **settings,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", module, "check"], capture_output=True, text=True, env=env, timeout=60
-    )
+def check(module: str, **settings: str) -> CallResult:
+    return run_connector([sys.executable, "-m", module], ["check"], {"TOKEN": TOKEN, **settings})
 
 
 CONNECTORS = {
@@ -157,9 +131,9 @@ def test_a_ca_in_the_trust_store_is_trusted_without_turning_checks_off(pki, name
     with https_server(pki) as url:
         trusted = check(module, URL=url, SSL_CERT_FILE=str(pki["ca"]), **settings)
         unknown = check(module, URL=url, **settings)
-    assert trusted.returncode == 0, trusted.stderr
+    assert trusted.code == 0, trusted.stderr
     assert '"ok": true' in trusted.stdout
-    assert unknown.returncode == 1 and unknown.stdout == ""
+    assert unknown.code == 1 and unknown.stdout == ""
     assert "certificate" in unknown.stderr and "is not trusted" in unknown.stderr
     assert TOKEN not in trusted.stderr + unknown.stderr
 
@@ -167,4 +141,4 @@ def test_a_ca_in_the_trust_store_is_trusted_without_turning_checks_off(pki, name
 def test_verify_tls_false_reaches_an_untrusted_confluence(pki):
     with https_server(pki) as url:
         result = check("passageway_connector_confluence", URL=url, SPACES="OPS", VERIFY_TLS="false")
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.stderr

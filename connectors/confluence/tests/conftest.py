@@ -12,15 +12,9 @@ the ``Authorization`` header.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
 import re
-import ssl
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
@@ -29,6 +23,9 @@ from urllib.parse import urlencode
 
 import pytest
 from aiohttp import web
+
+from passageway.testing.fake_server import CallResult, echo_authorization, record, serve
+from passageway.testing.fake_server import run_connector as call
 
 from .pages import build_site
 
@@ -179,21 +176,9 @@ class FakeConfluence:
 
     @web.middleware
     async def _gate(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        self.requests.append(
-            {
-                "method": request.method,
-                "path": request.path,
-                "query": dict(request.query),
-                "headers": dict(request.headers),
-            }
-        )
+        self.requests.append(record(request))
         if self.echo_authorization:
-            return web.Response(
-                status=400,
-                content_type="text/html",
-                text=f"<html><body>Bad request. Headers: Authorization: "
-                f"{request.headers.get('Authorization')}</body></html>",
-            )
+            return echo_authorization(request, 400)
         scripted = self.script.pop(0) if self.script else self.always
         if scripted is not None:
             return web.Response(
@@ -247,49 +232,9 @@ class FakeConfluence:
         return app
 
 
-@contextlib.contextmanager
-def serve(app: web.Application, tls: ssl.SSLContext | None = None) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 on a free port from a thread of its own; yields the base URL."""
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    loop.run_until_complete(runner.setup())
-    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls).start())
-    base = f"{'https' if tls else 'http'}://127.0.0.1:{runner.addresses[0][1]}"
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield base
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def by_id(self) -> dict[str, dict]:
-        return {record["id"]: record for record in map(json.loads, self.stdout.splitlines())}
-
-
-def run_connector(*argv: str, ids: list[str] | None = None, **settings: str) -> Result:
+def run_connector(*argv: str, ids: list[str] | None = None, **settings: str) -> CallResult:
     """One call of the connector as a subprocess with the core's almost empty environment."""
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/"),
-        "PASSAGEWAY_PROTOCOL": "1",
-        "TOKEN": TOKEN,
-        "SPACES": "OPS|HR",
-        **settings,
-    }
-    stdin = "".join(json.dumps({"id": item_id}) + "\n" for item_id in ids or [])
-    done = subprocess.run([*COMMAND, *argv], input=stdin.encode(), capture_output=True, env=env, timeout=60)
-    return Result(done.returncode, done.stdout.decode("ascii"), done.stderr.decode("utf-8"))
+    return call(COMMAND, argv, {"TOKEN": TOKEN, "SPACES": "OPS|HR", **settings}, ids or ())
 
 
 @pytest.fixture

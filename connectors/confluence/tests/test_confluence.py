@@ -145,7 +145,7 @@ def test_a_401_says_to_check_the_token_and_never_prints_it(confluence):
 def test_a_token_echoed_back_by_a_proxy_is_masked(confluence):
     confluence.echo_authorization = True
     result = run_connector("list", URL=confluence.url)
-    assert result.code == 1 and "HTTP 400" in result.stderr and "Bearer ***" in result.stderr
+    assert result.code == 1 and "HTTP 400" in result.stderr and "Authorization: Bearer ***" in result.stderr
     assert TOKEN not in result.stderr
 
 

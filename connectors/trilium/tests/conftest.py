@@ -12,22 +12,19 @@ the UTC dates in Trilium's ``2026-11-02 10:00:00.000Z`` form. The token goes in 
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import json
-import os
 import re
-import ssl
-import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from aiohttp import web
+
+from passageway.testing.fake_server import CallResult, echo_authorization, record, serve
+from passageway.testing.fake_server import run_connector as call
 
 from .wiki import build_wiki
 
@@ -166,21 +163,9 @@ class FakeTrilium:
 
     @web.middleware
     async def _gate(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        self.requests.append(
-            {
-                "method": request.method,
-                "path": request.path,
-                "query": dict(request.query),
-                "headers": dict(request.headers),
-            }
-        )
+        self.requests.append(record(request))
         if self.echo_authorization:
-            return web.Response(
-                status=502,
-                text=f"<html>Bad gateway; you sent Authorization: "
-                f"{request.headers.get('Authorization')}</html>",
-                content_type="text/html",
-            )
+            return echo_authorization(request, 502)
         if not self._authorized(request):
             return _error(401, "NOT_AUTHENTICATED", "Not authenticated")
         return await handler(request)
@@ -249,59 +234,15 @@ class FakeTrilium:
         return app
 
 
-@contextlib.contextmanager
-def served(app: web.Application, tls: ssl.SSLContext | None = None) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1 on a free port, in a thread with its own loop; yields the base URL."""
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app, shutdown_timeout=0.5)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=tls)
-    loop.run_until_complete(site.start())
-    port = runner.addresses[0][1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def records(self) -> list[dict]:
-        return [json.loads(line) for line in self.stdout.splitlines()]
-
-    @property
-    def by_id(self) -> dict[str, dict]:
-        return {record["id"]: record for record in self.records}
-
-
-def run_connector(*argv: str, ids: list[str] | None = None, **settings: str) -> Result:
+def run_connector(*argv: str, ids: list[str] | None = None, **settings: str) -> CallResult:
     """One call of the connector as a subprocess with the core's almost empty environment."""
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": os.environ.get("HOME", "/"),
-        "PASSAGEWAY_PROTOCOL": "1",
-        "TOKEN": TOKEN,
-        **settings,
-    }
-    stdin = "".join(json.dumps({"id": item_id}) + "\n" for item_id in ids or [])
-    done = subprocess.run([*COMMAND, *argv], input=stdin.encode(), capture_output=True, env=env, timeout=60)
-    return Result(done.returncode, done.stdout.decode("ascii"), done.stderr.decode("utf-8"))
+    return call(COMMAND, argv, {"TOKEN": TOKEN, **settings}, ids or ())
 
 
 @pytest.fixture
 def trilium() -> Iterator[FakeTrilium]:
     fake = FakeTrilium()
     build_wiki(fake, FakeNote)
-    with served(fake.app()) as url:
+    with serve(fake.app()) as url:
         fake.url = url
         yield fake
