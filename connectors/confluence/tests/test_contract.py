@@ -40,3 +40,27 @@ def test_passageway_init_writes_an_example_for_this_connector():
     ]
     assert example["secrets"] == {"TOKEN": example["secrets"]["TOKEN"]}
     assert example["secrets"]["TOKEN"].startswith("env:") and set(example["env"]) <= set(SETTINGS)
+
+
+def test_passageway_check_connector_passes_from_the_command_line(confluence, monkeypatch, capsys):
+    from passageway.kernel.cli import main
+
+    monkeypatch.setenv("CONFLUENCE_CHECK_TOKEN", TOKEN)
+    code = main(
+        [
+            "check-connector",
+            "--name",
+            "wiki",
+            "--env",
+            f"URL={confluence.url}",
+            "--env",
+            "SPACES=OPS",
+            "--secret",
+            "TOKEN=CONFLUENCE_CHECK_TOKEN",
+            "--",
+            *COMMAND,
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "all rules pass" in printed and TOKEN not in printed
