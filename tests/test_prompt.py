@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -144,3 +147,27 @@ def test_fit_to_tokens_keeps_whole_sentences_then_cuts_the_first_at_a_word():
     assert fit_to_tokens(text, count, 100) == text
     assert fit_to_tokens(text, count, 10) == "One two three four? Five six seven?"
     assert fit_to_tokens("a b c d e f g h i j", count, 6) == "a b c d"
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+
+
+def test_the_published_long_prompt_set_is_what_its_script_writes(tmp_path):
+    out = tmp_path / "long.toml"
+    subprocess.run([sys.executable, str(CORPUS / "long_prompts.py"), "--out", str(out)], check=True,
+                   capture_output=True)
+    assert out.read_bytes() == (CORPUS / "long-prompts.toml").read_bytes()
+
+
+def test_every_long_prompt_reduces_to_its_bare_question_and_every_paste_to_nothing():
+    bare = [case["query"] for name in ("questions.toml", "near-topic.toml")
+            for case in tomllib.loads((CORPUS / name).read_text("utf-8"))["case"]]
+    for case in tomllib.loads((CORPUS / "long-prompts.toml").read_text("utf-8"))["case"]:
+        result = asked(case["query"])
+        if case["group"] == "paste-only":
+            assert result.silent, result.text
+        else:
+            (question,) = [text for text in bare if text in case["query"]]
+            assert result.text == question
+    for question in bare:  # a bare question is never changed
+        assert asked(question).text == question
