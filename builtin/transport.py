@@ -54,6 +54,7 @@ def mount(app: web.Application, kernel: Kernel) -> None:
             yield
 
     app.cleanup_ctx.append(mcp_lifecycle)
+    app.on_shutdown.append(mcp.close_sessions)
 
     async def mcp_route(request: web.Request) -> web.StreamResponse:
         if not kernel.authorize(request) and not (oauth is not None and oauth.verify(bearer_token(request))):
