@@ -25,6 +25,7 @@ log = logging.getLogger("passageway.server")
 
 KERNEL_KEY = web.AppKey("passageway.kernel", Kernel)
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
+OnListening = Callable[[web.Application], Callable[[], None] | None]
 STOP_SECONDS = 1.0
 """How long a stop waits for requests still running (an open MCP stream) before cancelling them."""
 
@@ -117,11 +118,12 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def run_server(
-    kernel: Kernel, host: str, port: int, *, on_listening: Callable[[web.Application], object] | None = None
+    kernel: Kernel, host: str, port: int, *, on_listening: OnListening | None = None
 ) -> None:
     """Serve until SIGINT or SIGTERM; the first stops within :data:`STOP_SECONDS`, a second at once.
 
-    ``on_listening(app)`` runs once the server answers (the foreground progress bar starts there).
+    ``on_listening(app)`` runs once the server answers (the foreground progress bar starts there);
+    what it returns, if anything, is called when the server stops.
 
     :raises ConfigError: the port is taken.
     """
@@ -134,7 +136,7 @@ async def _serve(
     listener: socket.socket,
     host: str,
     port: int,
-    on_listening: Callable[[web.Application], object] | None,
+    on_listening: OnListening | None,
 ) -> None:
     app = build_app(kernel)
     # Handlers still running STOP_SECONDS after a stop are cancelled (an MCP stream never ends by
@@ -167,9 +169,10 @@ async def _serve(
             starting.result()
             await web.SockSite(runner, listener).start()
             log.info("passageway %s listening on http://%s:%d", kernel.version, host, port)
-            if on_listening is not None:
-                on_listening(app)
+            undo = on_listening(app) if on_listening is not None else None
             await stopping
+            if undo is not None:
+                undo()
         log.info("stopping: %s", _waiting_for(runner))
     finally:
         stopping.cancel()
