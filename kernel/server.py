@@ -97,7 +97,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
     except socket.gaierror as error:
-        raise ConfigError(f"cannot listen on {host!r}: {error.strerror}; set --host or PASSAGEWAY_HOST") from None
+        raise ConfigError(
+            f"cannot listen on {host!r}: {error.strerror}; set --host or PASSAGEWAY_HOST"
+        ) from None
     listener = socket.socket(family, kind, protocol)
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

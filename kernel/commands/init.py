@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if args.folder is not None:
         folder = args.folder.expanduser().resolve()
         if not folder.is_dir():
-            raise ConfigError(f"--folder {args.folder}: there is no such folder; name a folder of markdown files")
+            raise ConfigError(
+                f"--folder {args.folder}: there is no such folder; name a folder of markdown files"
+            )
     config_dir = base_config_dir(environ) / folder_name(instance)
     written: list[str] = []
     kept: list[str] = []

@@ -78,7 +78,9 @@ class ProgressBar:
 
     def attach_to_logging(self) -> Callable[[], None]:
         """Clear the bar before every line of passageway's log handler; returns the undo."""
-        handlers = [handler for handler in logging.getLogger().handlers if getattr(handler, "_passageway", False)]
+        handlers = [
+            handler for handler in logging.getLogger().handlers if getattr(handler, "_passageway", False)
+        ]
 
         def clear_first(record: logging.LogRecord) -> bool:
             self.clear()

@@ -24,7 +24,9 @@ def _port(text: str) -> int:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options win over the environment variables of the same meaning."""
-    parser.add_argument("--host", metavar="ADDRESS", help="where to listen (default: PASSAGEWAY_HOST, 127.0.0.1)")
+    parser.add_argument(
+        "--host", metavar="ADDRESS", help="where to listen (default: PASSAGEWAY_HOST, 127.0.0.1)"
+    )
     parser.add_argument("--port", type=_port, metavar="N", help="the port (default: PASSAGEWAY_PORT, 8082)")
     parser.add_argument(
         "--config", type=Path, metavar="PATH", help="use this passageway.toml (default: PASSAGEWAY_CONFIG)"
@@ -41,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from passageway.kernel.server import run_server
 
     environ = dict(os.environ)
-    for option, variable in (("host", "PASSAGEWAY_HOST"), ("port", "PASSAGEWAY_PORT"), ("config", "PASSAGEWAY_CONFIG")):
+    options = (("host", "PASSAGEWAY_HOST"), ("port", "PASSAGEWAY_PORT"), ("config", "PASSAGEWAY_CONFIG"))
+    for option, variable in options:
         value = getattr(args, option, None)
         if value is not None:
             environ[variable] = str(value)
