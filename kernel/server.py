@@ -120,16 +120,20 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def run_server(
-    kernel: Kernel, host: str, port: int, *, on_listening: OnListening | None = None
+    kernel: Kernel, host: str, port: int, *, on_listening: OnListening | None = None,
+    listener: socket.socket | None = None,
 ) -> None:
     """Serve until SIGINT or SIGTERM; the first stops within :data:`STOP_SECONDS`, a second at once.
 
     ``on_listening(app)`` runs once the server answers (the foreground progress bar starts there);
     what it returns, if anything, is called when the server stops.
 
+    ``listener`` is a socket :func:`bind_socket` already bound (the command binds it before it
+    prints anything); without it the port is bound here.
+
     :raises ConfigError: the port is taken.
     """
-    listener = bind_socket(host, port)
+    listener = listener or bind_socket(host, port)
     asyncio.run(_serve(kernel, listener, host, port, on_listening))
 
 

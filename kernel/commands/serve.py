@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from passageway.kernel.config import load_settings, resolve_instance, resolve_secrets
     from passageway.kernel.errors import ConfigError, PassagewayError
     from passageway.kernel.logging_setup import configure_logging
-    from passageway.kernel.server import run_server
+    from passageway.kernel.server import bind_socket, run_server
 
     environ = dict(os.environ)
     options = (("host", "PASSAGEWAY_HOST"), ("port", "PASSAGEWAY_PORT"), ("config", "PASSAGEWAY_CONFIG"))
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
                     secrets.extend(resolve_secrets({key: variable}, environ, "secret").values())
                 except PassagewayError:
                     continue
+    listener = bind_socket(host, port)  # a port in use is one line, before anything else is printed
     configure_logging(level, secrets)
     import logging
 
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             f"The server runs anyway and reports the same at http://{host}:{port}/health "
             "(and `passageway status`). Fix the configuration and restart it.",
         ), file=sys.stderr, flush=True)
-    run_server(kernel, host, port, on_listening=_foreground_progress(kernel))
+    run_server(kernel, host, port, on_listening=_foreground_progress(kernel), listener=listener)
     return 0
 
 
