@@ -246,18 +246,23 @@ def _run_result(
 
 
 async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> int:
+    from passageway.kernel.commands.eval_progress import EvalProgress
     from passageway.kernel.eval.engine import KernelEngine
     from passageway.kernel.eval.runner import ask_sweep
 
     ranker = args.ranker or settings.ranker
-    async with KernelEngine.open(settings, data_dir=args.data_dir, chunk_cap=args.chunk_cap) as engine:
+    watch = EvalProgress()
+    async with KernelEngine.open(
+        settings, data_dir=args.data_dir, chunk_cap=args.chunk_cap, progress=watch.line
+    ) as engine:
         engine.ranker(ranker)  # an unknown ranker is exit 2 before the index is built
-        index = await engine.build()
+        index = await watch.build(engine)
         if _failed_sources(index):
             return 1
         threshold = args.threshold if args.threshold is not None else engine.default_threshold
         try:
-            outcomes, sweep = await ask_sweep(engine, case_file.cases, threshold, args.sweep or [], ranker)
+            asking = watch.asking(engine, case_file.cases, threshold, args.sweep or [])
+            outcomes, sweep = await ask_sweep(asking, case_file.cases, threshold, args.sweep or [], ranker)
         except EmbedderError as error:
             print(f"passageway: eval: the embedder failed on a question: {error}", file=sys.stderr)
             return 1
@@ -318,9 +323,11 @@ def _candidates(args: argparse.Namespace, settings: Any) -> list[tuple[str, Any]
 async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> int:
     import contextlib
 
+    from passageway.kernel.commands.eval_progress import EvalProgress
     from passageway.kernel.eval.engine import KernelEngine
     from passageway.kernel.eval.runner import ask_sweep
 
+    watch = EvalProgress()
     candidates = _candidates(args, settings)
     rankers = args.rankers or [settings.ranker]
     results = []
@@ -333,7 +340,7 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
             )
             try:
                 engine = await stack.enter_async_context(
-                    KernelEngine.open(candidate_settings, chunk_cap=args.chunk_cap)
+                    KernelEngine.open(candidate_settings, chunk_cap=args.chunk_cap, progress=watch.line)
                 )
             except EvalError as error:
                 raise EvalError(f"embedder {name!r}: {error}") from None
@@ -341,14 +348,15 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
                 engine.ranker(ranker)
             engines.append((name, engine))
         for name, engine in engines:
-            index = await engine.build()
+            index = await watch.build(engine)
             if _failed_sources(index):
                 return 1
             threshold = args.threshold if args.threshold is not None else engine.default_threshold
             for ranker in rankers:
                 try:
+                    asking = watch.asking(engine, case_file.cases, threshold, args.sweep or [])
                     outcomes, sweep = await ask_sweep(
-                        engine, case_file.cases, threshold, args.sweep or [], ranker
+                        asking, case_file.cases, threshold, args.sweep or [], ranker
                     )
                 except EmbedderError as error:
                     print(
