@@ -79,6 +79,7 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
             "no password to ask the server with: run `passageway init`, or set PASSAGEWAY_LOGIN_PASSWORD_FILE"
         )
     url = server_url(args, environ)
+    await asyncio.to_thread(_check_access, url, password)
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {password}"}, timeout=60)
     try:
         async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
@@ -91,6 +92,34 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
     return text, text.strip() == NOTHING
 
 
+def _check_access(url: str, password: str) -> None:
+    """Fail with one line when nothing answers at ``url`` or it refuses the password.
+
+    The MCP client reports both only as a generic error, so one plain request asks first.
+    """
+    import urllib.error
+    import urllib.request
+
+    if not url.startswith(("http://", "https://")):
+        raise SearchFailed(f"--url {url}: give the server's http:// or https:// address")
+    request = urllib.request.Request(  # noqa: S310 (the scheme is checked above)
+        f"{url}/mcp", headers={"Authorization": f"Bearer {password}", "Accept": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+            return
+    except urllib.error.HTTPError as error:
+        error.close()
+        if error.code == 401:
+            raise SearchFailed(
+                f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
+            ) from None
+        if error.code == 404:
+            raise SearchFailed(f"{url} has no /mcp: it is not a passageway server; check --url") from None
+    except (urllib.error.URLError, OSError) as error:
+        raise SearchFailed(_connection_problem(error, url)) from None
+
+
 def _connection_problem(error: BaseException, url: str) -> str:
     """One line for what went wrong talking to the server (never the password)."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -100,8 +129,9 @@ def _connection_problem(error: BaseException, url: str) -> str:
         return f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
     if status is not None:
         return f"{url}/mcp answered HTTP {status}; check --url"
+    reason = getattr(error, "reason", None) or type(error).__name__
     return (
-        f"no passageway answers at {url} ({type(error).__name__}); start it with `passageway`, "
+        f"no passageway answers at {url} ({reason}); start it with `passageway`, "
         "name its address with --url, or search the data folder with --local"
     )
 
