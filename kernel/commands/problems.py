@@ -70,16 +70,20 @@ def connector_problems(settings: Any, environ: Mapping[str, str]) -> list[str]:
 
 
 def render_box(title: str, problems: Sequence[str], footer: str = "") -> str:
-    """``problems`` in a box of ASCII lines, each wrapped to fit, with ``title`` on the top edge."""
-    inner = BOX_WIDTH - 4
+    """``problems`` in a box of ASCII lines, each wrapped to fit, with ``title`` on the top edge.
+
+    Words are never broken (a path must stay whole to be copied); a longer word widens the box.
+    """
+    width = BOX_WIDTH - 4
     lines: list[str] = []
     for problem in problems:
-        wrapped = textwrap.wrap(problem, inner - 2, break_on_hyphens=False) or [""]
+        wrapped = textwrap.wrap(problem, width - 2, break_on_hyphens=False, break_long_words=False) or [""]
         lines.append("- " + wrapped[0])
         lines.extend("  " + rest for rest in wrapped[1:])
     if footer:
         lines.append("")
-        lines.extend(textwrap.wrap(footer, inner, break_on_hyphens=False))
-    top = f"+-- {title} " + "-" * max(0, BOX_WIDTH - len(title) - 6) + "+"
+        lines.extend(textwrap.wrap(footer, width, break_on_hyphens=False, break_long_words=False))
+    inner = max([width, len(title) + 2, *(len(line) for line in lines)])
+    top = f"+-- {title} " + "-" * (inner - len(title) - 2) + "+"
     body = [f"| {line.ljust(inner)} |" for line in lines]
-    return "\n".join([top, *body, "+" + "-" * (BOX_WIDTH - 2) + "+"])
+    return "\n".join([top, *body, "+" + "-" * (inner + 2) + "+"])
