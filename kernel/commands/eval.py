@@ -108,6 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--enforce", action="store_true", help="exit 1 when a [targets] value is not met")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write report.json and report.md into DIR")
     parser.add_argument(
+        "--json", action="store_true", help="print the report as JSON (what --out writes to report.json)"
+    )
+    parser.add_argument(
         "--write",
         type=Path,
         metavar="PAGE",
@@ -426,14 +429,17 @@ def _publish(args: argparse.Namespace, results: Sequence[Any], axis: str | None)
     markdown = _render(results, axis, None)
     if include:
         markdown += "\n" + _cases_markdown(results)
-    print(markdown, end="")
+    document = (
+        run_json(results[0], include_cases=include)
+        if axis is None
+        else compare_json(results, axis, include_cases=include)
+    )
+    if getattr(args, "json", False):
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        print(markdown, end="")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        document = (
-            run_json(results[0], include_cases=include)
-            if axis is None
-            else compare_json(results, axis, include_cases=include)
-        )
         (args.out / "report.json").write_text(
             json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8"
         )
