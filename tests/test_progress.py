@@ -6,6 +6,7 @@ import io
 import os
 import pty
 import select
+import signal
 import subprocess
 import time
 
@@ -51,15 +52,18 @@ def test_build_progress_sums_the_building_sources():
     assert build_progress({"sources": {"c": {"state": "ok"}}}) is None
 
 
-def _run(arguments, environ, stderr_on_terminal):  # type: ignore[no-untyped-def]
-    """Run passageway; returns (exit code, stdout, stderr), stderr through a pty or a pipe."""
+def _run(arguments, environ, stderr_on_terminal, interrupt_after=None):  # type: ignore[no-untyped-def]
+    """Run passageway; returns (exit code, stdout, stderr), stderr through a pty or a pipe.
+
+    ``interrupt_after``: send SIGINT once stderr holds this text (for the server, which runs on).
+    """
     if not stderr_on_terminal:
         done = subprocess.run(toy_command(arguments), env=environ, capture_output=True, text=True, timeout=60)
         return done.returncode, done.stdout, done.stderr
     main, secondary = pty.openpty()
     process = subprocess.Popen(toy_command(arguments), env=environ, stdout=subprocess.PIPE, stderr=secondary)
     os.close(secondary)
-    chunks = []
+    chunks: list[bytes] = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         ready, _, _ = select.select([main], [], [], 0.1)
@@ -71,9 +75,14 @@ def _run(arguments, environ, stderr_on_terminal):  # type: ignore[no-untyped-def
             if not chunk:
                 break
             chunks.append(chunk)
+            if interrupt_after and interrupt_after.encode() in b"".join(chunks):
+                process.send_signal(signal.SIGINT)
+                interrupt_after = None
         elif process.poll() is not None:
             break
     os.close(main)
+    if process.poll() is None:
+        process.kill()
     out = process.stdout.read().decode() if process.stdout else ""
     process.wait(timeout=10)
     return process.returncode, out, b"".join(chunks).decode()
@@ -92,3 +101,34 @@ def test_search_local_shows_a_bar_while_building_on_a_terminal_only(tmp_path):
     assert code == 0, err
     assert err == "passageway: building notes first\n"
     assert "\r" not in err and "[" not in err
+
+
+def test_a_foreground_first_build_shows_a_bar_on_a_terminal(tmp_path):
+    from tests.server_helpers import free_port
+
+    environ = process_environment(write_instance(tmp_path, sleep="fetch:2"), PASSAGEWAY_PORT=str(free_port()))
+    code, _, err = _run(["serve"], environ, stderr_on_terminal=True, interrupt_after="building notes [")
+    assert code == 0, err
+    assert "\r\x1b[Kbuilding notes [" in err and "0/4 items" in err
+    assert "listening on http://127.0.0.1:" in err
+    # The bar is cleared before a log line: what the terminal shows of that line is the log line.
+    for line in err.replace("\r\n", "\n").split("\n"):
+        if "INFO passageway" in line:
+            shown = line.split("\r")[-1].replace("\x1b[K", "")
+            assert shown.startswith("20") and "building notes [" not in shown, repr(line)
+
+
+def test_eval_shows_a_bar_on_a_terminal_only(tmp_path):
+    from tests.test_eval_cli import CASES, write_config
+
+    config = write_config(tmp_path, env=', FAKE_SLEEP = "fetch:1"')
+    environ = process_environment({"HOME": str(tmp_path / "home")})
+    arguments = ["eval", str(CASES), "--config", str(config)]
+    code, out, err = _run(arguments, environ, stderr_on_terminal=True)
+    assert code == 0, err
+    assert "building notes [" in err and "asking [" in err and "questions" in err
+    assert "eval: indexing" not in err  # the bar replaces those lines
+    assert "| Hit@3" in out
+    code, out, err = _run(arguments, environ, stderr_on_terminal=False)
+    assert code == 0, err
+    assert "\r" not in err and "asking [" not in err
