@@ -96,7 +96,9 @@ def test_search_local_shows_a_bar_while_building_on_a_terminal_only(tmp_path):
     assert "Refracting telescope" in out
     assert "building notes [" in err and "0/4 items" in err
 
-    environ["PASSAGEWAY_DATA_DIR"] = str(tmp_path / "second")
+    second = tmp_path / "second"
+    second.mkdir()
+    environ = process_environment(write_instance(second))  # no sleep: nothing to wait for in a pipe
     code, out, err = _run(question, environ, stderr_on_terminal=False)
     assert code == 0, err
     assert err == "passageway: building notes first\n"
