@@ -34,7 +34,11 @@ progress { width: 10rem; }
 """
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
+    """A time left as a person reads it: ``40 s``, ``12 min``, ``2.5 h``.
+
+    The page, ``passageway status`` and the terminal's progress bar all say it this way.
+    """
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -51,7 +55,7 @@ def _source_row(name: str, entry: Mapping[str, Any]) -> str:
         if entry.get("rate"):
             progress += f", {float(entry['rate']):.1f}/s"
         if entry.get("eta_seconds") is not None:
-            progress += f", about {_duration(float(entry['eta_seconds']))} left"
+            progress += f", about {duration_text(float(entry['eta_seconds']))} left"
     error = entry.get("error")
     error_html = f'<div class="error-text">{escape(str(error))}</div>' if error else ""
     return (

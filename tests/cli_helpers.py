@@ -3,13 +3,17 @@ command run as a real process with the toy embedder registered (no model to load
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.server_helpers import make_kernel, running_server, wait_built, write_instance
 
 # `passageway` with the toy embedder added to every plugin manager the process builds.
 WITH_TOY = (
@@ -66,3 +70,20 @@ def passageway_log():  # type: ignore[no-untyped-def]
     for handler in list(root.handlers):
         if getattr(handler, "_passageway", False):
             root.removeHandler(handler)
+
+
+@contextlib.asynccontextmanager
+async def built_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch | None = None, **instance: Any
+) -> AsyncIterator[tuple[Any, str]]:
+    """A live server on a test instance, its sources built; yields the kernel and the base URL.
+
+    With ``monkeypatch`` the instance's environment is also this process's, for the commands.
+    """
+    environ = write_instance(tmp_path, **instance)
+    if monkeypatch is not None:
+        use_environment(monkeypatch, environ)
+    kernel = make_kernel(environ)
+    async with running_server(kernel) as url:
+        await wait_built(kernel)
+        yield kernel, url

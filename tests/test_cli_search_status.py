@@ -8,8 +8,8 @@ import json
 
 from passageway.kernel import cli
 from passageway.kernel.recall import NOTHING
-from tests.cli_helpers import toy_manager, use_environment
-from tests.server_helpers import make_kernel, running_server, wait_built, write_instance
+from tests.cli_helpers import built_server, toy_manager, use_environment
+from tests.server_helpers import make_kernel, running_server, write_instance
 
 TELESCOPE = "how does a refracting telescope gather starlight with a lens?"
 UNRELATED = "quarterly tax filing deadlines for freelance accountants"
@@ -21,11 +21,7 @@ async def run_cli(*arguments: str) -> int:
 
 
 async def test_status_reads_the_report_and_exits_0(tmp_path, monkeypatch, capsys):
-    environ = write_instance(tmp_path)
-    use_environment(monkeypatch, environ)
-    kernel = make_kernel(environ)
-    async with running_server(kernel) as url:
-        await wait_built(kernel)
+    async with built_server(tmp_path, monkeypatch) as (kernel, url):
         assert await run_cli("status", "--url", url) == 0
         lines = capsys.readouterr().out.splitlines()
         success = kernel.health(include_errors=True)["sources"]["notes"]["last_success"]
@@ -40,11 +36,7 @@ async def test_status_reads_the_report_and_exits_0(tmp_path, monkeypatch, capsys
 
 
 async def test_status_of_a_failing_source_says_why_and_exits_1(tmp_path, monkeypatch, capsys):
-    environ = write_instance(tmp_path, fail="check,list,fetch")
-    use_environment(monkeypatch, environ)
-    kernel = make_kernel(environ)
-    async with running_server(kernel) as url:
-        await wait_built(kernel)
+    async with built_server(tmp_path, monkeypatch, fail="check,list,fetch") as (kernel, url):
         assert await run_cli("status", "--url", url) == 1
         out = capsys.readouterr().out
         assert f"at {url}: degraded\n" in out
@@ -63,11 +55,7 @@ async def test_status_of_a_failing_source_says_why_and_exits_1(tmp_path, monkeyp
 
 
 async def test_search_prints_the_tools_rendering(tmp_path, monkeypatch, capsys):
-    environ = write_instance(tmp_path)
-    use_environment(monkeypatch, environ)
-    kernel = make_kernel(environ)
-    async with running_server(kernel) as url:
-        await wait_built(kernel)
+    async with built_server(tmp_path, monkeypatch) as (kernel, url):
         from passageway.kernel.recall import render_answer
 
         expected = render_answer(await kernel.recall(TELESCOPE))
@@ -79,11 +67,7 @@ async def test_search_prints_the_tools_rendering(tmp_path, monkeypatch, capsys):
 
 
 async def test_search_exits_1_on_silence(tmp_path, monkeypatch, capsys):
-    environ = write_instance(tmp_path)
-    use_environment(monkeypatch, environ)
-    kernel = make_kernel(environ)
-    async with running_server(kernel) as url:
-        await wait_built(kernel)
+    async with built_server(tmp_path, monkeypatch) as (_, url):
         assert await run_cli("search", "--url", url, UNRELATED) == 1
         assert capsys.readouterr().out == NOTHING + "\n"
         assert await run_cli("search", "--url", url, "--json", UNRELATED) == 1

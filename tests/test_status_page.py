@@ -8,7 +8,8 @@ import re
 import httpx2
 
 from passageway.kernel.status_page import REFRESH_SECONDS, render_page
-from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+from tests.cli_helpers import built_server
+from tests.server_helpers import PASSWORD, make_kernel, running_server, write_instance
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
 
@@ -19,9 +20,7 @@ def _self_contained(page: str) -> bool:
 
 
 async def test_the_page_shows_every_source_and_does_not_reload_when_built(tmp_path):
-    kernel = make_kernel(write_instance(tmp_path))
-    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
-        await wait_built(kernel)
+    async with built_server(tmp_path) as (kernel, url), httpx2.AsyncClient() as client:
         response = await client.get(f"{url}/")
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/html")
@@ -36,9 +35,8 @@ async def test_the_page_shows_every_source_and_does_not_reload_when_built(tmp_pa
 
 
 async def test_errors_only_with_the_password(tmp_path):
-    kernel = make_kernel(write_instance(tmp_path, fail="check,list,fetch"))
-    async with running_server(kernel) as url, httpx2.AsyncClient() as client:
-        await wait_built(kernel)
+    failing = built_server(tmp_path, fail="check,list,fetch")
+    async with failing as (kernel, url), httpx2.AsyncClient() as client:
         error = kernel.health(include_errors=True)["sources"]["notes"]["error"]
         public = (await client.get(f"{url}/")).text
         assert "<title>passageway: degraded</title>" in public

@@ -20,15 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
+from passageway.kernel.status_page import duration_text
+
 REDRAW_SECONDS = 0.25
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 class ProgressBar:
@@ -61,7 +55,7 @@ class ProgressBar:
         if rate:
             tail += f"  {rate:.1f}/s"
         if eta_seconds is not None and total:
-            tail += f"  about {_duration(eta_seconds)} left"
+            tail += f"  about {duration_text(eta_seconds)} left"
         bar_width = max(10, min(30, width - len(label) - len(tail) - 4))
         filled = int(bar_width * min(done / total, 1.0)) if total else 0
         line = f"{label} [{'#' * filled}{'.' * (bar_width - filled)}]{tail}"

@@ -42,16 +42,10 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.get("status") in HEALTHY else 1
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def source_line(name: str, entry: Mapping[str, Any]) -> str:
     """One source: state, counts, and the build's progress or the error when there is one."""
+    from passageway.kernel.status_page import duration_text
+
     state = entry.get("state", "?")
     parts = [f"{entry.get('items', 0)} items, {entry.get('passages', 0)} passages"]
     if state == "indexing" and entry.get("of"):
@@ -59,7 +53,7 @@ def source_line(name: str, entry: Mapping[str, Any]) -> str:
         if entry.get("rate"):
             progress += f", {entry['rate']:.1f} items/s"
         if entry.get("eta_seconds") is not None:
-            progress += f", about {_duration(entry['eta_seconds'])} left"
+            progress += f", about {duration_text(entry['eta_seconds'])} left"
         parts.append(progress)
     if entry.get("last_success"):
         parts.append(f"last success {entry['last_success']}")
