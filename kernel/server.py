@@ -174,6 +174,7 @@ async def _serve(
         else:
             starting.result()
             await web.SockSite(runner, listener).start()
+            port = listener.getsockname()[1]  # the one the system chose, for port 0
             log.info("passageway %s listening on http://%s:%d", kernel.version, host, port)
             undo = on_listening(app) if on_listening is not None else None
             await stopping
