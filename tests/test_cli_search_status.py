@@ -124,3 +124,11 @@ def test_search_local_builds_an_empty_index_then_answers(tmp_path, monkeypatch, 
     assert cli.main(["search", "--local", "--json", TELESCOPE]) == 0
     hits = json.loads(capsys.readouterr().out)["hits"]
     assert hits[0]["item_id"] == "telescope" and hits[0]["source"] == "notes"
+
+
+def test_a_url_that_is_not_http_is_one_line(tmp_path, monkeypatch, capsys):
+    use_environment(monkeypatch, write_instance(tmp_path))
+    assert cli.main(["status", "--url", "file:///etc"]) == 2
+    assert capsys.readouterr().err == (
+        "passageway: --url file:///etc: give the server's http:// or https:// address\n"
+    )

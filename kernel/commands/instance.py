@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -22,9 +23,10 @@ DEFAULT_PORT = 8082
 
 
 class ServerUnreachable(PassagewayError):
-    """No passageway answers at the address a command was given."""
+    """No passageway answers at the address a command was given; ``reason`` says why, in a word."""
 
     exit_code = 2
+    reason = ""
 
 
 def password_file(environ: Mapping[str, str], instance: str | None) -> Path:
@@ -73,29 +75,63 @@ def server_url(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
     return f"http://{host}:{port}"
 
 
+def https_context() -> ssl.SSLContext:
+    """Certificates checked against the operating system's trust store (ADR 0006), for https URLs."""
+    import truststore
+
+    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def request(
+    url: str, password: str | None, *, accept: str = "application/json", timeout: float = 10.0
+) -> tuple[int, bytes]:
+    """``GET url`` with the bearer password when there is one: the HTTP status and the body.
+
+    :raises ServerUnreachable: the URL is not http(s), or nothing answers there.
+    """
+    if not url.startswith(("http://", "https://")):
+        base = url.rsplit("/", 1)[0]
+        raise ServerUnreachable(f"--url {base}: give the server's http:// or https:// address")
+    headers = {"Accept": accept, **({"Authorization": f"Bearer {password}"} if password else {})}
+    prepared = urllib.request.Request(url, headers=headers)  # noqa: S310 (the scheme is checked above)
+    context = https_context() if url.startswith("https://") else None
+    try:
+        with urllib.request.urlopen(prepared, timeout=timeout, context=context) as response:  # noqa: S310
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read()
+    except (urllib.error.URLError, OSError) as error:
+        base = url.rsplit("/", 1)[0]
+        unreachable = ServerUnreachable(
+            f"no passageway answers at {base} ({_reason(error)}); start it with `passageway`, "
+            "or name its address with --url"
+        )
+        unreachable.reason = _reason(error)
+        raise unreachable from None
+
+
+def _reason(error: BaseException) -> str:
+    return str(getattr(error, "reason", None) or type(error).__name__)
+
+
 def get_json(url: str, password: str | None, timeout: float = 10.0) -> tuple[int, dict[str, Any]]:
-    """``GET url`` with the bearer password when there is one; the status and the JSON body.
+    """``GET url``: the status and the JSON body.
 
     :raises ServerUnreachable: nothing answers there, or what answers is not passageway.
     """
-    if not url.startswith(("http://", "https://")):
-        raise ServerUnreachable(f"--url {url}: give the server's http:// or https:// address")
-    headers = {"Authorization": f"Bearer {password}"} if password else {}
-    request = urllib.request.Request(url, headers=headers)  # noqa: S310 (the scheme is checked above)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-            status, body = response.status, response.read()
-    except urllib.error.HTTPError as error:
-        status, body = error.code, error.read()
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise ServerUnreachable(
-            f"no passageway answers at {url.rsplit('/', 1)[0]} ({reason}); start it with `passageway`, "
-            "or name its address with --url"
-        ) from None
+    status, body = request(url, password, timeout=timeout)
     try:
         return status, json.loads(body)
     except ValueError:
         raise ServerUnreachable(
             f"{url} answered with something other than passageway's JSON (HTTP {status}); check --url"
         ) from None
+
+
+def mcp_http_client(url: str, password: str) -> Any:
+    """The HTTP client the MCP SDK talks to the server with: the password, the trust store."""
+    import httpx2
+
+    verify: Any = https_context() if url.startswith("https://") else True
+    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {password}"}, timeout=60, verify=verify)

@@ -63,11 +63,10 @@ def run(args: argparse.Namespace) -> int:
 
 async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
     """The running server's ``recall`` tool: its text, and whether it was silence."""
-    import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from passageway.kernel.commands.instance import find_password, server_url
+    from passageway.kernel.commands.instance import find_password, mcp_http_client, server_url
     from passageway.kernel.config import resolve_instance
     from passageway.kernel.recall import NOTHING
 
@@ -80,7 +79,7 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
         )
     url = server_url(args, environ)
     await asyncio.to_thread(_check_access, url, password)
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {password}"}, timeout=60)
+    http = mcp_http_client(url, password)
     try:
         async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
             result = await client.call_tool("recall", {"question": question})
@@ -97,43 +96,34 @@ def _check_access(url: str, password: str) -> None:
 
     The MCP client reports both only as a generic error, so one plain request asks first.
     """
-    import urllib.error
-    import urllib.request
+    from passageway.kernel.commands.instance import ServerUnreachable, request
 
-    if not url.startswith(("http://", "https://")):
-        raise SearchFailed(f"--url {url}: give the server's http:// or https:// address")
-    request = urllib.request.Request(  # noqa: S310 (the scheme is checked above)
-        f"{url}/mcp", headers={"Authorization": f"Bearer {password}", "Accept": "application/json"}
-    )
     try:
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
-            return
-    except urllib.error.HTTPError as error:
-        error.close()
-        if error.code == 401:
-            raise SearchFailed(
-                f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
-            ) from None
-        if error.code == 404:
-            raise SearchFailed(f"{url} has no /mcp: it is not a passageway server; check --url") from None
-    except (urllib.error.URLError, OSError) as error:
-        raise SearchFailed(_connection_problem(error, url)) from None
-
-
-def _connection_problem(error: BaseException, url: str) -> str:
-    """One line for what went wrong talking to the server (never the password)."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    status = getattr(getattr(error, "response", None), "status_code", None)
+        status, _ = request(f"{url}/mcp", password)
+    except ServerUnreachable as error:
+        if not error.reason:  # not an address at all
+            raise SearchFailed(str(error)) from None
+        raise SearchFailed(_unreachable(url, error.reason)) from None
     if status == 401:
-        return f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
-    if status is not None:
-        return f"{url}/mcp answered HTTP {status}; check --url"
-    reason = getattr(error, "reason", None) or type(error).__name__
+        raise SearchFailed(
+            f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
+        )
+    if status == 404:
+        raise SearchFailed(f"{url} has no /mcp: it is not a passageway server; check --url")
+
+
+def _unreachable(url: str, reason: str) -> str:
     return (
         f"no passageway answers at {url} ({reason}); start it with `passageway`, "
         "name its address with --url, or search the data folder with --local"
     )
+
+
+def _connection_problem(error: BaseException, url: str) -> str:
+    """One line for an error of the MCP exchange itself, after the server was reached."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"the MCP exchange with {url}/mcp failed ({type(error).__name__}: {error}); check --url"
 
 
 async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, list[dict[str, Any]]]:
