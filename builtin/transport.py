@@ -1,7 +1,8 @@
-"""Builtin plugin: the transport. Mounts ``/mcp``, ``/recall`` and ``/health`` (and, with
-``PASSAGEWAY_BASE_URL`` set, the OAuth routes) on the server's aiohttp application.
+"""Builtin plugin: the transport. Mounts ``/mcp``, ``/recall``, ``/health`` and the status page
+``/`` (and, with ``PASSAGEWAY_BASE_URL`` set, the OAuth routes) on the server's aiohttp application.
 
-Every route but ``/health`` and the OAuth routes requires the bearer password; ``/mcp`` also
+Every route but ``/health``, ``/`` (the same report as a page) and the OAuth routes requires the
+bearer password; ``/mcp`` also
 accepts an OAuth access token. Each route's handler lives in the kernel module named below, so
 another transport plugin can reuse them.
 """
@@ -18,6 +19,7 @@ from passageway.kernel.auth import bearer_token, unauthorized
 from passageway.kernel.hook_endpoint import HookEndpoint
 from passageway.kernel.mcp_transport import McpTransport
 from passageway.kernel.oauth import OAuthServer
+from passageway.kernel.status_page import status_page_handler
 
 MCP_KEY = web.AppKey("passageway.mcp", McpTransport)
 HOOK_KEY = web.AppKey("passageway.hook", HookEndpoint)
@@ -41,6 +43,7 @@ def mount(app: web.Application, kernel: Kernel) -> None:
         return web.json_response(report, status=503 if report["status"] == "error" else 200)
 
     app.router.add_get("/health", health)
+    app.router.add_get("/", status_page_handler(kernel))
 
     hook = HookEndpoint(kernel)
     app[HOOK_KEY] = hook
@@ -54,6 +57,7 @@ def mount(app: web.Application, kernel: Kernel) -> None:
             yield
 
     app.cleanup_ctx.append(mcp_lifecycle)
+    app.on_shutdown.append(mcp.close_sessions)
 
     async def mcp_route(request: web.Request) -> web.StreamResponse:
         if not kernel.authorize(request) and not (oauth is not None and oauth.verify(bearer_token(request))):

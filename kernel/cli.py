@@ -23,6 +23,9 @@ COMMANDS: tuple[str, ...] = (
     "eval",
     "model",
     "check_connector",
+    "search",
+    "status",
+    "completion",
     "index",
 )
 """Modules under ``passageway.kernel.commands``, in the order ``--help`` shows them."""

@@ -266,9 +266,8 @@ class ConnectorRunner:
         except FileNotFoundError:
             raise ConnectorError(
                 self.name, "command not found",
-                f"command not found: {command[0]}; check `command` in passageway.toml; connectors run "
-                "with an empty environment, so use an absolute interpreter path "
-                '(such as ["/usr/bin/python3", "/path/to/connector.py"])',
+                f"{command[0]} (the `command` of [[connector]] {self.name!r} in passageway.toml; "
+                "connectors run with an empty environment, so give an absolute path)",
             ) from None
         except PermissionError:
             raise ConnectorError(

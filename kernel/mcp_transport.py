@@ -102,6 +102,13 @@ class McpTransport:
             enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
         )
 
+    @property
+    def _closing(self) -> asyncio.Event:
+        """Set when the server stops: open streams are told their client went away."""
+        if not hasattr(self, "_closing_event"):
+            self._closing_event = asyncio.Event()
+        return self._closing_event
+
     # -----------------------------------------------------------------------------------------
     # Tools
     # -----------------------------------------------------------------------------------------
@@ -173,7 +180,8 @@ class McpTransport:
         startup and cleanup in different tasks, so the manager gets a dedicated task.
         """
         started = asyncio.Event()
-        stop = asyncio.Event()
+        self._stop = asyncio.Event()
+        stop = self._stop
 
         async def run() -> None:
             async with self.manager.run():
@@ -181,6 +189,7 @@ class McpTransport:
                 await stop.wait()
 
         task = asyncio.create_task(run(), name="mcp session manager")
+        self._task = task
         waiter = asyncio.create_task(started.wait())
         await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
         if task.done():
@@ -189,13 +198,28 @@ class McpTransport:
         try:
             yield
         finally:
-            stop.set()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(task, timeout=10)
+            await self.close_sessions(app)
+
+    async def close_sessions(self, app: web.Application) -> None:
+        """``on_shutdown``: end every MCP session, so that open streams finish before aiohttp waits.
+
+        aiohttp waits for running requests before it runs the cleanup contexts; a client's open
+        ``GET /mcp`` stream only ends when its session does, so the sessions end here, first.
+        """
+        stop, task = getattr(self, "_stop", None), getattr(self, "_task", None)
+        if stop is None or task is None or task.done():
+            return
+        sessions = len(getattr(self.manager, "_server_instances", ()))
+        if sessions:
+            log.info("closing %d MCP session%s", sessions, "s" if sessions != 1 else "")
+        self._closing.set()  # every request's receive() now reports a disconnect
+        stop.set()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, timeout=10)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Serve one request to ``/mcp`` (the caller has authenticated it)."""
-        return await call_asgi(self.manager.handle_request, request)
+        return await call_asgi(self.manager.handle_request, request, closing=self._closing)
 
 
 def _tool_error(message: str) -> Any:
@@ -204,13 +228,15 @@ def _tool_error(message: str) -> Any:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
-async def call_asgi(asgi: Asgi, request: web.Request) -> web.StreamResponse:
+async def call_asgi(
+    asgi: Asgi, request: web.Request, *, closing: asyncio.Event | None = None
+) -> web.StreamResponse:
     """Run an ASGI application for one aiohttp request, streaming its response.
 
     The body is read in full first (MCP requests are small JSON documents; aiohttp's
     ``client_max_size`` bounds them). After the body, ``receive`` waits until the response is
     finished or the client went away, as an ASGI server's would, so that streamed (SSE) answers
-    are not cut short.
+    are not cut short; once ``closing`` is set (the server stops) it reports a disconnect too.
     """
     body = await request.read()
     disconnected = asyncio.Event()
@@ -223,7 +249,15 @@ async def call_asgi(asgi: Asgi, request: web.Request) -> web.StreamResponse:
         if not body_sent:
             body_sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        await disconnected.wait()
+        if closing is None:
+            await disconnected.wait()
+        else:
+            waits = [asyncio.ensure_future(disconnected.wait()), asyncio.ensure_future(closing.wait())]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:

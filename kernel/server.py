@@ -7,17 +7,27 @@ already started. The server answers while the sources build: each source syncs i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
 import logging
-from collections.abc import AsyncIterator
+import os
+import signal
+import socket
+from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 
 from passageway.kernel.app import Kernel
+from passageway.kernel.errors import ConfigError
 
 log = logging.getLogger("passageway.server")
 
 KERNEL_KEY = web.AppKey("passageway.kernel", Kernel)
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
+OnListening = Callable[[web.Application], Callable[[], None] | None]
+STOP_SECONDS = 1.0
+"""How long a stop waits for requests still running (an open MCP stream) before cancelling them."""
 
 
 async def embedder_resource(app: web.Application) -> AsyncIterator[None]:
@@ -74,8 +84,118 @@ def build_app(kernel: Kernel, *, start_sync: bool = True, own_resources: bool = 
     return app
 
 
-def run_server(kernel: Kernel, host: str, port: int) -> None:
-    """Serve until SIGINT or SIGTERM."""
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``, bound before anything slow starts.
+
+    Binding first means a port in use is one clear line, before the model loads and before any
+    "listening" line is printed.
+
+    :raises ConfigError: the port is taken or the address cannot be bound.
+    """
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as error:
+        raise ConfigError(
+            f"cannot listen on {host!r}: {error.strerror}; set --host or PASSAGEWAY_HOST"
+        ) from None
+    listener = socket.socket(family, kind, protocol)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(128)
+    except OSError as error:
+        listener.close()
+        if error.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} on {host} is already in use (another passageway?); "
+                "pick another with --port N or PASSAGEWAY_PORT"
+            ) from None
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {error.strerror}; pick another with --host/--port"
+        ) from None
+    listener.setblocking(False)
+    return listener
+
+
+def run_server(
+    kernel: Kernel, host: str, port: int, *, on_listening: OnListening | None = None,
+    listener: socket.socket | None = None,
+) -> None:
+    """Serve until SIGINT or SIGTERM; the first stops within :data:`STOP_SECONDS`, a second at once.
+
+    ``on_listening(app)`` runs once the server answers (the foreground progress bar starts there);
+    what it returns, if anything, is called when the server stops.
+
+    ``listener`` is a socket :func:`bind_socket` already bound (the command binds it before it
+    prints anything); without it the port is bound here.
+
+    :raises ConfigError: the port is taken.
+    """
+    listener = listener or bind_socket(host, port)
+    asyncio.run(_serve(kernel, listener, host, port, on_listening))
+
+
+async def _serve(
+    kernel: Kernel,
+    listener: socket.socket,
+    host: str,
+    port: int,
+    on_listening: OnListening | None,
+) -> None:
     app = build_app(kernel)
-    log.info("passageway %s listening on http://%s:%d", kernel.version, host, port)
-    web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
+    # Handlers still running STOP_SECONDS after a stop are cancelled (an MCP stream never ends by
+    # itself); the MCP transport closes its sessions first, in its on_shutdown.
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=STOP_SECONDS)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+
+    def stop_now() -> None:
+        log.warning("stopping at once (a second signal)")
+        os._exit(130)
+
+    def request_stop() -> None:
+        stop.set()
+        for number in signals:  # a second Ctrl-C does not wait for anything
+            loop.add_signal_handler(number, stop_now)
+
+    for number in signals:
+        loop.add_signal_handler(number, request_stop)
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        starting = asyncio.create_task(runner.setup())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+        else:
+            starting.result()
+            await web.SockSite(runner, listener).start()
+            port = listener.getsockname()[1]  # the one the system chose, for port 0
+            log.info("passageway %s listening on http://%s:%d", kernel.version, host, port)
+            undo = on_listening(app) if on_listening is not None else None
+            await stopping
+            if undo is not None:
+                undo()
+        log.info("stopping: %s", _waiting_for(runner))
+    finally:
+        stopping.cancel()
+        await runner.cleanup()
+        listener.close()
+        for number in signals:
+            loop.remove_signal_handler(number)
+
+
+def _waiting_for(runner: web.AppRunner) -> str:
+    """What a stop waits for, in words for the log."""
+    server = runner.server
+    connections = len(server.connections) if server is not None else 0
+    if not connections:
+        return "no open connections"
+    return (
+        f"closing {connections} open connection{'s' if connections != 1 else ''} "
+        f"(MCP clients are told to go; at most {STOP_SECONDS:g} s)"
+    )

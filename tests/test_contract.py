@@ -173,3 +173,22 @@ def test_the_command_reads_secrets_from_the_shell_by_name(monkeypatch, capsys):
 def test_usage_errors_exit_2(arguments, capsys):
     assert cli_main(arguments) == 2
     assert "passageway:" in capsys.readouterr().err
+
+
+def test_a_missing_program_is_one_line_not_one_per_rule(capsys):
+    assert cli_main(["check-connector", "--", "no-such-connector-program-xyz", "arg"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "passageway: check-connector: command not found: no-such-connector-program-xyz "
+        "(the program after --; connectors run with an empty environment, so give an absolute path)\n"
+    )
+
+
+def test_the_command_prints_json(capsys):
+    code = cli_main(["check-connector", "--json", "--env", "BREAK=version-mismatch", "--",
+                     sys.executable, str(MISBEHAVING / "contract_breaker.py")])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["passed"] is False
+    statuses = {rule["rule"]: rule["status"] for rule in report["rules"]}
+    assert statuses["fetched versions match the listing"] == "fail"

@@ -446,3 +446,12 @@ def test_chunk_cap_must_be_a_sensible_number(capsys):
     with pytest.raises(SystemExit):
         main(["eval", "cases.toml", "--chunk-cap", "12"])
     assert "from 100 to 100000" in capsys.readouterr().err
+
+
+def test_json_prints_the_report_json_instead_of_markdown(tmp_path, capsys):
+    config = write_config(tmp_path)
+    out = tmp_path / "out"
+    code, stdout, stderr = run(capsys, CASES, "--config", config, "--out", out, "--json")
+    assert code == 0, stderr
+    assert json.loads(stdout) == json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert "\r" not in stderr  # stderr is no terminal: no progress bar

@@ -23,7 +23,7 @@ def test_init_creates_the_folder_password_and_config(tmp_path, monkeypatch, caps
     assert settings.connectors == ()
     out = capsys.readouterr().out
     assert "passageway.toml" in out
-    assert f"PASSAGEWAY_LOGIN_PASSWORD_FILE={password_file} passageway" in out
+    assert f"Start the server (it reads the password from {password_file}):\n     passageway\n" in out
     assert password not in out  # the password is never printed
     assert load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(password_file)}) == password
     assert load_settings({"HOME": str(tmp_path)}).config_path == folder / "passageway.toml"
@@ -49,7 +49,7 @@ def test_init_creates_a_named_instance(tmp_path, monkeypatch, capsys):
     folder = tmp_path / ".config" / "passageway-work"
     assert (folder / "password").is_file()
     assert (folder / "passageway.toml").is_file()
-    assert "passageway --instance work" in capsys.readouterr().out
+    assert "     passageway --instance work\n" in capsys.readouterr().out
     assert load_settings({"HOME": str(tmp_path)}, instance="work").instance == "work"
     other = load_settings({"HOME": str(tmp_path), "PASSAGEWAY_INSTANCE": "work"})
     assert other.data_dir.name == "passageway-work"
@@ -70,3 +70,58 @@ def test_the_templates_embedder_example_parses_when_uncommented():
     embedder = parse_config_text(uncommented).embedder
     assert embedder.min_similarity is not None
     assert embedder.cross_language_offset == 0.06
+
+
+def test_init_folder_writes_a_markdown_source_with_this_interpreter(tmp_path, monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PASSAGEWAY_INSTANCE", raising=False)
+    notes = tmp_path / "My Notes"
+    notes.mkdir()
+    assert cli.main(["init", "--folder", str(notes)]) == 0
+    config = tmp_path / ".config" / "passageway" / "passageway.toml"
+    (source,) = parse_config_text(config.read_text()).connectors
+    assert source.name == "my-notes"
+    assert source.command == (sys.executable, "-m", "passageway_connector_markdown")
+    assert dict(source.env) == {"FOLDER": str(notes)}
+    out = capsys.readouterr().out
+    assert f"wrote {config} with a source for the markdown files under {notes}\n" in out
+    assert "     passageway\n" in out  # the next step is the bare command: it finds the password file
+
+
+def test_init_folder_adds_to_an_existing_config_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PASSAGEWAY_INSTANCE", raising=False)
+    assert cli.main(["init"]) == 0
+    (tmp_path / "wiki").mkdir()
+    assert cli.main(["init", "--folder", str(tmp_path / "wiki")]) == 0
+    config = tmp_path / ".config" / "passageway" / "passageway.toml"
+    assert [source.name for source in parse_config_text(config.read_text()).connectors] == ["wiki"]
+    capsys.readouterr()
+    assert cli.main(["init", "--folder", str(tmp_path / "wiki")]) == 2
+    assert capsys.readouterr().err == (
+        f"passageway: {config} already has a source named 'wiki'; add the folder's [[connector]] by hand "
+        "with another name\n"
+    )
+
+
+def test_init_refuses_a_folder_that_is_not_there(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cli.main(["init", "--folder", "no-such-folder"]) == 2
+    assert capsys.readouterr().err == (
+        "passageway: --folder no-such-folder: there is no such folder; name a folder of markdown files\n"
+    )
+    assert not (tmp_path / ".config").exists()
+
+
+def test_init_json(tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PASSAGEWAY_INSTANCE", raising=False)
+    assert cli.main(["init", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    folder = tmp_path / ".config" / "passageway"
+    assert report["written"] == [str(folder / "password"), str(folder / "passageway.toml")]
+    assert report["kept"] == [] and report["instance"] is None

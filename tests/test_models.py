@@ -367,3 +367,18 @@ def test_the_engine_runs_an_xlm_roberta_shaped_model(tmp_path, pooling):
     np.testing.assert_allclose(together[1], alone[0], atol=1e-5)  # the padding is masked out
     assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
     assert len(engine.tokenizer.encode(texts[0]).ids) == 8  # truncated to max_tokens
+
+
+def test_model_list_json(tmp_path, monkeypatch, capsys):
+    import json as json_module
+
+    from passageway.kernel import cli as cli_module
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_INSTANCE", "PASSAGEWAY_MODEL_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli_module.main(["model", "list", "--json"]) == 0
+    report = json_module.loads(capsys.readouterr().out)
+    first = report["presets"][0]
+    assert first["name"] == "multilingual-e5-small-q4" and first["configured"] is True and first["present"]
+    assert all(preset["configured"] is False for preset in report["presets"][1:])

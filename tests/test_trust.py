@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 HTTPS_CLIENTS = (
     "kernel/models.py",
+    "kernel/commands/instance.py",
     "connectors/wikipedia/passageway_connector_wikipedia/api.py",
     "connectors/trilium/passageway_connector_trilium/etapi.py",
     "connectors/confluence/passageway_connector_confluence/rest.py",

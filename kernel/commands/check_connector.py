@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds one call may take before the connector is killed (default: 60)",
     )
     parser.add_argument("--name", default="connector", help="the name used in messages (default: connector)")
+    parser.add_argument("--json", action="store_true", help="print every rule's result as JSON")
     parser.add_argument(
         "command", nargs="*", metavar="-- COMMAND",
         help="the connector's program and arguments, after --; the mode is appended",
@@ -42,6 +43,15 @@ def run(args: argparse.Namespace) -> int:
         )
     if not 0 < args.timeout <= 86400:
         raise ConfigError(f"--timeout is seconds from more than 0 to 86400, got {args.timeout:g}")
+    from passageway.kernel.commands.problems import missing_program
+
+    reason = missing_program(args.command, os.environ)
+    if reason is not None:
+        # One line, not the same failure once per rule.
+        raise ConfigError(
+            f"check-connector: {reason}: {args.command[0]} (the program after --; connectors run with "
+            "an empty environment, so give an absolute path)"
+        )
     env = parse_assignments(args.env, "--env")
     secrets = {}
     for key, variable in parse_assignments(args.secret, "--secret").items():
@@ -50,5 +60,17 @@ def run(args: argparse.Namespace) -> int:
         secrets[key] = os.environ[variable]
     connector = Connector(args.name, args.command, env=env, secrets=secrets, timeout=args.timeout)
     report = run_contract(connector)
-    print(report.render())
+    if args.json:
+        import json
+
+        print(json.dumps({
+            "connector": report.connector,
+            "passed": report.passed,
+            "rules": [
+                {"rule": result.rule, "status": result.status, "detail": result.detail}
+                for result in report.results
+            ],
+        }, indent=2))
+    else:
+        print(report.render())
     return 0 if report.passed else 1

@@ -108,6 +108,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--enforce", action="store_true", help="exit 1 when a [targets] value is not met")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write report.json and report.md into DIR")
     parser.add_argument(
+        "--json", action="store_true", help="print the report as JSON (what --out writes to report.json)"
+    )
+    parser.add_argument(
         "--write",
         type=Path,
         metavar="PAGE",
@@ -246,18 +249,23 @@ def _run_result(
 
 
 async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> int:
+    from passageway.kernel.commands.eval_progress import EvalProgress
     from passageway.kernel.eval.engine import KernelEngine
     from passageway.kernel.eval.runner import ask_sweep
 
     ranker = args.ranker or settings.ranker
-    async with KernelEngine.open(settings, data_dir=args.data_dir, chunk_cap=args.chunk_cap) as engine:
+    watch = EvalProgress()
+    async with KernelEngine.open(
+        settings, data_dir=args.data_dir, chunk_cap=args.chunk_cap, progress=watch.line
+    ) as engine:
         engine.ranker(ranker)  # an unknown ranker is exit 2 before the index is built
-        index = await engine.build()
+        index = await watch.build(engine)
         if _failed_sources(index):
             return 1
         threshold = args.threshold if args.threshold is not None else engine.default_threshold
         try:
-            outcomes, sweep = await ask_sweep(engine, case_file.cases, threshold, args.sweep or [], ranker)
+            asking = watch.asking(engine, case_file.cases, threshold, args.sweep or [])
+            outcomes, sweep = await ask_sweep(asking, case_file.cases, threshold, args.sweep or [], ranker)
         except EmbedderError as error:
             print(f"passageway: eval: the embedder failed on a question: {error}", file=sys.stderr)
             return 1
@@ -318,9 +326,11 @@ def _candidates(args: argparse.Namespace, settings: Any) -> list[tuple[str, Any]
 async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> int:
     import contextlib
 
+    from passageway.kernel.commands.eval_progress import EvalProgress
     from passageway.kernel.eval.engine import KernelEngine
     from passageway.kernel.eval.runner import ask_sweep
 
+    watch = EvalProgress()
     candidates = _candidates(args, settings)
     rankers = args.rankers or [settings.ranker]
     results = []
@@ -333,7 +343,7 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
             )
             try:
                 engine = await stack.enter_async_context(
-                    KernelEngine.open(candidate_settings, chunk_cap=args.chunk_cap)
+                    KernelEngine.open(candidate_settings, chunk_cap=args.chunk_cap, progress=watch.line)
                 )
             except EvalError as error:
                 raise EvalError(f"embedder {name!r}: {error}") from None
@@ -341,14 +351,15 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
                 engine.ranker(ranker)
             engines.append((name, engine))
         for name, engine in engines:
-            index = await engine.build()
+            index = await watch.build(engine)
             if _failed_sources(index):
                 return 1
             threshold = args.threshold if args.threshold is not None else engine.default_threshold
             for ranker in rankers:
                 try:
+                    asking = watch.asking(engine, case_file.cases, threshold, args.sweep or [])
                     outcomes, sweep = await ask_sweep(
-                        engine, case_file.cases, threshold, args.sweep or [], ranker
+                        asking, case_file.cases, threshold, args.sweep or [], ranker
                     )
                 except EmbedderError as error:
                     print(
@@ -418,14 +429,17 @@ def _publish(args: argparse.Namespace, results: Sequence[Any], axis: str | None)
     markdown = _render(results, axis, None)
     if include:
         markdown += "\n" + _cases_markdown(results)
-    print(markdown, end="")
+    document = (
+        run_json(results[0], include_cases=include)
+        if axis is None
+        else compare_json(results, axis, include_cases=include)
+    )
+    if getattr(args, "json", False):
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        print(markdown, end="")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        document = (
-            run_json(results[0], include_cases=include)
-            if axis is None
-            else compare_json(results, axis, include_cases=include)
-        )
         (args.out / "report.json").write_text(
             json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8"
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import secrets
-import shlex
+import sys
 from pathlib import Path
 
 NAME = "init"
@@ -17,31 +19,68 @@ TEMPLATE = """\
 #
 # [[connector]]
 # name = "notes"                  # a-z, 0-9, _ or -; it names the index file <data dir>/notes.db
-# command = ["/path/to/python", "-m", "passageway_connector_markdown"]
-# env = { FOLDER = "/path/to/notes" }
-# secrets = { TOKEN = "env:NOTES_TOKEN" }   # references to the server's environment, never values
+# command = [{python}, "-m", "passageway_connector_markdown"]
+# env = {{ FOLDER = "/path/to/notes" }}
+# secrets = {{ TOKEN = "env:NOTES_TOKEN" }}   # references to the server's environment, never values
 #
 # [[connector]]                   # a Trilium server (docs/connectors/trilium.md)
 # name = "trilium"
-# command = ["/path/to/python", "-m", "passageway_connector_trilium"]
-# env = { URL = "http://trilium:8080" }
-# secrets = { TOKEN = "env:TRILIUM_TOKEN" }
+# command = [{python}, "-m", "passageway_connector_trilium"]
+# env = {{ URL = "http://trilium:8080" }}
+# secrets = {{ TOKEN = "env:TRILIUM_TOKEN" }}
 #
 # [[connector]]                   # spaces of a Confluence Data Center (docs/connectors/confluence.md)
 # name = "wiki"
-# command = ["/path/to/python", "-m", "passageway_connector_confluence"]
-# env = { URL = "https://wiki.example.org", SPACES = "OPS|HR" }
-# secrets = { TOKEN = "env:CONFLUENCE_TOKEN" }
+# command = [{python}, "-m", "passageway_connector_confluence"]
+# env = {{ URL = "https://wiki.example.org", SPACES = "OPS|HR" }}
+# secrets = {{ TOKEN = "env:CONFLUENCE_TOKEN" }}
 # timeout = 3600                  # seconds per call: room to wait out a rate limit
 #
 # [embedder]                      # optional: the built-in multilingual e5-small is the default
 # min_similarity = 0.87           # the relevance gate (the model's own unless set)
 # cross_language_offset = 0.06    # how much lower the gate is across languages (the model's own)
 """
+"""The commented configuration; ``{python}`` is the interpreter that runs passageway, which has the
+bundled connectors installed (a connector runs with an empty environment, so a bare ``python``
+would be whatever comes first on ``PATH``)."""
+
+FOLDER_SOURCE = """\
+[[connector]]
+name = {name}
+command = [{python}, "-m", "passageway_connector_markdown"]
+env = {{ FOLDER = {folder} }}
+
+"""
+"""The source ``init --folder DIR`` writes: the markdown files under DIR."""
+
+
+def source_name(folder: Path) -> str:
+    """The source name for a folder: its own name in the letters a source name allows."""
+    return re.sub(r"[^a-z0-9_-]+", "-", folder.name.lower()).strip("-_") or "notes"
+
+
+def folder_source(folder: Path, python: str | None = None) -> str:
+    """The ``[[connector]]`` table for the markdown files under ``folder``."""
+    return FOLDER_SOURCE.format(
+        name=json.dumps(source_name(folder)),
+        python=json.dumps(python or sys.executable),
+        folder=json.dumps(str(folder)),
+    )
+
+
+def render_template(folder: Path | None = None, python: str | None = None) -> str:
+    """The configuration ``init`` writes: a source for ``folder`` if given, then the commented example."""
+    text = folder_source(folder, python) if folder is not None else ""
+    return text + TEMPLATE.format(python=json.dumps(python or sys.executable))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options; ``--instance NAME`` creates the folder of that instance."""
+    """``--instance NAME`` creates the folder of that instance."""
+    parser.add_argument(
+        "--folder", type=Path, metavar="DIR",
+        help="index the markdown files under DIR: writes its [[connector]] into the new passageway.toml",
+    )
+    parser.add_argument("--json", action="store_true", help="print the files written as JSON")
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -57,29 +96,78 @@ def run(args: argparse.Namespace) -> int:
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ, creating=True)
+    folder = None
+    if args.folder is not None:
+        folder = args.folder.expanduser().resolve()
+        if not folder.is_dir():
+            raise ConfigError(
+                f"--folder {args.folder}: there is no such folder; name a folder of markdown files"
+            )
     config_dir = base_config_dir(environ) / folder_name(instance)
+    written: list[str] = []
+    kept: list[str] = []
     try:
         config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         password_path = config_dir / "password"
         if password_path.exists():
-            print(f"kept the existing password file {password_path}")
+            kept.append(str(password_path))
         else:
             _write_private(password_path, secrets.token_urlsafe(32) + "\n")
-            print(f"wrote a generated password to {password_path} (readable only by you)")
+            written.append(str(password_path))
         config_path = config_dir / "passageway.toml"
         if config_path.exists():
-            print(f"kept the existing {config_path}")
+            kept.append(str(config_path))
+            if folder is not None:
+                _add_folder(config_path, folder)
+                written.append(str(config_path))
         else:
-            config_path.write_text(TEMPLATE, encoding="utf-8")
-            print(f"wrote {config_path}")
+            config_path.write_text(render_template(folder), encoding="utf-8")
+            written.append(str(config_path))
     except OSError as error:
         raise ConfigError(f"cannot create {config_dir}: {error.strerror}") from None
 
+    if args.json:
+        print(json.dumps({
+            "instance": instance, "config": str(config_path), "password_file": str(password_path),
+            "folder": str(folder) if folder else None, "written": written, "kept": kept,
+        }, indent=2))
+        return 0
+    for path in kept:
+        print(f"kept the existing {path}")
+    for path in written:
+        if path == str(password_path):
+            print(f"wrote a generated password to {path} (readable only by you)")
+        elif folder is not None:
+            print(f"wrote {path} with a source for the markdown files under {folder}")
+        else:
+            print(f"wrote {path}")
     instance_option = f" --instance {instance}" if instance else ""
     print()
     print("Next:")
-    print(f"  1. Add your sources to {config_path} (one [[connector]] table each).")
-    print("  2. Start the server with the password file:")
-    password_file = shlex.quote(str(password_path))
-    print(f"     PASSAGEWAY_LOGIN_PASSWORD_FILE={password_file} passageway{instance_option}")
+    step = 1
+    if folder is None:
+        print(f"  {step}. Add your sources to {config_path} (one [[connector]] table each),")
+        print("     or run this again with --folder DIR for a folder of markdown files.")
+        step += 1
+    print(f"  {step}. Start the server (it reads the password from {password_path}):")
+    print(f"     passageway{instance_option}")
+    print(f"  {step + 1}. Ask it from another terminal once it has indexed:")
+    print(f"     passageway{instance_option} status")
+    print(f"     passageway{instance_option} search \"a question your notes answer\"")
     return 0
+
+
+def _add_folder(config_path: Path, folder: Path) -> None:
+    """Append the source for ``folder`` to an existing configuration, unless one has its name."""
+    from passageway.kernel.config import parse_config_text
+    from passageway.kernel.errors import ConfigError
+
+    text = config_path.read_text(encoding="utf-8")
+    block, name = folder_source(folder), source_name(folder)
+    existing = {connector.name for connector in parse_config_text(text, str(config_path)).connectors}
+    if name in existing:
+        raise ConfigError(
+            f"{config_path} already has a source named {name!r}; add the folder's [[connector]] by hand "
+            "with another name"
+        )
+    config_path.write_text(text.rstrip("\n") + "\n\n" + block.rstrip("\n") + "\n", encoding="utf-8")

@@ -17,11 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="folder of the default ONNX preset (overrides PASSAGEWAY_MODEL_DIR; "
         "an [embedder] model_dir wins over both)",
     )
+    parser.add_argument("--json", action="store_true", help="model list: print the presets as JSON")
     actions = parser.add_subparsers(dest="model_action", metavar="ACTION")
-    actions.add_parser(
+    listing = actions.add_parser(
         "list",
         help="each preset with its dimension, size, gate, cross-language offset and where its files are",
     )
+    listing.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     download = actions.add_parser("download", help="fetch a preset's pinned files and verify their checksums")
     download.add_argument("preset", nargs="?", help="the preset (default: the one [embedder] uses)")
 
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.model_action == "download":
         return _download(settings, args.preset)
-    return _list(settings)
+    return _list(settings, args.json)
 
 
 def _folder(settings, preset):  # type: ignore[no-untyped-def]
@@ -52,10 +54,34 @@ def _folder(settings, preset):  # type: ignore[no-untyped-def]
     )
 
 
-def _list(settings) -> int:  # type: ignore[no-untyped-def]
+def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-untyped-def]
+    import json
+
+    from passageway.kernel.models import MISSING_PRESETS, describe, folder_problem
+
+    presets = []
+    for preset in describe():
+        folder = _folder(settings, preset) if preset.needs_download else None
+        present = folder is None or folder_problem(preset, folder, check_hashes=False) is None
+        presets.append({
+            "name": preset.name, "engine": preset.engine, "dim": preset.dim,
+            "bytes": preset.size if preset.needs_download else None,
+            "min_similarity": preset.min_similarity, "gate_measured": preset.gate_measured,
+            "cross_language_offset": preset.cross_language_offset,
+            "folder": str(folder) if folder is not None else None,
+            "present": present,
+            "configured": preset.name == configured,
+        })
+    print(json.dumps({"presets": presets, "not_available": dict(MISSING_PRESETS)}, indent=2))
+    return 0
+
+
+def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-def]
     from passageway.kernel.models import MISSING_PRESETS, describe, folder_problem
 
     configured = settings.embedder.model if settings.embedder.kind == "onnx" else None
+    if as_json:
+        return _list_json(settings, configured)
     rows = [("", "preset", "engine", "dim", "size", "gate", "across languages", "files")]
     for preset in describe():
         if preset.needs_download:

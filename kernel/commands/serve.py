@@ -4,38 +4,64 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from pathlib import Path
 
 NAME = "serve"
-HELP = "run the server: /mcp for MCP clients, /recall for the prompt hook, /health"
+HELP = "run the server: /mcp for MCP clients, /recall for the prompt hook, /health, and a status page at /"
 
 MISSING_LOGIN_MESSAGE = (
-    "no password is set, and the server does not run without one. Set PASSAGEWAY_LOGIN_PASSWORD, "
-    "or PASSAGEWAY_LOGIN_PASSWORD_FILE to a file holding it (`passageway init` writes one)."
+    "no password is set, and the server does not run without one. Run `passageway init` (it writes "
+    "{path}), or set PASSAGEWAY_LOGIN_PASSWORD or PASSAGEWAY_LOGIN_PASSWORD_FILE."
 )
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"a port number from 1 to 65535, got {text!r}")
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options: the server reads PASSAGEWAY_HOST, PASSAGEWAY_PORT and the rest of the environment."""
+    """Options win over the environment variables of the same meaning."""
+    parser.add_argument(
+        "--host", metavar="ADDRESS", help="where to listen (default: PASSAGEWAY_HOST, 127.0.0.1)"
+    )
+    parser.add_argument("--port", type=_port, metavar="N", help="the port (default: PASSAGEWAY_PORT, 8082)")
+    parser.add_argument(
+        "--config", type=Path, metavar="PATH", help="use this passageway.toml (default: PASSAGEWAY_CONFIG)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from passageway.kernel.app import Kernel
-    from passageway.kernel.config import load_password, load_settings, resolve_instance, resolve_secrets
+    from passageway.kernel.commands.instance import find_password, password_file
+    from passageway.kernel.commands.problems import connector_problems, render_box
+    from passageway.kernel.config import load_settings, resolve_instance, resolve_secrets
     from passageway.kernel.errors import ConfigError, PassagewayError
     from passageway.kernel.logging_setup import configure_logging
-    from passageway.kernel.server import run_server
+    from passageway.kernel.server import bind_socket, run_server
 
-    environ = os.environ
-    password = load_password(environ)
-    if not password:
-        raise ConfigError(MISSING_LOGIN_MESSAGE)
+    environ = dict(os.environ)
+    options = (("host", "PASSAGEWAY_HOST"), ("port", "PASSAGEWAY_PORT"), ("config", "PASSAGEWAY_CONFIG"))
+    for option, variable in options:
+        value = getattr(args, option, None)
+        if value is not None:
+            environ[variable] = str(value)
     instance = resolve_instance(args.instance, environ)
+    password, password_origin = find_password(environ, instance)
+    if not password:
+        raise ConfigError(MISSING_LOGIN_MESSAGE.format(path=password_file(environ, instance)))
+    if password_origin not in ("PASSAGEWAY_LOGIN_PASSWORD", environ.get("PASSAGEWAY_LOGIN_PASSWORD_FILE")):
+        environ["PASSAGEWAY_LOGIN_PASSWORD_FILE"] = password_origin  # the kernel reads it from there
     secrets = [password]
+    problems: list[str] = []
     try:
         settings = load_settings(environ, instance=instance)
     except ConfigError as error:
         # A broken passageway.toml still gives a server that says so from /health and `status`.
         kernel = Kernel.broken(str(error), environ=environ, instance=instance)
+        problems.append(str(error))
         host = environ.get("PASSAGEWAY_HOST") or "127.0.0.1"
         port_text = environ.get("PASSAGEWAY_PORT") or "8082"
         if not port_text.isdigit():
@@ -46,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
             level = "INFO"
     else:
         kernel = Kernel.create(settings, None, environ)
+        if kernel.config_error is not None:
+            problems.append(kernel.config_error)
+        problems.extend(connector_problems(settings, environ))
         host, port, level = settings.host, settings.port, settings.log_level
         for owner in (*settings.connectors, settings.embedder):
             for key, variable in owner.secrets.items():
@@ -53,10 +82,45 @@ def run(args: argparse.Namespace) -> int:
                     secrets.extend(resolve_secrets({key: variable}, environ, "secret").values())
                 except PassagewayError:
                     continue
+    listener = bind_socket(host, port)  # a port in use is one line, before anything else is printed
     configure_logging(level, secrets)
-    if kernel.config_error is not None:
-        import logging
+    import logging
 
-        logging.getLogger("passageway.server").error("the configuration is broken: %s", kernel.config_error)
-    run_server(kernel, host, port)
+    log = logging.getLogger("passageway.server")
+    log.info("password read from %s", password_origin)
+    if kernel.config_error is not None:
+        log.error("the configuration is broken: %s", kernel.config_error)
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        print(render_box(
+            f"passageway: {count} at start",
+            problems,
+            f"The server runs anyway and reports the same at http://{host}:{port}/health "
+            "(and `passageway status`). Fix the configuration and restart it.",
+        ), file=sys.stderr, flush=True)
+    run_server(kernel, host, port, on_listening=_foreground_progress(kernel), listener=listener)
     return 0
+
+
+def _foreground_progress(kernel):  # type: ignore[no-untyped-def]
+    """On a terminal, a progress bar while a first build runs; nothing otherwise."""
+    from passageway.kernel.commands.progress import ProgressBar, watch_build
+
+    bar = ProgressBar()
+    if not bar.enabled:
+        return None
+
+    def start(app):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        detach = bar.attach_to_logging()
+        task = asyncio.ensure_future(watch_build(lambda: kernel.health(include_errors=False), bar))
+
+        def stop() -> None:
+            task.cancel()
+            bar.clear()
+            detach()
+
+        return stop
+
+    return start

@@ -1,0 +1,137 @@
+"""What several commands share: the instance's password, and where its running server answers.
+
+``passageway init`` writes the password to ``~/.config/passageway[-<instance>]/password``. The
+server and the commands that talk to it (``search``, ``status``) read it from there when neither
+``PASSAGEWAY_LOGIN_PASSWORD`` nor ``PASSAGEWAY_LOGIN_PASSWORD_FILE`` is set, so that ``init``
+followed by ``passageway`` works without exporting anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from passageway.kernel.errors import PassagewayError
+
+DEFAULT_PORT = 8082
+
+
+class ServerUnreachable(PassagewayError):
+    """No passageway answers at the address a command was given; ``reason`` says why, in a word."""
+
+    exit_code = 2
+    reason = ""
+
+
+def password_file(environ: Mapping[str, str], instance: str | None) -> Path:
+    """Where ``passageway init`` writes the instance's password."""
+    from passageway.kernel.config import base_config_dir, folder_name
+
+    return base_config_dir(environ) / folder_name(instance) / "password"
+
+
+def find_password(environ: Mapping[str, str], instance: str | None) -> tuple[str | None, str]:
+    """The password and where it came from (a variable's name or a file's path), or ``(None, "")``.
+
+    :raises ConfigError: a password file is named or found but cannot be read, or is empty.
+    """
+    from passageway.kernel.config import load_password
+
+    password = load_password(environ)
+    if password:
+        if environ.get("PASSAGEWAY_LOGIN_PASSWORD"):
+            return password, "PASSAGEWAY_LOGIN_PASSWORD"
+        return password, str(environ["PASSAGEWAY_LOGIN_PASSWORD_FILE"])
+    path = password_file(environ, instance)
+    if path.is_file():
+        return load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(path)}), str(path)
+    return None, ""
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--url``: the options of a command that asks a running server."""
+    parser.add_argument(
+        "--url", metavar="URL",
+        help="the running server (default: http://PASSAGEWAY_HOST:PASSAGEWAY_PORT, 127.0.0.1:8082)",
+    )
+
+
+def server_url(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    """The running server's address: ``--url``, else the host and port the server would listen on."""
+    if getattr(args, "url", None):
+        return str(args.url).rstrip("/")
+    host = environ.get("PASSAGEWAY_HOST") or "127.0.0.1"
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 (a comparison, not a binding)
+        host = "127.0.0.1"  # listening everywhere includes the loopback address
+    if ":" in host:
+        host = f"[{host}]"
+    port = environ.get("PASSAGEWAY_PORT") or str(DEFAULT_PORT)
+    return f"http://{host}:{port}"
+
+
+def https_context() -> ssl.SSLContext:
+    """Certificates checked against the operating system's trust store (ADR 0006), for https URLs."""
+    import truststore
+
+    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+def request(
+    url: str, password: str | None, *, accept: str = "application/json", timeout: float = 10.0
+) -> tuple[int, bytes]:
+    """``GET url`` with the bearer password when there is one: the HTTP status and the body.
+
+    :raises ServerUnreachable: the URL is not http(s), or nothing answers there.
+    """
+    if not url.startswith(("http://", "https://")):
+        base = url.rsplit("/", 1)[0]
+        raise ServerUnreachable(f"--url {base}: give the server's http:// or https:// address")
+    headers = {"Accept": accept, **({"Authorization": f"Bearer {password}"} if password else {})}
+    prepared = urllib.request.Request(url, headers=headers)  # noqa: S310 (the scheme is checked above)
+    context = https_context() if url.startswith("https://") else None
+    try:
+        with urllib.request.urlopen(prepared, timeout=timeout, context=context) as response:  # noqa: S310
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read()
+    except (urllib.error.URLError, OSError) as error:
+        base = url.rsplit("/", 1)[0]
+        unreachable = ServerUnreachable(
+            f"no passageway answers at {base} ({_reason(error)}); start it with `passageway`, "
+            "or name its address with --url"
+        )
+        unreachable.reason = _reason(error)
+        raise unreachable from None
+
+
+def _reason(error: BaseException) -> str:
+    return str(getattr(error, "reason", None) or type(error).__name__)
+
+
+def get_json(url: str, password: str | None, timeout: float = 10.0) -> tuple[int, dict[str, Any]]:
+    """``GET url``: the status and the JSON body.
+
+    :raises ServerUnreachable: nothing answers there, or what answers is not passageway.
+    """
+    status, body = request(url, password, timeout=timeout)
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        raise ServerUnreachable(
+            f"{url} answered with something other than passageway's JSON (HTTP {status}); check --url"
+        ) from None
+
+
+def mcp_http_client(url: str, password: str) -> Any:
+    """The HTTP client the MCP SDK talks to the server with: the password, the trust store."""
+    import httpx2
+
+    verify: Any = https_context() if url.startswith("https://") else True
+    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {password}"}, timeout=60, verify=verify)

@@ -1,0 +1,89 @@
+"""``passageway status``: the running server's health report, readable, with each source's progress.
+
+It asks ``GET /health`` with the instance's password (when one is found), so the errors are
+included; ``--json`` prints the report as the server sent it. Exit codes: 0 when the status is
+``ok`` or ``indexing``, 1 when it is ``degraded`` or ``error``, 2 when no server answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+NAME = "status"
+HELP = "the running server's health: every source's state, counts and build progress (exit 1 when degraded)"
+
+HEALTHY = ("ok", "indexing")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from passageway.kernel.commands.instance import add_server_arguments
+
+    add_server_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the health report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from passageway.kernel.commands.instance import find_password, get_json, server_url
+    from passageway.kernel.config import resolve_instance
+
+    environ = os.environ
+    instance = resolve_instance(args.instance, environ)
+    password, _ = find_password(environ, instance)
+    url = server_url(args, environ)
+    _, report = get_json(f"{url}/health", password)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print(render_status(report, url))
+    return 0 if report.get("status") in HEALTHY else 1
+
+
+def source_line(name: str, entry: Mapping[str, Any]) -> str:
+    """One source: state, counts, and the build's progress or the error when there is one."""
+    from passageway.kernel.status_page import duration_text
+
+    state = entry.get("state", "?")
+    parts = [f"{entry.get('items', 0)} items, {entry.get('passages', 0)} passages"]
+    if state == "indexing" and entry.get("of"):
+        progress = (f"building: {entry.get('ready') or 0} of {entry.get('expected') or '?'} passages ready, "
+                    f"{entry.get('fetched') or 0} of {entry['of']} items fetched")
+        if entry.get("rate"):
+            progress += f", {entry['rate']:.1f} passages/s"
+        if entry.get("eta_seconds") is not None:
+            progress += f", about {duration_text(entry['eta_seconds'])} left"
+        parts.append(progress)
+    if entry.get("last_success"):
+        parts.append(f"last success {entry['last_success']}")
+    error = entry.get("error") or entry.get("last_error")
+    if error:
+        parts.append(f"error: {error}")
+    return f"  {name}: {state}: " + "; ".join(parts)
+
+
+def render_status(report: Mapping[str, Any], url: str) -> str:
+    """The report as lines a person reads: the overall status, the embedder, then each source."""
+    instance = f" (instance {report['instance']})" if report.get("instance") else ""
+    lines = [f"passageway {report.get('version', '?')}{instance} at {url}: {report.get('status', '?')}"]
+    if report.get("status") == "error":
+        lines.append(f"  {report.get('error', 'the configuration is broken')}")
+        return "\n".join(lines)
+    embedder = report.get("embedder") or {}
+    what = embedder.get("name") or embedder.get("kind") or "?"
+    line = f"embedder {what}: {embedder.get('state', '?')}"
+    if embedder.get("error"):
+        line += f": {embedder['error']}"
+    lines.append(line)
+    sources = report.get("sources") or {}
+    if not sources:
+        lines.append("no sources: add a [[connector]] to passageway.toml (or `passageway init --folder DIR`)")
+    else:
+        lines.append("sources:")
+        lines.extend(source_line(name, entry) for name, entry in sources.items())
+    if any(entry.get("failing") and "error" not in entry for entry in sources.values()):
+        lines.append("(the errors are shown with the password: run `passageway init`, or set "
+                     "PASSAGEWAY_LOGIN_PASSWORD_FILE)")
+    return "\n".join(lines)

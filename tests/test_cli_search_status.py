@@ -1,0 +1,134 @@
+"""``passageway search`` and ``passageway status`` against a live server, with and without --json,
+and ``search --local`` in-process: the exact lines, and the exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from passageway.kernel import cli
+from passageway.kernel.recall import NOTHING
+from tests.cli_helpers import built_server, toy_manager, use_environment
+from tests.server_helpers import make_kernel, running_server, write_instance
+
+TELESCOPE = "how does a refracting telescope gather starlight with a lens?"
+UNRELATED = "quarterly tax filing deadlines for freelance accountants"
+
+
+async def run_cli(*arguments: str) -> int:
+    """``passageway ARGUMENTS`` in a thread, so that the server in this loop can answer it."""
+    return await asyncio.to_thread(cli.main, list(arguments))
+
+
+async def test_status_reads_the_report_and_exits_0(tmp_path, monkeypatch, capsys):
+    async with built_server(tmp_path, monkeypatch) as (kernel, url):
+        assert await run_cli("status", "--url", url) == 0
+        lines = capsys.readouterr().out.splitlines()
+        success = kernel.health(include_errors=True)["sources"]["notes"]["last_success"]
+        assert lines == [
+            f"passageway {kernel.version} at {url}: ok",
+            "embedder toy-hash-64: ok",
+            "sources:",
+            f"  notes: ok: 4 items, 4 passages; last success {success}",
+        ]
+        assert await run_cli("status", "--url", url, "--json") == 0
+        assert json.loads(capsys.readouterr().out) == kernel.health(include_errors=True)
+
+
+async def test_status_of_a_failing_source_says_why_and_exits_1(tmp_path, monkeypatch, capsys):
+    async with built_server(tmp_path, monkeypatch, fail="check,list,fetch") as (kernel, url):
+        assert await run_cli("status", "--url", url) == 1
+        out = capsys.readouterr().out
+        assert f"at {url}: degraded\n" in out
+        error = kernel.health(include_errors=True)["sources"]["notes"]["error"]
+        assert f"  notes: failing: 0 items, 0 passages; error: {error}\n" in out
+        assert await run_cli("status", "--url", url, "--json") == 1
+        assert json.loads(capsys.readouterr().out)["status"] == "degraded"
+        # Without the password the report has no error text, and the page says how to see it.
+        monkeypatch.delenv("PASSAGEWAY_LOGIN_PASSWORD")
+        monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+        assert await run_cli("status", "--url", url) == 1
+        out = capsys.readouterr().out
+        assert "  notes: failing: 0 items, 0 passages\n" in out
+        assert error not in out
+        assert "errors are shown with the password" in out
+
+
+async def test_search_prints_the_tools_rendering(tmp_path, monkeypatch, capsys):
+    async with built_server(tmp_path, monkeypatch) as (kernel, url):
+        from passageway.kernel.recall import render_answer
+
+        expected = render_answer(await kernel.recall(TELESCOPE))
+        assert await run_cli("search", "--url", url, TELESCOPE) == 0
+        assert capsys.readouterr().out == expected + "\n"
+        assert "Refracting telescope" in expected
+        assert await run_cli("search", "--url", url, "--json", TELESCOPE) == 0
+        assert json.loads(capsys.readouterr().out) == {"silent": False, "text": expected}
+
+
+async def test_search_exits_1_on_silence(tmp_path, monkeypatch, capsys):
+    async with built_server(tmp_path, monkeypatch) as (_, url):
+        assert await run_cli("search", "--url", url, UNRELATED) == 1
+        assert capsys.readouterr().out == NOTHING + "\n"
+        assert await run_cli("search", "--url", url, "--json", UNRELATED) == 1
+        assert json.loads(capsys.readouterr().out) == {"silent": True, "text": NOTHING}
+
+
+async def test_search_with_a_wrong_password_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    kernel = make_kernel(environ)
+    async with running_server(kernel, start_sync=False) as url:
+        monkeypatch.setenv("PASSAGEWAY_LOGIN_PASSWORD", "not-the-password")
+        assert await run_cli("search", "--url", url, TELESCOPE) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == (
+            f"passageway: {url} refused the password (HTTP 401); is it this instance's server? Check --url\n"
+        )
+        assert "not-the-password" not in captured.err
+
+
+def test_search_and_status_without_a_server_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    from tests.server_helpers import free_port
+
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    url = f"http://127.0.0.1:{free_port()}"
+    assert cli.main(["status", "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"passageway: no passageway answers at {url} (")
+    assert err.endswith("start it with `passageway`, or name its address with --url\n")
+    assert err.count("\n") == 1
+    assert cli.main(["search", "--url", url, TELESCOPE]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"passageway: no passageway answers at {url} (")
+    assert err.endswith(
+        "start it with `passageway`, name its address with --url, or search the data folder with --local\n"
+    )
+    assert err.count("\n") == 1
+
+
+def test_search_local_builds_an_empty_index_then_answers(tmp_path, monkeypatch, capsys):
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    toy_manager(monkeypatch)
+    assert cli.main(["search", "--local", TELESCOPE]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("1. **Refracting telescope")
+    assert captured.err == "passageway: building notes first\n"  # stderr is no terminal: no bar
+    assert cli.main(["search", "--local", "--json", UNRELATED]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"silent": True, "text": NOTHING, "hits": []}
+    assert captured.err == ""  # built already: nothing to build
+    assert cli.main(["search", "--local", "--json", TELESCOPE]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
+    assert hits[0]["item_id"] == "telescope" and hits[0]["source"] == "notes"
+
+
+def test_a_url_that_is_not_http_is_one_line(tmp_path, monkeypatch, capsys):
+    use_environment(monkeypatch, write_instance(tmp_path))
+    assert cli.main(["status", "--url", "file:///etc"]) == 2
+    assert capsys.readouterr().err == (
+        "passageway: --url file:///etc: give the server's http:// or https:// address\n"
+    )
