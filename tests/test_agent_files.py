@@ -29,7 +29,8 @@ SYSTEM_VARIABLES = {"HOME", "PATH", "USER", "CLAUDE_PLUGIN_ROOT", "CLAUDE_CONFIG
 
 
 def documentation() -> str:
-    pages = [*ROOT.glob("docs/**/*.md"), *ROOT.glob("connectors/*/README.md"), *ROOT.glob("embedders/*/README.md")]
+    pages = [*ROOT.glob("docs/**/*.md"), *ROOT.glob("connectors/*/README.md"),
+             *ROOT.glob("embedders/*/README.md")]
     return "\n".join(path.read_text(encoding="utf-8") for path in pages)
 
 
@@ -81,12 +82,14 @@ def test_every_passageway_command_and_option_exists(path):
         parser, options = parser_for(words)
         known = {option for action in parser._actions for option in action.option_strings} | {"--instance"}
         for option in options:
-            assert option in known, f"{path.parent.name}: `passageway {' '.join(words)}`: {option} does not exist"
+            command = " ".join(words)
+            assert option in known, f"{path.parent.name}: `passageway {command}`: {option} does not exist"
 
 
 def test_the_invocation_parser_finds_commands_and_refuses_unknown_ones(tmp_path):
     page = tmp_path / "SKILL.md"
-    page.write_text("Run `passageway --instance work eval cases.toml --sweep 0.8` and\n```\npassageway statuz\n```\n")
+    page.write_text("Run `passageway --instance work eval cases.toml --sweep 0.8` and\n"
+                    "```\npassageway statuz\n```\n")
     invocations = passageway_invocations(page)
     assert ["--instance", "work", "eval", "cases.toml", "--sweep", "0.8"] in invocations
     with pytest.raises(AssertionError, match="statuz"):
@@ -96,7 +99,8 @@ def test_the_invocation_parser_finds_commands_and_refuses_unknown_ones(tmp_path)
 @pytest.mark.parametrize("path", AGENT_FILES, ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_environment_variable_exists(path):
     text = path.read_text(encoding="utf-8")
-    named = set(re.findall(r"\$\{?([A-Z][A-Z0-9_]+)", text)) | set(re.findall(r"\b(PASSAGEWAY_[A-Z0-9_]+)", text))
+    named = set(re.findall(r"\$\{?([A-Z][A-Z0-9_]+)", text))
+    named |= set(re.findall(r"\b(PASSAGEWAY_[A-Z0-9_]+)", text))
     named |= set(re.findall(r"(?:--env |--secret |\b)([A-Z][A-Z0-9_]{2,})=", text))
     docs = documentation()
     for name in sorted(named):
@@ -202,7 +206,8 @@ def test_the_connect_skill_writes_the_hook_file_readable_only_by_the_user(tmp_pa
     config_dir = tmp_path / "claude"
     done = subprocess.run(
         [sys.executable, "-", "http://127.0.0.1:8082", str(password_file), "passageway.json"], input=program,
-        capture_output=True, text=True, timeout=60, env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(config_dir)},
+        capture_output=True, text=True, timeout=60,
+        env={"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(config_dir)},
     )
     assert done.returncode == 0, done.stderr
     target = config_dir / "plugin-data" / "passageway" / "passageway.json"
