@@ -20,7 +20,8 @@ from mcp.client.stdio import StdioServerParameters
 from passageway.kernel.commands.mcp_stdio import explain, find_password, server_url
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.recall import NOTHING
-from tests.server_helpers import PASSWORD, free_port, make_kernel, running_server, wait_built, write_instance
+from tests.server_helpers import PASSWORD, free_port
+from tests.test_mcp_npm import live_server  # noqa: F401 (the fixture below builds on it)
 
 TELESCOPE = "how does a refracting telescope gather starlight with a lens?"
 
@@ -39,11 +40,9 @@ async def bridge(tmp_path: Path, *arguments: str, env: Mapping[str, str]) -> Asy
 
 
 @pytest.fixture
-async def served(tmp_path):  # type: ignore[no-untyped-def]
-    kernel = make_kernel(write_instance(tmp_path))
-    async with running_server(kernel) as url:
-        await wait_built(kernel)
-        yield url
+def served(live_server: str) -> str:  # noqa: F811
+    """The URL of a live server with the four test items, built."""
+    return live_server
 
 
 async def test_recall_and_status_through_the_stdio_client(served, tmp_path):
