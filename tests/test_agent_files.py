@@ -230,3 +230,35 @@ async def test_the_connect_skills_password_check_answers_200_without_a_search(tm
                 assert response.status == status
                 if status == 200:
                     assert (await response.json())["context"] == ""
+
+
+async def test_the_connect_skills_hook_file_and_try_it_give_passages_from_a_live_server(tmp_path):
+    """Steps 3 and 5 of the connect skill, as written, against a live server: the hook answers."""
+    import asyncio
+
+    from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+
+    text = (ROOT / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
+    write = re.search(r"```\n(python3 - .*?WRITE\n)```", text, flags=re.DOTALL).group(1)  # type: ignore[union-attr]
+    try_it = re.search(r"## 5\. Try it\n\n```\n(.*?)```", text, flags=re.DOTALL).group(1)  # type: ignore[union-attr]
+    question = "how does a refracting telescope gather starlight with a lens?"
+    home = tmp_path / "home"
+    (home / ".config" / "passageway").mkdir(parents=True)
+    (home / ".config" / "passageway" / "password").write_text(PASSWORD + "\n")
+    (tmp_path / "server").mkdir()
+    kernel = make_kernel(write_instance(tmp_path / "server"))
+    environ = {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "CLAUDE_PLUGIN_ROOT": str(ROOT),
+               "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "PASSAGEWAY_HOOK_TIMEOUT": "20"}
+    async with running_server(kernel) as url:
+        await wait_built(kernel)
+        script = (write.replace("http://127.0.0.1:8082", url)
+                  + try_it.replace("what do my notes say about this project?", question))
+        process = await asyncio.create_subprocess_exec(
+            "bash", "-c", script, env=environ, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        output, errors = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, errors.decode()
+    lines = output.decode().splitlines()
+    assert lines[0].startswith("wrote ") and lines[0].endswith("plugin-data/passageway/passageway.json")
+    context = json.loads(lines[1])["hookSpecificOutput"]["additionalContext"]
+    assert "Refracting telescope" in context
+    assert PASSWORD not in output.decode() + errors.decode()

@@ -135,3 +135,33 @@ def test_the_service_writer_wants_a_full_path(tmp_path):
                           capture_output=True, text=True, timeout=60, env={"HOME": str(tmp_path)})
     assert done.returncode == 2
     assert "--passageway must be a full path" in done.stderr
+
+
+@pytest.mark.npm
+async def test_the_connect_skills_registration_reaches_a_live_server(tmp_path):
+    """The connect skill's `claude mcp add` and `claude mcp list`, run by the pinned Claude Code
+    against a live server: the registration is written and `list` reports it connected."""
+    import re
+
+    from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+
+    folder = await _install(CLAUDE_CODE)
+    claude = str(folder / "node_modules" / ".bin" / "claude")
+    skill = (ROOT / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```\n(.*?)```", skill, flags=re.DOTALL) if "claude mcp add" in b)
+    password_file = tmp_path / "home" / ".config" / "passageway" / "password"
+    password_file.parent.mkdir(parents=True)
+    password_file.write_text(PASSWORD + "\n")
+    (tmp_path / "server").mkdir()
+    kernel = make_kernel(write_instance(tmp_path / "server"))
+    async with running_server(kernel) as url:
+        await wait_built(kernel)
+        script = block.replace("http://127.0.0.1:8082", url).replace("claude mcp", f"{claude} mcp")
+        code, output = await _run(
+            "env", f"HOME={tmp_path / 'home'}", f"CLAUDE_CONFIG_DIR={tmp_path / 'claude'}",
+            "DISABLE_AUTOUPDATER=1", "bash", "-c", script, cwd=tmp_path, timeout=120,
+        )
+    assert code == 0, output
+    assert "registered" in output, output
+    assert PASSWORD not in output
+    assert re.search(r"passageway: .*Connected", output), output
