@@ -1,4 +1,5 @@
-"""``uv tool install`` from a clone, as docs/install.md describes it, into a temporary tool folder.
+"""``uv tool install`` from a clone, as the install skill runs it (the same command as in
+docs/install.md, with the plugin's folder as the clone), into a temporary tool folder.
 
 The install runs offline from uv's cache (``--offline``), so it adds no download to the suite; on
 a machine whose cache cannot satisfy it (a fresh CI runner) the test is skipped with uv's reason.
@@ -27,9 +28,12 @@ def test_uv_tool_install_from_the_clone(tmp_path):
         "UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin"),
         "UV_PYTHON_DOWNLOADS": "never", "UV_OFFLINE": "1", "VIRTUAL_ENV": "",
     }
+    skill = (ROOT / "skills" / "passageway-install" / "SKILL.md").read_text(encoding="utf-8")
+    [command] = [line for line in skill.splitlines() if line.startswith("uv tool install ")]
+    assert '"${CLAUDE_PLUGIN_ROOT}/connectors/markdown"' in command
     install = subprocess.run(
-        [uv, "tool", "install", str(ROOT), "--with", str(ROOT / "connectors" / "markdown")],
-        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=600,
+        ["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**environ, "CLAUDE_PLUGIN_ROOT": str(ROOT), "PATH": f"{Path(uv).parent}:{os.environ['PATH']}"},
     )
     if install.returncode != 0 and "network" in install.stderr:
         pytest.skip(f"uv cannot install offline from its cache here: {install.stderr.strip()[-300:]}")
