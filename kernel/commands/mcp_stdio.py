@@ -184,7 +184,7 @@ class Bridge:
         @contextlib.asynccontextmanager
         async def connected() -> Any:
             http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {self._password}"},
-                                      timeout=CALL_TIMEOUT)
+                                      timeout=httpx2.Timeout(CALL_TIMEOUT, connect=5.0))
             async with http, Client(streamable_http_client(f"{self.url}/mcp", http_client=http)) as client:
                 yield client
 
