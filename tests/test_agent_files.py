@@ -70,6 +70,10 @@ def parser_for(words: list[str]) -> tuple[argparse.ArgumentParser, list[str]]:
         return parser, [w.split("=")[0] for w in words if w.startswith("--")]
     assert words[0] in names, f"`passageway {words[0]}` is not a command (the commands are {sorted(names)})"
     sub = subparsers.choices[words[0]]
+    actions = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+    if actions and len(words) > 1 and not words[1].startswith("-"):  # passageway model list
+        assert words[1] in actions[0].choices, f"`passageway {words[0]} {words[1]}` does not exist"
+        sub = actions[0].choices[words[1]]
     return sub, [w.split("=")[0] for w in words[1:] if w.startswith("--")]
 
 
@@ -94,6 +98,8 @@ def test_the_invocation_parser_finds_commands_and_refuses_unknown_ones(tmp_path)
     assert ["--instance", "work", "eval", "cases.toml", "--sweep", "0.8"] in invocations
     with pytest.raises(AssertionError, match="statuz"):
         parser_for(["statuz"])
+    with pytest.raises(AssertionError, match="model fetch"):
+        parser_for(["model", "fetch"])
 
 
 @pytest.mark.parametrize("path", AGENT_FILES, ids=lambda path: str(path.relative_to(ROOT)))
