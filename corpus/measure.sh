@@ -11,6 +11,8 @@
 #            near-topic.toml
 #   cross  - corpus/en alone; only the German questions (de, absent-de, near-topic-de), so
 #            every answer has to cross from German to English
+#   long   - both folders; the same questions bare and buried in pasted code, logs and traces
+#            (corpus/long-prompts.toml, written by corpus/long_prompts.py), and pastes alone
 # Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
 # main tables use (default: the built-in model's own min_similarity).
 set -eu
@@ -73,11 +75,16 @@ echo "measure.sh: both folders, every question" >&2
 run both "$WORK/both.toml" > "$WORK/both.md"
 echo "measure.sh: corpus/en alone, the German questions" >&2
 run cross-language "$WORK/cross.toml" --group "$CROSS_GROUPS" > "$WORK/cross.md"
+if [ -f corpus/long-prompts.toml ]; then
+    echo "measure.sh: both folders, the questions buried in pasted material" >&2
+    CASES="$CASES corpus/long-prompts.toml"
+    run long-prompts "$WORK/both.toml" > "$WORK/long.md"
+fi
 if [ -n "$OUT" ]; then
-    echo "measure.sh: reports in $OUT/both and $OUT/cross-language" >&2
+    echo "measure.sh: reports in $OUT/both, $OUT/cross-language and $OUT/long-prompts" >&2
 fi
 if [ "$WRITE" = yes ]; then
     echo "measure.sh: wrote $PAGE" >&2
 else
-    cat "$WORK/both.md" "$WORK/cross.md"
+    cat "$WORK/both.md" "$WORK/cross.md" "$WORK/long.md" 2>/dev/null || cat "$WORK/both.md" "$WORK/cross.md"
 fi

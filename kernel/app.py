@@ -32,6 +32,7 @@ from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, PassagewayError
+from passageway.kernel.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 
 if TYPE_CHECKING:
@@ -72,6 +73,11 @@ class Source:
         return self.settings.name
 
 
+QUEUE_QUESTIONS = True
+"""Whether recall's questions go through a :class:`QuestionQueue` (``bench/long_prompts.py
+--compare-queue`` times the server without it too, side by side)."""
+
+
 class Kernel:
     """Ties settings, plugins, the embedder, the stores, the syncs and health together.
 
@@ -101,6 +107,8 @@ class Kernel:
         self.config_error = config_error
         self.instance = settings.instance if settings is not None else None
         self.embedder: Embedder | None = None
+        self.questions: QuestionQueue | None = None
+        """The embedder as recall sees it: questions one at a time, typed ones first."""
         self.embedder_error: str | None = None
         self._embedder_started = False
         self.ranker: Any = None
@@ -207,6 +215,7 @@ class Kernel:
         else:
             self.embedder_error = None
             self._embedder_started = True
+            self.questions = QuestionQueue(self.embedder) if QUEUE_QUESTIONS else None
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
     def _build_embedder(self) -> Embedder:
@@ -237,6 +246,7 @@ class Kernel:
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
         self._embedder_started = False
+        self.questions = None
         if embedder is not None:
             with contextlib.suppress(Exception):
                 await embedder.close()
@@ -382,16 +392,30 @@ class Kernel:
         started = time.perf_counter()
         try:
             answer = await run_recall(
-                question, stores, self.embedder, self.ranker,
+                question, stores, self.questions or self.embedder, self.ranker,
                 boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
             )
         except EmbedderError as error:
             self.embedder_error = str(error)  # health says so until a recall succeeds again
             raise
         self.embedder_error = None
+        notes = self.building_notes()
+        if notes:
+            answer = attrs.evolve(answer, notes=notes)
         # V2: the time and the number of hits, never the question.
         log.info("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer
+
+    def building_notes(self) -> tuple[str, ...]:
+        """One line per source whose first build is running, for the answer (see ``Answer.notes``)."""
+        notes = []
+        for source in self.sources.values():
+            if source.sync is None:
+                continue
+            note = source.sync.health().building_note()
+            if note:
+                notes.append(note)
+        return tuple(notes)
 
     # -----------------------------------------------------------------------------------------
     # Health and authorisation

@@ -104,6 +104,15 @@ def split_section(text: str, cap: int = DEFAULT_CAP) -> list[str]:
     return pieces
 
 
+def blocks(text: str) -> list[tuple[str, str]]:
+    """The blocks the splitter keeps whole, as ``(kind, text)`` pairs in order.
+
+    ``kind`` is ``code``, ``table``, ``list`` or ``paragraph``. The passage index reads them to
+    prepare a passage's search content (paragraphs and literal lines) by the same rules.
+    """
+    return _blocks(text)
+
+
 def _blocks(text: str) -> list[tuple[str, str]]:
     """``(kind, text)`` blocks: ``code``, ``table``, ``list`` or ``paragraph``."""
     lines = text.split("\n")

@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "eval",
     "model",
     "check_connector",
+    "index",
     "mcp_stdio",
 )
 """Modules under ``passageway.kernel.commands``, in the order ``--help`` shows them."""

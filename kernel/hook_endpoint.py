@@ -1,7 +1,9 @@
 """``POST /recall``: the endpoint behind the Claude Code prompt hook.
 
-The hook sends every prompt; this endpoint decides whether it is worth a search (a slash command,
-"ok" or a short follow-up without a content word is not), remembers per session which items it
+The hook sends every prompt, up to 20,000 characters of it; this endpoint reduces it to what it
+asks (:func:`passageway.kernel.prompt.asked`: pasted code, logs and traces are not searched),
+decides whether that is worth a search (nothing asked, a slash command, "ok" or a short follow-up
+without a content word is not), remembers per session which items it
 already sent so that the same passage is not injected twice, and lifts items that match the
 working directory's last two folder names. It accepts only the static bearer password, never an
 OAuth token. The answer is ``{"context": "..."}``, an empty string when there is nothing to add.
@@ -10,6 +12,8 @@ OAuth token. The answer is ``{"context": "..."}``, an empty string when there is
 from __future__ import annotations
 
 import collections
+import contextlib
+import json
 import logging
 import re
 import time
@@ -21,6 +25,8 @@ from aiohttp import web
 
 from passageway.kernel.auth import unauthorized
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.prompt import asked
+from passageway.kernel.question_queue import yielding
 from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
 from passageway.kernel.stopwords import content_words
@@ -31,6 +37,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("passageway.hook")
 
 MAX_PROMPT_CHARS = 20_000
+"""What is read of a prompt; the hook sends no more, and the rest of a longer one is ignored."""
+MAX_BODY_BYTES = 256 * 1024
+"""The largest body accepted: 20,000 characters JSON-escaped at their longest (``\\uXXXX``
+pairs, 12 bytes a character) fit. A larger one is refused with 413 before it is read whole."""
 WORD = re.compile(r"\w+", re.UNICODE)
 
 # Whole prompts that acknowledge or steer rather than ask (English and German, as users type them).
@@ -145,9 +155,16 @@ class HookEndpoint:
         # The static password only: an OAuth token for /mcp is not accepted here.
         if not self.kernel.authorize(request):
             return unauthorized()
+        body = await _read_limited(request, MAX_BODY_BYTES)
+        if body is None:
+            return web.json_response(
+                {"error": f"the body is larger than {MAX_BODY_BYTES} bytes; send at most the first "
+                          f"{MAX_PROMPT_CHARS} characters of the prompt"},
+                status=413,
+            )
         try:
-            payload = await request.json()
-        except ValueError:
+            payload = json.loads(body)
+        except (ValueError, RecursionError):
             return web.json_response(
                 {"error": 'the body must be JSON: {"prompt", "session_id", "cwd"}'}, status=400
             )
@@ -155,18 +172,34 @@ class HookEndpoint:
             return web.json_response({"error": "`prompt` is required and must be text"}, status=400)
         session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-        prompt = payload["prompt"][:MAX_PROMPT_CHARS]
-        if not is_question(prompt):
+        reduced = asked(payload["prompt"][:MAX_PROMPT_CHARS])
+        if not is_question(reduced.text):
             return web.json_response({"context": ""})
         try:
-            answer = await self.kernel.recall(
-                prompt, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
-            )
+            # A question cut out of a paste lets typed questions go first to the embedder.
+            with yielding() if reduced.why == "questions" else contextlib.nullcontext():
+                answer = await self.kernel.recall(
+                    reduced.text, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
+                )
         except PassagewayError as error:
             return web.json_response({"context": "", "error": str(error)}, status=503)
         answer = _without(answer, self.memory.sent(session_id))
         self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
-        return web.json_response({"context": "" if answer.silent else render_answer(answer)})
+        quiet = answer.silent and not answer.notes
+        return web.json_response({"context": "" if quiet else render_answer(answer)})
+
+
+async def _read_limited(request: web.Request, limit: int) -> bytes | None:
+    """The request's body, or ``None`` when it is longer than ``limit`` bytes (read no further)."""
+    if request.content_length is not None and request.content_length > limit:
+        return None
+    parts, size = [], 0
+    async for part in request.content.iter_chunked(64 * 1024):
+        size += len(part)
+        if size > limit:
+            return None
+        parts.append(part)
+    return b"".join(parts)
 
 
 def _without(answer: Answer, sent: Sequence[tuple[str, str]]) -> Answer:
@@ -177,4 +210,4 @@ def _without(answer: Answer, sent: Sequence[tuple[str, str]]) -> Answer:
     hits = tuple(hit for hit in answer.hits if (hit.source, hit.item_id) not in seen)
     if len(hits) == len(answer.hits):
         return answer
-    return Answer(hits=hits, related=answer.related if hits else ())
+    return Answer(hits=hits, related=answer.related if hits else (), notes=answer.notes)

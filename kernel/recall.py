@@ -3,6 +3,11 @@
 ``recall`` is what the MCP tool, the hook endpoint and ``passageway eval`` call (through
 ``Kernel.recall``). Its steps:
 
+0. **What is asked.** A prompt is reduced to its question sentences first
+   (:func:`passageway.kernel.prompt.asked`: a pasted file, log or trace is not searched), and cut
+   to the embedder's input limit in its tokens. A prompt that asks nothing is silence, without
+   embedding or searching anything. Every later step, the gate's word counts included, sees only
+   the reduced question.
 1. **Embed** the question (``kind="query"``). An embedder failure raises :class:`EmbedderError`:
    an error must never look like "the sources have nothing" (V6).
 2. **Candidates.** Every store is asked for its 50 best passages by keywords and by vector
@@ -30,6 +35,7 @@ and German prose with the e5 tokenizer's vocabulary and needs no tokenizer at qu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -41,6 +47,8 @@ import numpy as np
 
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
+from passageway.kernel.prompt import MAX_TOKENS, Asked, asked, fit_to_tokens
+from passageway.kernel.question_queue import yielding
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.stopwords import content_words, words
 from passageway.kernel.store import Candidate, Store
@@ -245,8 +253,14 @@ async def recall(
     :raises StoreError: every store failed.
     """
     gate = Gate.of(embedder, min_similarity)
+    reduced = question_for(question, embedder)
+    question = reduced.text
+    if not question:
+        return Answer()
     try:
-        vectors = await embedder.embed([question], "query")
+        # A question cut out of a longer prompt lets typed questions go first (question_queue).
+        with yielding() if reduced.why == "questions" else contextlib.nullcontext():
+            vectors = await embedder.embed([question], "query")
     except EmbedderError:
         raise
     except Exception as error:  # an embedder plugin's bug must not read as silence either
@@ -272,6 +286,27 @@ async def recall(
     return fit_budget(
         Answer(hits=tuple(_hit(entry) for entry in ranked), related=tuple(related)), question
     )
+
+
+def question_for(prompt: str, embedder: object) -> Asked:
+    """What recall embeds and searches for ``prompt``: its question sentences
+    (:func:`passageway.kernel.prompt.asked`) within ``embedder``'s input limit (``""``: none)."""
+    reduced = asked(prompt)
+    if not reduced.text:
+        return reduced
+    count = getattr(embedder, "count_tokens", None)
+    limit = getattr(embedder, "max_tokens", None)
+    if not isinstance(limit, int) or limit <= 0:
+        limit = MAX_TOKENS
+    if not callable(count):
+        count = _approx_model_tokens
+    return attrs.evolve(reduced, text=fit_to_tokens(reduced.text, count, limit))
+
+
+def _approx_model_tokens(text: str) -> int:
+    """A conservative guess at a model's token count when the embedder cannot count (3 UTF-8
+    bytes a token, two for the special tokens): it cuts early rather than late."""
+    return -(-len(text.encode("utf-8")) // 3) + 2
 
 
 def _hit(entry: Ranked) -> Hit:
@@ -392,12 +427,18 @@ def fit_budget(answer: Answer, question: str = "", budget: int = BUDGET_TOKENS) 
 
 
 NOTHING = "Nothing relevant in the sources."
+NOTHING_YET = "Nothing relevant in the sources indexed so far."
 
 
 def render_answer(answer: Answer) -> str:
-    """The answer as the MCP tool and the hook return it: Markdown, or one line for silence."""
+    """The answer as the MCP tool and the hook return it: Markdown, or one line for silence.
+
+    While a source's first build runs, one more line says so (``answer.notes``), after the
+    passages or after the line for silence.
+    """
+    building = ("Still indexing: " + "; ".join(answer.notes) + ".") if answer.notes else ""
     if answer.silent:
-        return NOTHING
+        return f"{NOTHING_YET} {building}" if building else NOTHING
     blocks = []
     for number, hit in enumerate(answer.hits, start=1):
         lines = [f"{number}. **{_header(hit)}**"]
@@ -415,4 +456,6 @@ def render_answer(answer: Answer) -> str:
     if answer.related:
         related = "\n".join(f"- {item.title} ({item.url})" for item in answer.related)
         text += "\n\nRelated:\n" + related
+    if building:
+        text += "\n\n" + building
     return text

@@ -156,10 +156,16 @@ class Related:
 
 @attrs.frozen
 class Answer:
-    """What recall returns: up to three hits and up to three related items, or silence."""
+    """What recall returns: up to three hits and up to three related items, or silence.
+
+    ``notes`` are lines the reader should see whatever was found: one per source whose first
+    build is still running ("corpus-en: 48 of 96 passages indexed"), so that an answer given from
+    a half-built index does not read as a complete one.
+    """
 
     hits: tuple[Hit, ...] = ()
     related: tuple[Related, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def silent(self) -> bool:

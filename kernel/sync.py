@@ -64,10 +64,14 @@ class Runner(Protocol):
 class SourceHealth:
     """One source's state as ``/health`` and ``status`` report it.
 
-    ``state`` is ``indexing`` while a build or a large fetch runs (``fetched`` of ``of`` items,
-    with ``rate`` in items per second and ``eta_seconds``), ``failing`` when the last sync
+    ``state`` is ``indexing`` while a build or a large fetch runs, ``failing`` when the last sync
     failed in any part (``last_error`` says how; the items already indexed keep serving), and
-    ``ok`` otherwise. :meth:`public` leaves the error text out, :meth:`full` keeps it.
+    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items are stored, ``ready`` of
+    ``expected`` passages have their vector (``expected`` is exact once every item was fetched, an
+    estimate from the items so far before that), ``embedded`` of them were embedded in this run,
+    at ``rate`` passages per second, with ``eta_seconds`` left; ``rate`` and ``eta_seconds`` stay
+    ``None`` for the first :data:`RATE_AFTER_SECONDS` of embedding. :meth:`public` leaves the
+    error text out, :meth:`full` keeps it.
     """
 
     source: str
@@ -76,6 +80,8 @@ class SourceHealth:
     passages: int = 0
     fetched: int | None = None
     of: int | None = None
+    ready: int = 0
+    expected: int | None = None
     embedded: int = 0
     rate: float | None = None
     eta_seconds: float | None = None
@@ -83,6 +89,10 @@ class SourceHealth:
     last_error: str | None = None
     failed_batches: int = 0
     batches: int = 0
+    building: bool = False
+    """True during a first build (or a rebuild for another embedder): the index is not complete."""
+    expected_exact: bool = False
+    """Whether ``expected`` is a count (every item chunked) rather than an estimate."""
 
     def public(self) -> dict[str, Any]:
         """What anyone may see: counts and state, not the error text."""
@@ -94,9 +104,19 @@ class SourceHealth:
             "failing": self.state == "failing",
         }
         if self.state == "indexing":
-            view.update(fetched=self.fetched, of=self.of, embedded=self.embedded,
-                        rate=self.rate, eta_seconds=self.eta_seconds)
+            view.update(fetched=self.fetched, of=self.of, ready=self.ready, expected=self.expected,
+                        embedded=self.embedded, rate=self.rate, eta_seconds=self.eta_seconds)
         return view
+
+    def building_note(self) -> str | None:
+        """One line for an answer given while this source's first build runs, else ``None``:
+        ``"corpus-en: 48 of 96 passages indexed"``."""
+        if not self.building:
+            return None
+        if self.expected is None:
+            return f"{self.source}: starting its first build"
+        about = "" if self.expected_exact else "about "
+        return f"{self.source}: {self.ready} of {about}{self.expected} passages indexed"
 
     def full(self) -> dict[str, Any]:
         """Everything, for a caller with the password: the public view plus the error."""
@@ -146,8 +166,18 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+RATE_AFTER_SECONDS = 2.0
+"""A build's rate and estimate appear once embedding has run this long (earlier they jump)."""
+
+
 class _Progress:
-    """Counts of a running fetch, logged at most every ``interval`` seconds."""
+    """Counts of a running fetch, kept in ``health`` and logged at most every ``interval`` s.
+
+    Passages are counted as their vectors arrive (each embedder call of at most
+    :data:`EMBED_BATCH` texts), not per fetch batch, so a first build shows movement within
+    seconds. Until every item was fetched, the expected number of passages is extrapolated from
+    the items chunked so far.
+    """
 
     def __init__(self, health: SourceHealth, total: int, interval: float, log: logging.Logger,
                  clock: Callable[[], float]) -> None:
@@ -156,34 +186,76 @@ class _Progress:
         self.interval = interval
         self.log = log
         self.clock = clock
-        self.started = clock()
-        self.last_report = self.started
-        self.done = 0
-        health.fetched, health.of, health.embedded = 0, total, 0
+        self.last_report = clock()
+        self.done = 0  # items stored (or given up in a failed batch)
+        self.chunked = 0  # items chunked
+        self.found = 0  # passages of the chunked items
+        self.to_embed = 0  # of which had no vector yet
+        self.embedding_since: float | None = None
+        health.fetched, health.of = 0, total
+        health.ready = health.embedded = 0
+        health.expected = None
         health.rate = health.eta_seconds = None
 
-    def advance(self, items: int, embedded: int) -> None:
+    def chunked_items(self, items: int, passages: int, missing: int) -> None:
+        """``items`` were chunked into ``passages``, ``missing`` of which need embedding."""
+        self.chunked += items
+        self.found += passages
+        self.to_embed += missing
+        self.health.ready += passages - missing
+        self._estimate()
+
+    def embedding(self) -> None:
+        """An embedder call starts (the rate counts from the first one)."""
+        if self.embedding_since is None:
+            self.embedding_since = self.clock()
+
+    def embedded(self, passages: int) -> None:
+        self.health.embedded += passages
+        self.health.ready += passages
+        self._estimate()
+        self._report()
+
+    def advance(self, items: int) -> None:
+        """A fetch batch of ``items`` was stored (or failed, and counts as handled)."""
         self.done += items
         self.health.fetched = self.done
-        self.health.embedded += embedded
-        elapsed = self.clock() - self.started
-        if elapsed > 0 and self.done:
-            rate = self.done / elapsed
-            self.health.rate = round(rate, 2)
-            self.health.eta_seconds = round((self.total - self.done) / rate, 1)
+        self._report()
+
+    def _estimate(self) -> None:
+        health = self.health
+        unseen = max(self.total - self.chunked, 0)
+        per_item = self.found / self.chunked if self.chunked else 0.0
+        health.expected = self.found + round(unseen * per_item)
+        health.expected_exact = unseen == 0
+        if self.embedding_since is None:
+            return
+        elapsed = self.clock() - self.embedding_since
+        if elapsed < RATE_AFTER_SECONDS or not health.embedded:
+            return
+        rate = health.embedded / elapsed
+        missing_per_item = self.to_embed / self.chunked if self.chunked else 0.0
+        left = max(self.to_embed - health.embedded, 0) + unseen * missing_per_item
+        health.rate = round(rate, 2)
+        health.eta_seconds = round(left / rate, 1)
+
+    def _report(self) -> None:
         now = self.clock()
-        if now - self.last_report >= self.interval:
-            self.last_report = now
-            eta = self.health.eta_seconds
-            self.log.info(
-                "source %s: %d of %d items fetched, %d passages embedded, %.1f items/s, about %s left",
-                self.health.source, self.done, self.total, self.health.embedded,
-                self.health.rate or 0.0, _duration(eta) if eta is not None else "?",
-            )
+        if now - self.last_report < self.interval:
+            return
+        self.last_report = now
+        health, eta = self.health, self.health.eta_seconds
+        rate = f"{health.rate:.1f} passages/s" if health.rate is not None else "rate not known yet"
+        self.log.info(
+            "source %s: %d of %s passages ready, %d of %d items fetched, %s, about %s left",
+            health.source, health.ready, health.expected if health.expected is not None else "?",
+            self.done, self.total, rate, _duration(eta) if eta is not None else "?",
+        )
 
     def finish(self) -> None:
         health = self.health
-        health.fetched = health.of = None
+        health.fetched = health.of = health.expected = None
+        health.expected_exact = False
         health.rate = health.eta_seconds = None
 
 
@@ -245,6 +317,7 @@ class SourceSync:
         self._health = SourceHealth(source=settings.name)
         self._failed_in: str | None = None  # "sync" or "poll": what failed last
         self._lock = asyncio.Lock()  # one operation at a time per source
+        self._progress: _Progress | None = None  # the running fetch's counts, if any
         self.embed_seconds = 0.0
         """Time spent awaiting the embedder (the benchmark compares it with the total)."""
 
@@ -346,7 +419,15 @@ class SourceSync:
         return await self._reconcile()
 
     async def _build(self) -> str | None:
+        self._health.building = True
+        try:
+            return await self._build_all()
+        finally:
+            self._health.building = False
+
+    async def _build_all(self) -> str | None:
         started = _now()
+        began = self.clock()
         reply = await self.runner.check()
         if reply.protocol != PROTOCOL_VERSION:
             raise ConnectorError(self.source, "protocol",
@@ -362,6 +443,9 @@ class SourceSync:
         self.log.info("source %s: building the index of %d items", self.source, len(listed))
         outcome = await self._fetch_and_store(list(listed))
         await self.store.set_state(LAST_POLL, _iso(started))
+        items, passages = await self.store.counts()
+        self.log.info("source %s ready: %d items, %d passages in %.1f s",
+                      self.source, items, passages, self.clock() - began)
         return outcome.message()
 
     async def _reconcile(self) -> str | None:
@@ -423,6 +507,7 @@ class SourceSync:
         if not batches:
             return outcome
         progress = _Progress(self._health, len(ids), self.progress_seconds, self.log, self.clock)
+        self._progress = progress
         consecutive = 0
 
         def failed(index: int, error: PassagewayError) -> bool:
@@ -434,29 +519,29 @@ class SourceSync:
             outcome.first_error = outcome.first_error or str(error)
             self.log.warning("source %s: fetch batch %d of %d failed: %s",
                              self.source, index + 1, len(batches), error)
-            progress.advance(len(batches[index]), 0)
+            progress.advance(len(batches[index]))
             if consecutive >= 2:
                 outcome.stopped = True
             return outcome.stopped
 
-        async def settle(writing: tuple[int, asyncio.Future[None], int, int]) -> bool:
+        async def settle(writing: tuple[int, asyncio.Future[None], int]) -> bool:
             """Wait for a batch's write; True when the fetch must stop."""
             nonlocal consecutive
-            index, future, stored, embedded = writing
+            index, future, stored = writing
             try:
                 await future
             except PassagewayError as error:
                 return failed(index, error)
             consecutive = 0
             outcome.stored += stored
-            progress.advance(len(batches[index]), embedded)
+            progress.advance(len(batches[index]))
             return False
 
         def fetch(index: int) -> asyncio.Task[list[Item]]:
             return asyncio.ensure_future(self.runner.fetch(batches[index]))
 
         fetching: asyncio.Task[list[Item]] | None = fetch(0)
-        writing: tuple[int, asyncio.Future[None], int, int] | None = None
+        writing: tuple[int, asyncio.Future[None], int] | None = None
         try:
             for index, batch in enumerate(batches):
                 assert fetching is not None
@@ -468,7 +553,7 @@ class SourceSync:
                         fetching = fetch(index + 1)
                     wanted = set(batch)
                     items = [item for item in _latest_items(items) if item.id in wanted]
-                    updates, embedded = await self._prepare(items)
+                    updates, _ = await self._prepare(items)
                 except PassagewayError as error:
                     problem = error
                 if writing is not None:
@@ -481,7 +566,7 @@ class SourceSync:
                     if fetching is None and index + 1 < len(batches):
                         fetching = fetch(index + 1)
                     continue
-                writing = (index, asyncio.ensure_future(self.store.apply(updates, [])), len(items), embedded)
+                writing = (index, asyncio.ensure_future(self.store.apply(updates, [])), len(items))
             if writing is not None:
                 previous, writing = writing, None
                 await settle(previous)
@@ -494,6 +579,7 @@ class SourceSync:
                 with contextlib.suppress(BaseException):
                     await writing[1]
             progress.finish()
+            self._progress = None
         return outcome
 
     async def _prepare(self, items: Sequence[Item]) -> tuple[list[ItemUpdate], int]:
@@ -507,10 +593,10 @@ class SourceSync:
         for passage in all_passages:
             if passage.digest not in vectors:
                 missing.setdefault(passage.digest, passage.embedding_input)
+        if self._progress is not None:
+            self._progress.chunked_items(len(items), len(all_passages), len(missing))
         if missing:
-            new = await self._embed(list(missing.items()))
-            await self.vector_cache.put_many(new)
-            vectors.update(new)
+            vectors.update(await self._embed(list(missing.items())))
         updates = []
         for item, passages in chunked:
             if passages:
@@ -521,9 +607,16 @@ class SourceSync:
         return updates, len(missing)
 
     async def _embed(self, pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
+        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`.
+
+        Each call's vectors go to the vector cache at once, so work survives a crash or a kill in
+        the middle of a batch: the next start embeds only what no call finished.
+        """
         result: dict[str, np.ndarray] = {}
         for start in range(0, len(pairs), self.embed_batch):
             chunk = pairs[start : start + self.embed_batch]
+            if self._progress is not None:
+                self._progress.embedding()
             began = time.perf_counter()
             matrix = np.asarray(await self.embedder.embed([text for _, text in chunk], "passage"),
                                 dtype=np.float32)
@@ -536,8 +629,12 @@ class SourceSync:
             # Stored vectors are unit length so that a dot product is the cosine.
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
             matrix = matrix / np.where(norms > 0, norms, 1.0)
-            for (digest, _), vector in zip(chunk, matrix, strict=True):
-                result[digest] = np.asarray(vector, dtype=np.float32)
+            made = {digest: np.asarray(vector, dtype=np.float32)
+                    for (digest, _), vector in zip(chunk, matrix, strict=True)}
+            await self.vector_cache.put_many(made)
+            result.update(made)
+            if self._progress is not None:
+                self._progress.embedded(len(chunk))
         return result
 
 

@@ -268,3 +268,21 @@ async def test_the_connect_skills_hook_file_and_try_it_give_passages_from_a_live
     context = json.loads(lines[1])["hookSpecificOutput"]["additionalContext"]
     assert "Refracting telescope" in context
     assert PASSWORD not in output.decode() + errors.decode()
+
+
+@pytest.mark.parametrize("skill", ["passageway-add-source", "create-passageway-connector"])
+def test_the_connector_tables_a_skill_writes_are_valid_configuration(skill):
+    """Each ```toml block is read by passageway's own configuration parser, and each module it
+    runs is a bundled connector's."""
+    text = (ROOT / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", text, flags=re.DOTALL)
+    assert blocks
+    for block in blocks:
+        settings = config.parse_config_text(block.replace('"PYTHON"', '"/usr/bin/python3"'), skill)
+        for connector in settings.connectors:
+            if "-m" in connector.command:
+                module = connector.command[connector.command.index("-m") + 1]
+                bundled = list(ROOT.glob(f"connectors/*/{module}/__main__.py"))
+                assert bundled, f"{module} is no bundled connector"
+        # The parser accepts only env:NAME references as secrets; every block with a token has one.
+        assert ("secrets" in block) == any(connector.secrets for connector in settings.connectors)

@@ -3,6 +3,7 @@ long prompts, and the hook script's own self-test."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,7 +11,13 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from passageway.kernel.hook_endpoint import MAX_PROMPT_CHARS, SessionMemory, folder_words, is_question
+from passageway.kernel.hook_endpoint import (
+    MAX_BODY_BYTES,
+    MAX_PROMPT_CHARS,
+    SessionMemory,
+    folder_words,
+    is_question,
+)
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
@@ -136,7 +143,7 @@ async def test_cwd_folder_names_boost_matching_items(served):
     assert boosted.index("Rye bread") < boosted.index("Sourdough bread")
 
 
-async def test_prompt_is_cut_at_twenty_thousand_characters(tmp_path):
+async def test_a_long_prompt_is_read_to_twenty_thousand_characters_and_reduced_to_its_question(tmp_path):
     kernel = make_kernel(write_instance(tmp_path))
     asked: list[str] = []
     original = kernel.recall
@@ -146,14 +153,39 @@ async def test_prompt_is_cut_at_twenty_thousand_characters(tmp_path):
         return await original(question, **options)
 
     kernel.recall = recording_recall  # type: ignore[method-assign]
+    paste = "\n".join(f"2026-11-30 10:{n // 60:02d}:{n % 60:02d} INFO worker {n} done" for n in range(2_000))
+    late = "Which lens does a reflecting telescope use?"
     async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
         await wait_built(kernel)
-        prompt = TELESCOPE + " " + "lenses and mirrors " * 5_000  # 95,000 characters
+        prompt = TELESCOPE + "\n" + paste + "\n" + late  # the late question is past 20,000 characters
+        assert prompt.index(late) > MAX_PROMPT_CHARS
         response = await post(client, url, prompt, session_id="long")
         assert response.status_code == 200
-        assert isinstance(response.json()["context"], str)
-        assert asked == [prompt[:MAX_PROMPT_CHARS]]
-        assert len(asked[0]) == 20_000
+        assert "Refracting telescope" in response.json()["context"]
+        assert asked == [TELESCOPE]
+        # A paste with no question is not searched at all.
+        response = await post(client, url, paste, session_id="paste")
+        assert response.json() == {"context": ""} and asked == [TELESCOPE]
+
+
+async def test_a_body_over_the_limit_is_refused_with_413_before_it_is_read(served):
+    client, url = served
+    body = b'{"prompt": "' + b"a" * (MAX_BODY_BYTES + 10) + b'"}'
+    response = await client.post(f"{url}/recall", content=body, headers=AUTH)
+    assert response.status_code == 413
+    assert "larger than 262144 bytes" in response.json()["error"]
+
+    async def chunks():  # no Content-Length: the limit holds while reading
+        for _ in range(40):
+            yield b"x" * 8192
+
+    response = await client.post(f"{url}/recall", content=chunks(), headers=AUTH)
+    assert response.status_code == 413
+    # Twenty thousand characters at their longest JSON escape still fit.
+    longest = json.dumps({"prompt": "\U0001f600" * MAX_PROMPT_CHARS, "session_id": "s" * 100}).encode()
+    assert len(longest) > 12 * MAX_PROMPT_CHARS
+    response = await client.post(f"{url}/recall", content=longest, headers=AUTH)
+    assert response.status_code == 200
 
 
 async def test_bad_requests(served):
@@ -195,3 +227,25 @@ def test_hooks_json_registers_the_prompt_hook():
     commands = [hook["command"] for entry in entries for hook in entry["hooks"]]
     assert any("recall-hook.sh" in command and "${CLAUDE_PLUGIN_ROOT}" in command for command in commands)
     assert (HOOKS / "recall-hook.sh").is_file()
+
+
+async def test_a_question_cut_out_of_a_paste_yields_to_typed_questions_at_the_embedder(tmp_path, monkeypatch):
+    from passageway.kernel import question_queue
+    from passageway.testing.toy_embedder import ToyEmbedder
+
+    seen: list[tuple[str, bool]] = []
+    original = ToyEmbedder.embed
+
+    async def recording(self, texts, kind):  # type: ignore[no-untyped-def]
+        if kind == "query":
+            seen.append((texts[0], question_queue._YIELDING.get()))
+        return await original(self, texts, kind)
+
+    monkeypatch.setattr(ToyEmbedder, "embed", recording)
+    kernel = make_kernel(write_instance(tmp_path))
+    trace = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nKeyError: "lens"'
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
+        await wait_built(kernel)
+        await post(client, url, TELESCOPE)
+        await post(client, url, f"{trace}\n\n{TELESCOPE}")
+    assert seen == [(TELESCOPE, False), (TELESCOPE, True)]

@@ -404,3 +404,45 @@ def test_at_rank_changes_only_the_rank():
     assert candidate.at_rank(3) is candidate
     moved = candidate.at_rank(0)
     assert moved == attrs.evolve(candidate, rank=0)  # every other field kept, whatever their order
+
+
+class CountingEmbedder(ToyEmbedder):
+    """A toy embedder that states an input limit and counts one token a word, as a model would."""
+
+    def __init__(self, max_tokens: int = 12) -> None:
+        super().__init__()
+        self.max_tokens = max_tokens
+        self.questions: list[str] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) + 2
+
+    async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
+        if kind == "query":
+            self.questions.extend(texts)
+        return await super().embed(texts, kind)
+
+
+async def test_the_question_is_cut_to_the_embedders_input_limit_in_its_tokens(stores):
+    embedder = CountingEmbedder()
+    many = " ".join(f"Which rotor number {n} turns the shaft?" for n in range(30))
+    await recall(many, stores, embedder, FusionRanker())
+    (embedded,) = embedder.questions
+    assert embedder.count_tokens(embedded) <= 12
+    assert embedded == "Which rotor number 0 turns the shaft?"
+
+
+async def test_a_paste_that_asks_nothing_is_silence_and_embeds_nothing(stores):
+    embedder = CountingEmbedder(max_tokens=512)
+    log = "\n".join(f"2026-11-30 10:00:{n:02d} ERROR rotor blade {n} shaft mounted" for n in range(40))
+    assert (await recall(log, stores, embedder, FusionRanker())).silent
+    assert embedder.questions == []
+    answer = await recall(f"{log}\n\n{QUESTION}", stores, embedder, FusionRanker())
+    assert answer.hits[0].title == "Steam turbines" and embedder.questions == [QUESTION]
+
+
+def test_a_silent_answer_with_a_building_note_says_both_in_one_line():
+    answer = Answer(notes=("notes: 48 of 96 passages indexed",))
+    assert render_answer(answer) == (
+        "Nothing relevant in the sources indexed so far. Still indexing: notes: 48 of 96 passages indexed."
+    )

@@ -14,6 +14,7 @@ from passageway.kernel.errors import PassagewayError
 from passageway.kernel.sync import (
     POLL_OVERLAP_SECONDS,
     DeletionRefused,
+    SourceSync,
     SyncError,
     deletion_refusal,
 )
@@ -296,24 +297,100 @@ async def test_a_failing_embedder_fails_the_batch_and_stores_nothing(tmp_path):
         assert sync.health().items == 0
 
 
-async def test_a_long_build_reports_progress_in_health_and_the_log(tmp_path, caplog):
-    runner = FakeRunner("notes", [item(n) for n in range(200)])
-    seen = []
-    original = runner.fetch
+class TickingEmbedder(ToyEmbedder):
+    """A toy embedder whose every call advances a fake clock by one second and records health."""
 
-    async def watching_fetch(ids):
-        seen.append((sync.health().state, sync.health().fetched, sync.health().of))
-        return await original(ids)
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+        self.sync: SourceSync | None = None
+        self.seen: list[dict] = []
 
-    runner.fetch = watching_fetch
+    def clock(self) -> float:
+        return self.now
+
+    async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
+        if kind == "passage" and self.sync is not None:
+            self.seen.append(self.sync.health().public())
+        self.now += 1.0
+        return await super().embed(texts, kind)
+
+
+async def test_a_build_counts_passages_as_each_embedder_call_returns(tmp_path, caplog):
+    runner = FakeRunner("notes", [item(n) for n in range(200)])  # 2 passages each, 4 fetch batches
+    embedder = TickingEmbedder()
     caplog.set_level(logging.INFO, logger="passageway.sync")
-    async with Setup(tmp_path, runner, progress_seconds=0.0) as sync:
+    async with Setup(tmp_path, runner, embedder=embedder, progress_seconds=5.0, embed_batch=10,
+                     clock=embedder.clock) as sync:
+        embedder.sync = sync
         await sync.sync_once()
-    assert seen[0] == ("indexing", 0, 200)
-    assert ("indexing", 100, 200) in seen or ("indexing", 50, 200) in seen
-    lines = [record.getMessage() for record in caplog.records if "items fetched" in record.getMessage()]
-    assert lines and "200 of 200 items fetched" in lines[-1] and "items/s" in lines[-1]
-    assert sync.health().fetched is None and sync.health().state == "ok"
+    seen = embedder.seen
+    assert seen[0]["state"] == "indexing" and seen[0]["of"] == 200 and seen[0]["ready"] == 0
+    # Each call of 10 passages shows in health before the batch of 50 items is stored.
+    assert [entry["ready"] for entry in seen[:3]] == [0, 10, 20]
+    assert all(entry["fetched"] == 0 for entry in seen[:10])
+    # Before every item was chunked the total is an estimate from the first batch: 2 passages an item.
+    assert seen[1]["expected"] == 400
+    # No rate in the first seconds, then one, and an estimate of the time left.
+    assert seen[1]["rate"] is None and seen[1]["eta_seconds"] is None
+    late = seen[20]
+    assert late["rate"] == pytest.approx(10.0, rel=0.01)  # 10 passages per fake second
+    assert late["eta_seconds"] == pytest.approx((400 - late["ready"]) / 10.0, abs=0.2)
+    lines = [record.getMessage() for record in caplog.records]
+    progress = [line for line in lines if "passages ready" in line]
+    assert 5 <= len(progress) <= 9  # at most one line per 5 fake seconds of a 40-second build
+    assert "passages/s" in progress[-1]
+    assert "source notes ready: 200 items, 400 passages in 40.0 s" in lines
+    health = sync.health().public()
+    assert health["state"] == "ok" and "fetched" not in health and not sync.health().building
+
+
+async def test_a_build_that_is_killed_keeps_the_vectors_of_every_finished_embedder_call(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(20)])  # one fetch batch, 40 passages
+    embedder = ToyEmbedder()
+    original = embedder.embed
+    calls = 0
+
+    async def dies_in_the_third_call(texts, kind):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise asyncio.CancelledError  # the process is stopped in the middle of the batch
+        return await original(texts, kind)
+
+    embedder.embed = dies_in_the_third_call  # type: ignore[method-assign]
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
+        with pytest.raises(asyncio.CancelledError):
+            await sync.sync_once()
+        assert sync.health().items == 0  # nothing of the batch was stored
+    embedder.embed = original  # type: ignore[method-assign]
+    before = embedder.texts_embedded
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
+        await sync.sync_once()
+        assert sync.health().passages == 40
+    assert embedder.texts_embedded - before == 20  # the two finished calls were not repeated
+
+
+async def test_a_first_build_has_a_note_for_answers_and_a_rebuild_of_a_built_source_too(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(20)])
+    embedder = TickingEmbedder()
+    notes: list[str | None] = []
+    original = embedder.embed
+
+    async def noting(texts, kind):  # type: ignore[no-untyped-def]
+        notes.append(sync.health().building_note())
+        return await original(texts, kind)
+
+    embedder.embed = noting  # type: ignore[method-assign]
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
+        assert sync.health().building_note() is None
+        await sync.sync_once()
+        assert notes[:2] == ["notes: 0 of 40 passages indexed", "notes: 10 of 40 passages indexed"]
+        assert sync.health().building_note() is None
+        runner.set(item(3, "2"))
+        notes.clear()
+        await sync.reconcile()  # a reconcile is not a first build: answers carry no note
+        assert notes and set(notes) == {None}
 
 
 async def test_run_forever_polls_and_reconciles_on_schedule(tmp_path):

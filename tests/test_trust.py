@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HTTPS_CLIENTS = (
     "kernel/models.py",
     "connectors/wikipedia/passageway_connector_wikipedia/api.py",
+    "connectors/trilium/passageway_connector_trilium/etapi.py",
+    "connectors/confluence/passageway_connector_confluence/rest.py",
     "embedders/openai/passageway_embedder_openai/client.py",
 )
 REQUESTS = re.compile(

@@ -21,6 +21,19 @@ TEMPLATE = """\
 # env = { FOLDER = "/path/to/notes" }
 # secrets = { TOKEN = "env:NOTES_TOKEN" }   # references to the server's environment, never values
 #
+# [[connector]]                   # a Trilium server (docs/connectors/trilium.md)
+# name = "trilium"
+# command = ["/path/to/python", "-m", "passageway_connector_trilium"]
+# env = { URL = "http://trilium:8080" }
+# secrets = { TOKEN = "env:TRILIUM_TOKEN" }
+#
+# [[connector]]                   # spaces of a Confluence Data Center (docs/connectors/confluence.md)
+# name = "wiki"
+# command = ["/path/to/python", "-m", "passageway_connector_confluence"]
+# env = { URL = "https://wiki.example.org", SPACES = "OPS|HR" }
+# secrets = { TOKEN = "env:CONFLUENCE_TOKEN" }
+# timeout = 3600                  # seconds per call: room to wait out a rate limit
+#
 # [embedder]                      # optional: the built-in multilingual e5-small is the default
 # min_similarity = 0.87           # the relevance gate (the model's own unless set)
 # cross_language_offset = 0.06    # how much lower the gate is across languages (the model's own)

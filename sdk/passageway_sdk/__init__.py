@@ -7,15 +7,19 @@ Subclass :class:`Connector`, implement ``versions()`` and ``fetch(ids)``, and ca
 """
 
 from .connector import PROTOCOL_VERSION, Connector, SettingsError, SourceError, parse_since
+from .html import MarkdownWriter, cut_text, html_to_markdown
 from .markdown import first_h1, split_markdown, strip_code
 from .schema import message_errors
 
 __all__ = [
     "PROTOCOL_VERSION",
     "Connector",
+    "MarkdownWriter",
     "SettingsError",
     "SourceError",
+    "cut_text",
     "first_h1",
+    "html_to_markdown",
     "message_errors",
     "parse_since",
     "split_markdown",

@@ -1,0 +1,3 @@
+from passageway_connector_confluence.connector import ConfluenceConnector
+
+ConfluenceConnector.main()

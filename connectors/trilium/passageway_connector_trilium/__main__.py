@@ -1,0 +1,3 @@
+from passageway_connector_trilium.connector import TriliumConnector
+
+TriliumConnector.main()

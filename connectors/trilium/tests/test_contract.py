@@ -1,0 +1,39 @@
+"""The Trilium connector passes the connector contract check against the in-test ETAPI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from passageway_connector_trilium import SETTINGS
+
+from passageway.protocol import Connector
+from passageway.testing.contract import check_connector
+
+from .conftest import COMMAND, TOKEN
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_the_connector_passes_the_contract(trilium):
+    report = check_connector(Connector("notes", COMMAND, env={"URL": trilium.url}, secrets={"TOKEN": TOKEN}))
+    assert report.status("fetch returns every listed item") == "pass"
+    assert report.status("changed answers") == "pass"
+    assert report.status("no secret in the output") == "pass"
+
+
+def test_every_setting_is_in_the_readme_table():
+    rows = set(re.findall(r"^\| `([A-Z_]+)` +\|", README.read_text(encoding="utf-8"), flags=re.MULTILINE))
+    assert rows == set(SETTINGS)
+
+
+def test_passageway_init_writes_an_example_for_this_connector():
+    import tomllib
+
+    from passageway.kernel.commands.init import TEMPLATE
+
+    commented = TEMPLATE[TEMPLATE.index("# [[connector]]") :].splitlines()
+    config = tomllib.loads("\n".join(line.removeprefix("#").removeprefix(" ") for line in commented))
+    [example] = [table for table in config["connector"] if "passageway_connector_trilium" in table["command"]]
+    assert example["secrets"] == {"TOKEN": example["secrets"]["TOKEN"]}
+    assert example["secrets"]["TOKEN"].startswith("env:") and set(example["env"]) <= set(SETTINGS)

@@ -1,0 +1,173 @@
+"""What a prompt asks (kernel/prompt.py): code, logs, traces, diffs and data are not the question."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from passageway.kernel.prompt import PLAIN_CHARS, asked, fit_to_tokens, is_question_sentence, line_kinds
+
+QUESTION = "How many people were lost in Algiers during 1620-21?"
+FRAGE = "Wie viele Menschen starben 1620-21 in Algier an der Pest?"
+CODE = (Path(__file__).resolve().parent.parent / "kernel" / "recall.py").read_text("utf-8")
+
+PYTHON_TRACE = """Traceback (most recent call last):
+  File "/srv/app/main.py", line 12, in <module>
+    run(config)
+  File "/srv/app/main.py", line 8, in run
+    raise ValueError("the port is taken")
+ValueError: the port is taken"""
+
+JAVA_TRACE = """Exception in thread "main" java.lang.IllegalStateException: Queue full
+\tat com.example.queue.Buffer.offer(Buffer.java:42)
+\tat com.example.App.main(App.java:17)
+Caused by: java.io.IOException: disk quota exceeded
+\t... 2 more"""
+
+LOG = """2026-11-30 10:00:01,233 INFO  [main] server started on port 8082
+2026-11-30 10:00:02,101 WARN  [pool-1] slow response from upstream (1250 ms)
+[ERROR] connection reset by peer
+Nov 30 10:00:04 host sshd[811]: Accepted publickey for deploy from 10.0.0.5"""
+
+DIFF = """diff --git a/kernel/recall.py b/kernel/recall.py
+index 3f2a1b0..9c8d7e6 100644
+--- a/kernel/recall.py
++++ b/kernel/recall.py
+@@ -10,7 +10,7 @@ def recall(question):
+- Return the best passages for the question.
++ Return at most three passages for the question.
+     stores = list(stores)"""
+
+JSON = """{
+  "name": "corpus-en",
+  "items": 20,
+  "passages": [1, 2, 3],
+  "ok": true
+}"""
+
+TABLE = """| source | items | passages |
+| --- | --- | --- |
+| corpus-en | 20 | 96 |
+| corpus-de | 20 | 97 |"""
+
+
+@pytest.mark.parametrize("paste", [CODE[:3000], PYTHON_TRACE, JAVA_TRACE, LOG, DIFF, JSON, TABLE],
+                         ids=["code", "python-trace", "java-trace", "log", "diff", "json", "table"])
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_question_is_found_before_or_after_pasted_material(paste, where):
+    prompt = f"{QUESTION}\n\n{paste}" if where == "before" else f"{paste}\n\n{QUESTION}"
+    result = asked(prompt)
+    assert (result.text, result.why) == (QUESTION, "questions")
+
+
+@pytest.mark.parametrize("paste", [CODE[:10_000], PYTHON_TRACE, JAVA_TRACE, LOG, DIFF, JSON, TABLE],
+                         ids=["code", "python-trace", "java-trace", "log", "diff", "json", "table"])
+def test_a_paste_without_a_question_asks_nothing(paste):
+    result = asked(paste)
+    assert (result.text, result.why) == ("", "nothing asked")
+    assert result.silent
+
+
+def test_a_question_in_a_code_comment_belongs_to_the_paste():
+    prompt = "def deaths(city):\n    # How many people were lost in Algiers?\n    return find(city)\n"
+    assert asked(prompt).silent
+    fenced = f"```python\n# {QUESTION}\nx = 1\n```\n"
+    assert asked(fenced).silent
+
+
+def test_german_and_english_prose_around_a_paste():
+    prompt = (
+        "Ich habe das Log von gestern angehängt.\n\n" + LOG + "\n\n"
+        f"Der Server lief die ganze Nacht. {FRAGE} And what carbon does the Amazon store?"
+    )
+    assert asked(prompt).text == f"{FRAGE} And what carbon does the Amazon store?"
+
+
+def test_a_short_prose_prompt_is_taken_whole_even_without_a_question_mark():
+    for prompt in ("black death algiers", "Tell me about the Amazon rainforest", QUESTION, FRAGE):
+        assert asked(prompt).text == prompt and asked(prompt).why == "plain"
+
+
+def test_long_prose_is_reduced_to_its_questions_and_long_prose_without_one_asks_nothing():
+    story = "The harbour was busy that year and the ships came in daily. " * 30
+    assert len(story) > PLAIN_CHARS
+    assert asked(story).silent
+    assert asked(story + QUESTION).text == QUESTION
+
+
+def test_a_question_without_content_words_takes_the_sentence_before_it():
+    prompt = f"{PYTHON_TRACE}\n\nThe import of the Algiers plague records fails here. Why is that?"
+    assert asked(prompt).text == "The import of the Algiers plague records fails here. Why is that?"
+
+
+def test_statements_that_open_with_a_question_word_are_not_questions():
+    assert not is_question_sentence("When I run the importer, it fails.")
+    assert not is_question_sentence("How it works is described below:")
+    assert is_question_sentence("How many people were lost in Algiers")
+    assert is_question_sentence("Explain the Black Death in Algiers.")
+    assert is_question_sentence("Erkläre die Pest in Algier.")
+    assert is_question_sentence("- what does the Amazon store?")
+
+
+def test_inline_code_in_a_question_keeps_it_prose():
+    prompt = f"{CODE[:2000]}\n\nWhy does `gather_candidates()` skip a store that raises?"
+    assert asked(prompt).text == "Why does `gather_candidates()` skip a store that raises?"
+
+
+def test_markdown_headings_and_lists_are_prose():
+    kinds = line_kinds(["# Notes on the plague", "", "- Algiers lost many people", "1. Why?"])
+    assert kinds == ["prose", "blank", "prose", "prose"]
+
+
+def test_reducing_is_idempotent():
+    for prompt in (f"{LOG}\n{QUESTION} {FRAGE}", QUESTION, f"{PYTHON_TRACE}\n\nExplain the error."):
+        once = asked(prompt).text
+        assert asked(once).text == once
+
+
+def test_twenty_thousand_characters_are_read_in_milliseconds():
+    prompt = (CODE * 2)[:19_900] + "\n" + QUESTION
+    started = time.perf_counter()
+    result = asked(prompt)
+    elapsed = time.perf_counter() - started
+    assert result.text == QUESTION
+    assert elapsed < 0.25  # about 5 ms here; the bound only catches a rule gone quadratic
+
+
+def test_fit_to_tokens_keeps_whole_sentences_then_cuts_the_first_at_a_word():
+    def count(text: str) -> int:
+        return len(text.split()) + 2
+
+    text = "One two three four? Five six seven? Eight nine ten eleven twelve?"
+    assert fit_to_tokens(text, count, 100) == text
+    assert fit_to_tokens(text, count, 10) == "One two three four? Five six seven?"
+    assert fit_to_tokens("a b c d e f g h i j", count, 6) == "a b c d"
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+
+
+def test_the_published_long_prompt_set_is_what_its_script_writes(tmp_path):
+    out = tmp_path / "long.toml"
+    subprocess.run([sys.executable, str(CORPUS / "long_prompts.py"), "--out", str(out)], check=True,
+                   capture_output=True)
+    assert out.read_bytes() == (CORPUS / "long-prompts.toml").read_bytes()
+
+
+def test_every_long_prompt_reduces_to_its_bare_question_and_every_paste_to_nothing():
+    bare = [case["query"] for name in ("questions.toml", "near-topic.toml")
+            for case in tomllib.loads((CORPUS / name).read_text("utf-8"))["case"]]
+    for case in tomllib.loads((CORPUS / "long-prompts.toml").read_text("utf-8"))["case"]:
+        result = asked(case["query"])
+        if case["group"] == "paste-only":
+            assert result.silent, result.text
+        else:
+            (question,) = [text for text in bare if text in case["query"]]
+            assert result.text == question
+    for question in bare:  # a bare question is never changed
+        assert asked(question).text == question
