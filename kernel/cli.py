@@ -27,6 +27,7 @@ COMMANDS: tuple[str, ...] = (
     "status",
     "completion",
     "index",
+    "mcp_stdio",
 )
 """Modules under ``passageway.kernel.commands``, in the order ``--help`` shows them."""
 

@@ -51,6 +51,36 @@ Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
                  Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
 
 
+def tool_list(tool_description: str = DEFAULT_TOOL_DESCRIPTION) -> list[Any]:
+    """The two tools, ``recall`` and ``status``, as MCP tool definitions.
+
+    Shared by the server's ``/mcp`` and the stdio bridge (``passageway mcp``), so both offer
+    the same tools with the same arguments.
+    """
+    import mcp_types as types
+
+    return [
+        types.Tool(
+            name="recall",
+            description=tool_description,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string", "description": "The question, in natural language"},
+                },
+                "required": ["question"],
+            },
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        types.Tool(
+            name="status",
+            description=STATUS_DESCRIPTION,
+            input_schema={"type": "object", "properties": {}},
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+    ]
+
+
 def server_name(kernel: Kernel) -> str:
     instance = kernel.settings.instance if kernel.settings is not None else None
     return "passageway" if instance is None else f"passageway-{instance}"
@@ -114,28 +144,7 @@ class McpTransport:
     # -----------------------------------------------------------------------------------------
 
     def tools(self) -> list[Any]:
-        import mcp_types as types
-
-        return [
-            types.Tool(
-                name="recall",
-                description=self.tool_description,
-                input_schema={
-                    "type": "object",
-                    "properties": {
-                        "question": {"type": "string", "description": "The question, in natural language"},
-                    },
-                    "required": ["question"],
-                },
-                annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-            ),
-            types.Tool(
-                name="status",
-                description=STATUS_DESCRIPTION,
-                input_schema={"type": "object", "properties": {}},
-                annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-            ),
-        ]
+        return tool_list(self.tool_description)
 
     async def _list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
