@@ -83,6 +83,9 @@ class CallTrace:
     seconds: float = 0.0
     last_stderr: str = ""
     """The last non-blank stderr line, masked and cut: quoted in the error of a failed call."""
+    not_unicode: builtins.list[str] = attrs.field(factory=builtins.list)
+    """One note per line whose JSON held a lone surrogate escape (``"\\ud800"``): text that is not
+    Unicode. Such text is repaired and the item kept; an id is refused with its line alone."""
 
 
 class _Masker:
@@ -381,14 +384,27 @@ class ConnectorRunner:
                 trace.stdout_lines.extend(lines)
             parsed = await _parse_batch(lines, line_number + 1, mode)
             line_number += len(lines)
-            self._check_ids(parsed, mode, wanted, seen, records)
+            self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         if pending:
             # A last line without a newline still counts.
             if keep_raw:
                 trace.stdout_lines.append(bytes(pending))
             parsed = await _parse_batch([bytes(pending)], line_number + 1, mode)
-            self._check_ids(parsed, mode, wanted, seen, records)
+            self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         return records
+
+    def _note_repairs(
+        self, parsed: builtins.list[tuple[int, bytes, Any, str | None]], trace: CallTrace
+    ) -> builtins.list[tuple[int, bytes, Any]]:
+        """Log the lines whose text was not Unicode; keep the records that survived it."""
+        kept = []
+        for number, line, record, note in parsed:
+            if note is not None:
+                trace.not_unicode.append(f"line {number}: {note}")
+                self._logger.warning("connector %s: line %d: %s", self.name, number, note)
+            if record is not None:
+                kept.append((number, line, record))
+        return kept
 
     def _check_ids(
         self,
@@ -448,6 +464,11 @@ class ConnectorRunner:
                     trace.stderr_lines.append(line)
                 if dropping:
                     dropping = False
+                elif len(line) > STDERR_CUT_BYTES:
+                    # A long line that arrived whole in one chunk is cut like one that did not.
+                    text = masker.cut(line[:STDERR_CUT_BYTES].decode("utf-8", "replace"))
+                    masker(line[STDERR_CUT_BYTES:].decode("utf-8", "replace"))  # count its secrets
+                    forward(text[:STDERR_SHOWN_BYTES] + " [line cut]")
                 else:
                     # Masking every line, logged or not, keeps the count of leaked secrets right.
                     forward(masker(line.decode("utf-8", "replace")))
@@ -498,6 +519,12 @@ def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> b
             raise _Problem("malformed line", number, f"the line is not JSON ({reason})", line) from None
         if not isinstance(value, dict):
             raise _Problem("malformed line", number, "the line is JSON but not an object", line)
+        note = None
+        if _SURROGATE_ESCAPE.search(line):
+            value, note = _repair_surrogates(value, mode)
+            if value is None:
+                parsed.append((number, line, None, note))
+                continue
         if mode == "check":
             protocol = value.get("protocol", PROTOCOL_VERSION)
             if protocol != PROTOCOL_VERSION:
@@ -516,8 +543,52 @@ def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> b
             record = converter.structure(value, record_type)
         except Exception as error:  # the schema and the records disagree: report, never crash
             raise _Problem("invalid record", number, f"not a valid {definition}: {error}", line) from None
-        parsed.append((number, line, record))
+        parsed.append((number, line, record, note))
     return parsed
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a decoded line."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+IDENTITY_KEYS = ("id", "version")
+
+
+def _repair_surrogates(value: dict[str, Any], mode: str) -> tuple[dict[str, Any] | None, str | None]:
+    """Replace lone surrogates (text that is not Unicode, so not UTF-8) with U+FFFD.
+
+    A pair of escapes for one character is decoded by ``json`` into that character; whatever
+    surrogate is left in a string stood alone. The protocol says UTF-8, so such text is the
+    connector's mistake, but it is repaired rather than refused so that one bad item costs
+    nothing: its text keeps every other character. An ``id`` or ``version`` cannot be repaired
+    without becoming another, so such a record is left out of the call alone (returns None).
+    """
+    repaired = 0
+
+    def fix(node: Any) -> Any:
+        nonlocal repaired
+        if isinstance(node, str):
+            fixed, count = _LONE_SURROGATE.subn("\ufffd", node)
+            repaired += count
+            return fixed
+        if isinstance(node, list):
+            return [fix(entry) for entry in node]
+        if isinstance(node, dict):
+            return {fix(key): fix(entry) for key, entry in node.items()}
+        return node
+
+    for key in IDENTITY_KEYS:
+        entry = value.get(key)
+        if mode != "check" and isinstance(entry, str) and _LONE_SURROGATE.search(entry):
+            shown = _LONE_SURROGATE.sub("\ufffd", entry)[:EXCERPT_CHARS]
+            return None, (f"the {key} {shown!r} holds a lone surrogate escape (such as \\ud800), which "
+                          "is not UTF-8 text; the record was left out and the rest of the call kept. "
+                          "Fix the connector: `passageway check-connector` shows the line")
+    fixed = fix(value)
+    if not repaired:
+        return value, None
+    return fixed, (f"{repaired} lone surrogate escape(s) (such as \\ud800) in item {fixed.get('id')!r} are "
+                   "not UTF-8 text; each was replaced with U+FFFD and the item kept. Fix the "
+                   "connector: `passageway check-connector` shows the line")
 
 
 def _stderr_note(trace: CallTrace) -> str:
