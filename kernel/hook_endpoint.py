@@ -10,6 +10,7 @@ OAuth token. The answer is ``{"context": "..."}``, an empty string when there is
 from __future__ import annotations
 
 import collections
+import hashlib
 import logging
 import re
 import time
@@ -23,6 +24,7 @@ from passageway.kernel.auth import unauthorized
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
+from passageway.kernel.request_body import BadBody, is_unicode, json_body
 from passageway.kernel.stopwords import content_words
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("passageway.hook")
 
 MAX_PROMPT_CHARS = 20_000
+MAX_SESSION_ID_CHARS = 200
+"""A longer ``session_id`` (Claude Code's are UUIDs) is remembered by its SHA-256 digest."""
 WORD = re.compile(r"\w+", re.UNICODE)
 
 # Whole prompts that acknowledge or steer rather than ask (English and German, as users type them).
@@ -92,10 +96,13 @@ def folder_words(cwd: str | None) -> tuple[str, ...]:
 class SessionMemory:
     """Which items each session was already sent: at most ``max_sessions``, each for ``ttl`` seconds."""
 
-    def __init__(self, max_sessions: int = 1000, ttl: float = 6 * 3600, max_items: int = 500) -> None:
+    def __init__(self, max_sessions: int = 1000, ttl: float = 6 * 3600, max_items: int = 500,
+                 max_chars: int = 32_000) -> None:
         self.max_sessions = max_sessions
         self.ttl = ttl
         self.max_items = max_items
+        self.max_chars = max_chars
+        """Characters of source names and item ids one session may hold (ids can be 1 KiB long)."""
         self._sessions: collections.OrderedDict[str, tuple[float, dict[tuple[str, str], None]]] = (
             collections.OrderedDict()
         )
@@ -125,8 +132,11 @@ class SessionMemory:
         seen = entry[1] if entry else {}
         for item in items:
             seen[item] = None
-        while len(seen) > self.max_items:
-            del seen[next(iter(seen))]
+        size = sum(len(source) + len(item_id) for source, item_id in seen)
+        while len(seen) > self.max_items or (size > self.max_chars and len(seen) > 1):
+            source, item_id = next(iter(seen))
+            del seen[(source, item_id)]
+            size -= len(source) + len(item_id)
         self._sessions[session_id] = (now, seen)
         self._expire(now)
 
@@ -146,15 +156,21 @@ class HookEndpoint:
         if not self.kernel.authorize(request):
             return unauthorized()
         try:
-            payload = await request.json()
-        except ValueError:
+            payload = await json_body(request)
+        except BadBody as error:
             return web.json_response(
-                {"error": 'the body must be JSON: {"prompt", "session_id", "cwd"}'}, status=400
+                {"error": f'{error}; the body must be JSON: {{"prompt", "session_id", "cwd"}}'}, status=400
             )
         if not isinstance(payload, dict) or not isinstance(payload.get("prompt"), str):
             return web.json_response({"error": "`prompt` is required and must be text"}, status=400)
-        session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        if not is_unicode(payload["prompt"]):
+            # Bad input is the client's mistake: it must never reach the embedder and turn health.
+            return web.json_response(
+                {"error": "`prompt` holds a lone surrogate escape (such as \\ud800), which is not "
+                          "text; send UTF-8"}, status=400
+            )
+        session_id = _session_key(payload.get("session_id"))
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and is_unicode(payload["cwd"]) else None
         prompt = payload["prompt"][:MAX_PROMPT_CHARS]
         if not is_question(prompt):
             return web.json_response({"context": ""})
@@ -167,6 +183,15 @@ class HookEndpoint:
         answer = _without(answer, self.memory.sent(session_id))
         self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
         return web.json_response({"context": "" if answer.silent else render_answer(answer)})
+
+
+def _session_key(value: object) -> str | None:
+    """The key a session is remembered by: its id, or the digest of an overlong or odd one."""
+    if not isinstance(value, str) or not value:
+        return None
+    if len(value) <= MAX_SESSION_ID_CHARS and is_unicode(value):
+        return value
+    return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _without(answer: Answer, sent: Sequence[tuple[str, str]]) -> Answer:
