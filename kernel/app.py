@@ -246,7 +246,9 @@ class Kernel:
         if self.config_error is not None or self.settings is None or self.registries is None:
             return
         factory = self.registries.stores.get(self.settings.store)
-        await asyncio.to_thread(self.settings.data_dir.mkdir, parents=True, exist_ok=True)
+        from passageway.kernel.data_folder import secure_data_folder
+
+        await asyncio.to_thread(secure_data_folder, self.settings.data_dir)  # 700, its files 600
         for connector in self.settings.connectors:
             source = Source(connector)
             self.sources[connector.name] = source

@@ -170,7 +170,8 @@ class HookEndpoint:
                           "text; send UTF-8"}, status=400
             )
         session_id = _session_key(payload.get("session_id"))
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) and is_unicode(payload["cwd"]) else None
+        cwd = payload.get("cwd")
+        cwd = cwd if isinstance(cwd, str) and is_unicode(cwd) else None
         prompt = payload["prompt"][:MAX_PROMPT_CHARS]
         if not is_question(prompt):
             return web.json_response({"context": ""})

@@ -497,7 +497,7 @@ def _login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str
     name = html.escape(str(client.get("client_name") or "An application"))
     # The name is the client's own choice; the address it returns to is not, so show that too.
     returning = urlsplit(params.get("redirect_uri", ""))
-    destination = html.escape(returning.hostname or f"{returning.scheme}:" or "an unknown address")
+    destination = html.escape(returning.hostname or f"{returning.scheme}:")
     hidden = "".join(
         f"<input type='hidden' name='{key}' value='{html.escape(params[key], quote=True)}'>"
         for key in FORWARDED if params.get(key)
