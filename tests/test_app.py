@@ -250,3 +250,41 @@ async def test_an_open_data_folder_is_made_private_at_start_with_one_warning(tmp
     assert {name: mode for name, mode in modes_under(data).items() if mode & 0o077} == {}
     warnings = [r.getMessage() for r in caplog.records if "readable by other users" in r.getMessage()]
     assert len(warnings) == 1 and "4 folders and files" in warnings[0]
+
+
+async def test_a_removed_connectors_index_keeps_serving_until_its_file_is_deleted(tmp_path):
+    # Found by the hostile probe (issue 22): it stopped serving at the next start.
+    environ = write_instance(tmp_path)
+    kernel = make_kernel(environ)
+    await kernel.start_embedder()
+    await kernel.open_stores()
+    assert await kernel.sync_once() == {"notes": None}
+    await kernel.close_stores()
+    await kernel.close_embedder()
+
+    config = tmp_path / "passageway.toml"
+    other_items = tmp_path / "other.json"
+    other_items.write_text("[]")
+    config.write_text(config.read_text().replace('name = "notes"', 'name = "other"')
+                      .replace(str(tmp_path / "items.json"), str(other_items)))
+    kernel = make_kernel(environ)
+    await kernel.start_embedder()
+    await kernel.open_stores()
+    try:
+        assert await kernel.sync_once() == {"other": None}
+        report = kernel.health(include_errors=True)
+        assert report["sources"]["notes"] == {"state": "ok", "items": 4, "passages": report["sources"]
+                                              ["notes"]["passages"], "removed": True}
+        assert report["status"] == "ok"
+        answer = await kernel.recall("how does a refracting telescope gather starlight with a lens?")
+        assert [(hit.source, hit.item_id) for hit in answer.hits][:1] == [("notes", "telescope")]
+    finally:
+        await kernel.close_stores()
+        await kernel.close_embedder()
+    (tmp_path / "data" / "notes.db").unlink()
+    kernel = make_kernel(environ)
+    await kernel.start_embedder()
+    await kernel.open_stores()
+    assert set(kernel.sources) == {"other"}
+    await kernel.close_stores()
+    await kernel.close_embedder()
