@@ -128,3 +128,19 @@ async def test_a_header_that_is_not_utf8_is_refused_not_a_server_error(served, p
     ).encode("latin-1"))
     status = int(answer.split(b" ", 2)[1])
     assert status == (200 if path == "/health" else 401), answer[:200]
+
+
+async def test_health_under_a_foreign_host_says_only_the_status(served):
+    # Found by the hostile probe (issue 22): DNS rebinding could read source names and counts.
+    client, url = served
+    full = (await client.get(f"{url}/health")).json()
+    assert "notes" in full["sources"]
+    for host in ("attacker.example", "[::1", "localhost.attacker.example:80"):
+        answer = await raw_request(url, (
+            f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").encode())
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
+        assert answer.split(b"\r\n\r\n", 1)[1] == b'{"status": "ok"}'
+    for host in ("localhost", "127.0.0.1:1", "[::1]:8000"):
+        answer = await raw_request(url, (
+            f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").encode())
+        assert b'"sources"' in answer
