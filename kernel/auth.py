@@ -26,10 +26,10 @@ def password_matches(given: str | None, password: str | None) -> bool:
     """Constant-time comparison; with no password configured nothing matches."""
     if not given or not password:
         return False
-    # aiohttp hands header bytes that are not UTF-8 over as lone surrogates ("surrogateescape"),
+    # aiohttp hands header bytes that are not UTF-8 over as lone surrogates ("surrogateescape");
     # and a hostile client may send them: they encode back to their bytes and simply do not match.
     return hmac.compare_digest(
-        given.encode("utf-8", "surrogateescape"), password.encode("utf-8", "surrogateescape")
+        given.encode("utf-8", "surrogatepass"), password.encode("utf-8", "surrogatepass")
     )
 
 

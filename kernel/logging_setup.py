@@ -57,7 +57,9 @@ class MalformedRequestFilter(logging.Filter):
 
         error = record.exc_info[1] if record.exc_info else None
         if isinstance(error, HttpProcessingError):
-            reason = " ".join(str(error.message).split())[:200]
+            # Only the first line: the rest quotes the offending bytes, which may be a header that
+            # holds a password or a token.
+            reason = str(error.message).strip().split("\n", 1)[0].rstrip(": ")[:200]
             record.msg, record.args = "a malformed HTTP request was refused with %s: %s", (error.code, reason)
             record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.exc_info, record.exc_text = None, None

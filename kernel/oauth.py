@@ -56,7 +56,8 @@ VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}\Z")
 
 
 def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+    # "surrogatepass": a token from a header that is not UTF-8 must not match, and not raise.
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def pkce_challenge(verifier: str) -> str:

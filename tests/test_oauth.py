@@ -378,3 +378,14 @@ async def test_hostile_bodies_are_the_clients_400(oauth_server, path, body, cont
     client, url, _ = oauth_server
     response = await client.post(f"{url}{path}", content=body, headers={"Content-Type": content_type})
     assert response.status_code == 400, response.text
+
+
+async def test_a_token_that_is_not_utf8_is_refused_on_mcp_with_oauth_on(oauth_server):
+    # Found by the reliability suite (issue 22): hashing it for the token lookup raised, a 500.
+    from tests.test_auth import raw_request
+
+    _client, url, _ = oauth_server
+    answer = await raw_request(url, (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        "Authorization: Bearer \xff\xfe-token\r\nConnection: close\r\n\r\n").encode("latin-1"))
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]

@@ -77,7 +77,7 @@ async def test_a_malformed_http_request_is_one_warning_line_not_a_traceback(tmp_
         kernel = make_kernel(write_instance(tmp_path))
         async with running_server(kernel) as url:
             port = int(url.rsplit(":", 1)[1])
-            for raw in (b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+            for raw in (b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer guess-1234\x00\r\n\r\n",
                         b"GET /health HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 70_000 + b"\r\n\r\n"):
                 reader, writer = await asyncio.open_connection("127.0.0.1", port)
                 writer.write(raw)
@@ -89,3 +89,4 @@ async def test_a_malformed_http_request_is_one_warning_line_not_a_traceback(tmp_
     logged = buffer.getvalue()
     assert "Traceback" not in logged and " ERROR " not in logged
     assert logged.count("a malformed HTTP request was refused with 400") == 2
+    assert "guess-1234" not in logged  # the offending header is not quoted
