@@ -49,6 +49,15 @@ def fake_runner(tmp_path: Path, records: list[dict], **env: str) -> ConnectorRun
     return ConnectorRunner(settings, environ=ENVIRON)
 
 
+def script_runner(tmp_path: Path, name: str, stderr_code: str, *, secrets=None, environ=None
+                  ) -> ConnectorRunner:
+    """A runner for a Python script that runs ``stderr_code``, then answers ``check`` with count 0."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(stderr_code + "print('{\"ok\": true, \"count\": 0}')\n")
+    settings = ConnectorSettings(name=name, command=(sys.executable, str(script)), secrets=secrets or {})
+    return ConnectorRunner(settings, environ={**ENVIRON, **(environ or {})})
+
+
 def item(item_id: str, version: str = "1", **extra) -> dict:
     return {"id": item_id, "title": item_id.title(), "url": f"https://example.invalid/{item_id}",
             "version": version, "sections": [{"heading": None, "text": f"text of {item_id}"}], **extra}
@@ -317,18 +326,15 @@ async def test_a_cancelled_call_kills_the_process_group(tmp_path):
 
 async def test_long_and_many_stderr_lines_are_cut_and_capped(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="passageway.connector")
-    script = tmp_path / "noisy.py"
-    script.write_text(
+    runner = script_runner(
+        tmp_path, "noisy",
         "import os, sys\n"
         "token = os.environ['TOKEN']\n"
         "sys.stderr.write('x' * 8180 + token + 'y' * 100000 + '\\n')\n"
         "for n in range(1500):\n"
-        "    sys.stderr.write(f'note {n}\\n')\n"
-        "print('{\"ok\": true, \"count\": 0}')\n"
+        "    sys.stderr.write(f'note {n}\\n')\n",
+        secrets={"TOKEN": "NOISY_TOKEN"}, environ={"NOISY_TOKEN": "tok-1234567890abcdef"},
     )
-    settings = ConnectorSettings(name="noisy", command=(sys.executable, str(script)),
-                                 secrets={"TOKEN": "NOISY_TOKEN"})
-    runner = ConnectorRunner(settings, environ={**ENVIRON, "NOISY_TOKEN": "tok-1234567890abcdef"})
     assert (await runner.check()).count == 0
     messages = [record.getMessage() for record in caplog.records]
     assert not any("tok-12" in message for message in messages)
@@ -422,15 +428,9 @@ async def test_a_long_stderr_line_that_arrives_whole_is_cut(tmp_path, caplog):
     # Lines of 20 KB fit three to a 64 KiB read, so they used to reach the log whole: 20 MB of
     # log from one call against a bound of about 2 MB.
     caplog.set_level(logging.INFO, logger="passageway.connector")
-    script = tmp_path / "chatty.py"
-    script.write_text(
-        "import sys\n"
-        "for n in range(1000):\n"
-        "    sys.stderr.write(f'{n} ' + 'z' * 20_000 + '\\n')\n"
-        "print('{\"ok\": true, \"count\": 0}')\n"
-    )
-    runner = ConnectorRunner(ConnectorSettings(name="chatty", command=(sys.executable, str(script))),
-                             environ=ENVIRON)
+    runner = script_runner(tmp_path, "chatty", "import sys\n"
+                           "for n in range(1000):\n"
+                           "    sys.stderr.write(f'{n} ' + 'z' * 20_000 + '\\n')\n")
     assert (await runner.check()).count == 0
     logged = sum(len(record.getMessage()) for record in caplog.records)
     assert logged < 2_200_000
