@@ -419,12 +419,12 @@ class Kernel:
             raise PassagewayError(f"the configuration is broken: {self.config_error}")
         if self.embedder is None or not self._embedder_started:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
+        from passageway.kernel.not_unicode import repaired
         from passageway.kernel.recall import recall as run_recall
-        from passageway.kernel.request_body import LONE_SURROGATE
 
         # Text that is not Unicode is the client's mistake; it must never fail the embedder and
         # turn health to degraded (the hook answers 400 before; other callers get it repaired).
-        question = LONE_SURROGATE.sub("\ufffd", question)
+        question = repaired(question)
         stores = [source.store for source in self.sources.values() if source.store is not None]
         started = time.perf_counter()
         try:

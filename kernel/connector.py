@@ -35,6 +35,7 @@ import attrs
 
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.not_unicode import SURROGATE_ESCAPE, repair_record
 from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
@@ -520,8 +521,8 @@ def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> b
         if not isinstance(value, dict):
             raise _Problem("malformed line", number, "the line is JSON but not an object", line)
         note = None
-        if _SURROGATE_ESCAPE.search(line):
-            value, note = _repair_surrogates(value, mode)
+        if SURROGATE_ESCAPE.search(line):
+            value, note = repair_record(value, identity_keys=() if mode == "check" else ("id", "version"))
             if value is None:
                 parsed.append((number, line, None, note))
                 continue
@@ -545,50 +546,6 @@ def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> b
             raise _Problem("invalid record", number, f"not a valid {definition}: {error}", line) from None
         parsed.append((number, line, record, note))
     return parsed
-
-
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-"""A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a decoded line."""
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-IDENTITY_KEYS = ("id", "version")
-
-
-def _repair_surrogates(value: dict[str, Any], mode: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Replace lone surrogates (text that is not Unicode, so not UTF-8) with U+FFFD.
-
-    A pair of escapes for one character is decoded by ``json`` into that character; whatever
-    surrogate is left in a string stood alone. The protocol says UTF-8, so such text is the
-    connector's mistake, but it is repaired rather than refused so that one bad item costs
-    nothing: its text keeps every other character. An ``id`` or ``version`` cannot be repaired
-    without becoming another, so such a record is left out of the call alone (returns None).
-    """
-    repaired = 0
-
-    def fix(node: Any) -> Any:
-        nonlocal repaired
-        if isinstance(node, str):
-            fixed, count = _LONE_SURROGATE.subn("\ufffd", node)
-            repaired += count
-            return fixed
-        if isinstance(node, list):
-            return [fix(entry) for entry in node]
-        if isinstance(node, dict):
-            return {fix(key): fix(entry) for key, entry in node.items()}
-        return node
-
-    for key in IDENTITY_KEYS:
-        entry = value.get(key)
-        if mode != "check" and isinstance(entry, str) and _LONE_SURROGATE.search(entry):
-            shown = _LONE_SURROGATE.sub("\ufffd", entry)[:EXCERPT_CHARS]
-            return None, (f"the {key} {shown!r} holds a lone surrogate escape (such as \\ud800), which "
-                          "is not UTF-8 text; the record was left out and the rest of the call kept. "
-                          "Fix the connector: `passageway check-connector` shows the line")
-    fixed = fix(value)
-    if not repaired:
-        return value, None
-    return fixed, (f"{repaired} lone surrogate escape(s) (such as \\ud800) in item {fixed.get('id')!r} are "
-                   "not UTF-8 text; each was replaced with U+FFFD and the item kept. Fix the "
-                   "connector: `passageway check-connector` shows the line")
 
 
 def _stderr_note(trace: CallTrace) -> str:

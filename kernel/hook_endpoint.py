@@ -22,9 +22,10 @@ from aiohttp import web
 
 from passageway.kernel.auth import unauthorized
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
-from passageway.kernel.request_body import BadBody, is_unicode, json_body
+from passageway.kernel.request_body import BadBody, json_body
 from passageway.kernel.stopwords import content_words
 
 if TYPE_CHECKING:

@@ -7,13 +7,9 @@ the log. The helpers here raise :class:`BadBody` with a message the client can a
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from aiohttp import web
-
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-"""A surrogate code point left alone in a ``str``: JSON can carry one (``"\\ud800"``), UTF-8 cannot."""
 
 
 class BadBody(ValueError):
@@ -45,8 +41,3 @@ async def form_body(request: web.Request) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError, AssertionError) as error:
         raise BadBody(f"the body is not a form ({type(error).__name__})") from None
     return {key: value for key, value in form.items() if isinstance(value, str)}
-
-
-def is_unicode(text: str) -> bool:
-    """Whether ``text`` can be encoded as UTF-8 (holds no lone surrogate)."""
-    return LONE_SURROGATE.search(text) is None
