@@ -46,6 +46,7 @@ import numpy as np
 
 from passageway import hookimpl
 from passageway.builtin.keyword_workers import WORKERS, parts, read
+from passageway.kernel.data_folder import FILE_MODE, private_file
 from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.kernel.textsearch import index_text, match_terms
@@ -222,7 +223,7 @@ class SqliteStore:
     def _open(self) -> None:
         if self._writer is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)  # 600 before SQLite opens it; its -wal and -shm files follow
         try:
             connection = _connect(self.path)
             connection.execute("PRAGMA journal_mode = WAL")
@@ -561,6 +562,7 @@ class SqliteStore:
             count = len(index)
             temporary = self.vector_path.with_suffix(".usearch.tmp")
             index.save(str(temporary))
+        os.chmod(temporary, FILE_MODE)  # the data folder is private (kernel/data_folder.py)
         os.replace(temporary, self.vector_path)
         with self._transaction(connection):
             self._set_state(connection, "usearch_generation", str(generation))

@@ -10,6 +10,7 @@ another transport plugin can reuse them.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -40,7 +41,12 @@ def mount(app: web.Application, kernel: Kernel) -> None:
 
     async def health(request: web.Request) -> web.Response:
         report = kernel.health(include_errors=kernel.authorize(request))
-        return web.json_response(report, status=503 if report["status"] == "error" else 200)
+        status = 503 if report["status"] == "error" else 200
+        if not _host_allowed(kernel, request.host):
+            # DNS rebinding: a web page's script could read source names and counts through a name
+            # that resolves to the loopback address. Such a caller learns only the status.
+            return web.json_response({"status": report["status"]}, status=status)
+        return web.json_response(report, status=status)
 
     app.router.add_get("/health", health)
     app.router.add_get("/", status_page_handler(kernel))
@@ -69,6 +75,25 @@ def mount(app: web.Application, kernel: Kernel) -> None:
 
     for method in ("GET", "POST", "DELETE"):
         app.router.add_route(method, "/mcp", mcp_route)
+
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _host_allowed(kernel: Kernel, host: str) -> bool:
+    """The ``/mcp`` rule for a server on the loopback address: the ``Host`` header names the
+    loopback address or ``PASSAGEWAY_BASE_URL``'s host. A server on another address allows any."""
+    settings = kernel.settings
+    if settings is None or settings.host not in LOOPBACK_NAMES:
+        return True
+    try:
+        name = urlsplit(f"//{host}").hostname if host else None
+    except ValueError:  # "[::1" and other hosts no client would send
+        return False
+    allowed = set(LOOPBACK_NAMES)
+    if settings.base_url:
+        allowed.add(urlsplit(settings.base_url).hostname or "")
+    return name in allowed
 
 
 def _oauth(kernel: Kernel) -> OAuthServer | None:

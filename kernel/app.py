@@ -67,6 +67,11 @@ class Source:
     sync: SourceSyncLike | None = None
     error: str | None = None
     """Why the store or the sync could not be set up; the source is ``failing`` while set."""
+    removed: bool = False
+    """An index file in the data folder whose ``[[connector]]`` was removed: it keeps serving what it
+    holds, with no sync, until its file is deleted (docs/index-and-sync.md)."""
+    counts: tuple[int, int] = (0, 0)
+    """Items and passages of a removed source, counted when it was opened."""
 
     @property
     def name(self) -> str:
@@ -256,7 +261,9 @@ class Kernel:
         if self.config_error is not None or self.settings is None or self.registries is None:
             return
         factory = self.registries.stores.get(self.settings.store)
-        await asyncio.to_thread(self.settings.data_dir.mkdir, parents=True, exist_ok=True)
+        from passageway.kernel.data_folder import secure_data_folder
+
+        await asyncio.to_thread(secure_data_folder, self.settings.data_dir)  # 700, its files 600
         for connector in self.settings.connectors:
             source = Source(connector)
             self.sources[connector.name] = source
@@ -279,6 +286,42 @@ class Kernel:
                     source.sync = self._sync_factory(connector, store, self.embedder, self.environ)
                 except PassagewayError as error:
                     source.error = str(error)
+        await self._open_removed_sources(factory)
+
+    async def _open_removed_sources(self, factory: Any) -> None:
+        """Serve the index files of sources no longer in the configuration, read as they are.
+
+        Only an index built with the running embedder can answer; another is left alone.
+        """
+        from passageway.kernel.config import SOURCE_NAME, ConnectorSettings
+
+        assert self.settings is not None
+        if self.embedder is None or not self._embedder_started:
+            return
+        for path in sorted(await asyncio.to_thread(lambda: list(self.settings.data_dir.glob("*.db")))):
+            name = path.stem
+            if name in self.sources or not SOURCE_NAME.match(name):
+                continue
+            store = None
+            try:
+                store = factory(path, name)
+                await store.open()
+                if await store.embedder() != (self.embedder.name, self.embedder.dim):
+                    await store.close()
+                    continue
+                counts = await store.counts()
+            except Exception as error:  # an unreadable leftover must not stop the server
+                log.warning("index file %s cannot be served: %s", path.name, error)
+                if store is not None:
+                    with contextlib.suppress(Exception):
+                        await store.close()
+                continue
+            settings = ConnectorSettings(name=name, command=("(removed from the configuration)",))
+            self.sources[name] = Source(settings, store=store, removed=True, counts=counts)
+            log.warning(
+                "source %s is no longer in the configuration; its index keeps serving %d items until "
+                "you delete %s", name, counts[0], path,
+            )
 
     def _make_source_sync(
         self, connector: ConnectorSettings, store: Store, embedder: Embedder, environ: Mapping[str, str]
@@ -363,7 +406,7 @@ class Kernel:
             self._sync_errors.pop(source.name, None)
             return None
 
-        sources = list(self.sources.values())
+        sources = [source for source in self.sources.values() if not source.removed]
         results = await asyncio.gather(*(one(source) for source in sources))
         return {source.name: result for source, result in zip(sources, results, strict=True)}
 
@@ -386,8 +429,12 @@ class Kernel:
             raise PassagewayError(f"the configuration is broken: {self.config_error}")
         if self.embedder is None or not self._embedder_started:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
+        from passageway.kernel.not_unicode import repaired
         from passageway.kernel.recall import recall as run_recall
 
+        # Text that is not Unicode is the client's mistake; it must never fail the embedder and
+        # turn health to degraded (the hook answers 400 before; other callers get it repaired).
+        question = repaired(question)
         stores = [source.store for source in self.sources.values() if source.store is not None]
         started = time.perf_counter()
         try:
@@ -460,6 +507,9 @@ class Kernel:
         return report
 
     def _source_health(self, source: Source, include_errors: bool) -> dict[str, Any]:
+        if source.removed:
+            items, passages = source.counts
+            return {"state": "ok", "items": items, "passages": passages, "removed": True}
         entry: dict[str, Any] = {"state": "indexing", "items": 0, "passages": 0}
         error = source.error or self._sync_errors.get(source.name)
         if source.sync is not None:

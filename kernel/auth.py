@@ -26,7 +26,11 @@ def password_matches(given: str | None, password: str | None) -> bool:
     """Constant-time comparison; with no password configured nothing matches."""
     if not given or not password:
         return False
-    return hmac.compare_digest(given.encode("utf-8"), password.encode("utf-8"))
+    # aiohttp hands header bytes that are not UTF-8 over as lone surrogates ("surrogateescape");
+    # and a hostile client may send them: they encode back to their bytes and simply do not match.
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), password.encode("utf-8", "surrogatepass")
+    )
 
 
 def unauthorized(resource_metadata: str | None = None, *, reason: str | None = None) -> web.Response:

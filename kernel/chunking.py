@@ -46,7 +46,8 @@ def embedding_input(title: str, path: Sequence[str], heading: str | None, text: 
 
 
 def digest_of(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # "surrogatepass": a lone surrogate (the runner repairs them) must never make a digest raise.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def passages_for(item: Item, cap: int = DEFAULT_CAP) -> list[Passage]:

@@ -35,6 +35,7 @@ import attrs
 
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.not_unicode import SURROGATE_ESCAPE, repair_record
 from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
@@ -83,6 +84,9 @@ class CallTrace:
     seconds: float = 0.0
     last_stderr: str = ""
     """The last non-blank stderr line, masked and cut: quoted in the error of a failed call."""
+    not_unicode: builtins.list[str] = attrs.field(factory=builtins.list)
+    """One note per line whose JSON held a lone surrogate escape (``"\\ud800"``): text that is not
+    Unicode. Such text is repaired and the item kept; an id is refused with its line alone."""
 
 
 class _Masker:
@@ -380,14 +384,27 @@ class ConnectorRunner:
                 trace.stdout_lines.extend(lines)
             parsed = await _parse_batch(lines, line_number + 1, mode)
             line_number += len(lines)
-            self._check_ids(parsed, mode, wanted, seen, records)
+            self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         if pending:
             # A last line without a newline still counts.
             if keep_raw:
                 trace.stdout_lines.append(bytes(pending))
             parsed = await _parse_batch([bytes(pending)], line_number + 1, mode)
-            self._check_ids(parsed, mode, wanted, seen, records)
+            self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         return records
+
+    def _note_repairs(
+        self, parsed: builtins.list[tuple[int, bytes, Any, str | None]], trace: CallTrace
+    ) -> builtins.list[tuple[int, bytes, Any]]:
+        """Log the lines whose text was not Unicode; keep the records that survived it."""
+        kept = []
+        for number, line, record, note in parsed:
+            if note is not None:
+                trace.not_unicode.append(f"line {number}: {note}")
+                self._logger.warning("connector %s: line %d: %s", self.name, number, note)
+            if record is not None:
+                kept.append((number, line, record))
+        return kept
 
     def _check_ids(
         self,
@@ -447,6 +464,11 @@ class ConnectorRunner:
                     trace.stderr_lines.append(line)
                 if dropping:
                     dropping = False
+                elif len(line) > STDERR_CUT_BYTES:
+                    # A long line that arrived whole in one chunk is cut like one that did not.
+                    text = masker.cut(line[:STDERR_CUT_BYTES].decode("utf-8", "replace"))
+                    masker(line[STDERR_CUT_BYTES:].decode("utf-8", "replace"))  # count its secrets
+                    forward(text[:STDERR_SHOWN_BYTES] + " [line cut]")
                 else:
                     # Masking every line, logged or not, keeps the count of leaked secrets right.
                     forward(masker(line.decode("utf-8", "replace")))
@@ -497,6 +519,12 @@ def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> b
             raise _Problem("malformed line", number, f"the line is not JSON ({reason})", line) from None
         if not isinstance(value, dict):
             raise _Problem("malformed line", number, "the line is JSON but not an object", line)
+        note = None
+        if SURROGATE_ESCAPE.search(line):
+            value, note = repair_record(value, identity_keys=() if mode == "check" else ("id", "version"))
+            if value is None:
+                parsed.append((number, line, None, note))
+                continue
         if mode == "check":
             protocol = value.get("protocol", PROTOCOL_VERSION)
             if protocol != PROTOCOL_VERSION:
@@ -515,7 +543,7 @@ def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> b
             record = converter.structure(value, record_type)
         except Exception as error:  # the schema and the records disagree: report, never crash
             raise _Problem("invalid record", number, f"not a valid {definition}: {error}", line) from None
-        parsed.append((number, line, record))
+        parsed.append((number, line, record, note))
     return parsed
 
 

@@ -152,6 +152,7 @@ RULES = (
     "fetch returns only requested ids",
     "changed answers",
     "a failure leaves stdout empty",
+    "text is UTF-8",
     "no secret in the output",
 )
 """Every rule the check reports, in order; ``docs/write-a-connector.md`` explains each."""
@@ -283,6 +284,13 @@ async def check_connector_async(connector: Connector) -> ContractReport:
 
     # a request line that is not JSON must fail the call, and a failed call prints nothing
     report.add("a failure leaves stdout empty", *await _provoke_failure(runner, traces, listing))
+
+    # lone surrogate escapes: the server repairs the text, but the connector is wrong
+    notes = [f"`{trace.mode}` {note}" for trace in traces for note in trace.not_unicode]
+    if notes:
+        report.add("text is UTF-8", "fail", f"{len(notes)} lines hold text that is not Unicode; {notes[0]}")
+    else:
+        report.add("text is UTF-8", "pass")
 
     # no secret, and no canary, in anything the connector printed
     report.add("no secret in the output", *_find_secrets(traces, probe.secrets))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import json
+import hashlib
 import logging
 import re
 import time
@@ -25,10 +25,12 @@ from aiohttp import web
 
 from passageway.kernel.auth import unauthorized
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.prompt import asked
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
+from passageway.kernel.request_body import BadBody, parse_json
 from passageway.kernel.stopwords import content_words
 
 if TYPE_CHECKING:
@@ -41,6 +43,8 @@ MAX_PROMPT_CHARS = 20_000
 MAX_BODY_BYTES = 256 * 1024
 """The largest body accepted: 20,000 characters JSON-escaped at their longest (``\\uXXXX``
 pairs, 12 bytes a character) fit. A larger one is refused with 413 before it is read whole."""
+MAX_SESSION_ID_CHARS = 200
+"""A longer ``session_id`` (Claude Code's are UUIDs) is remembered by its SHA-256 digest."""
 WORD = re.compile(r"\w+", re.UNICODE)
 
 # Whole prompts that acknowledge or steer rather than ask (English and German, as users type them).
@@ -102,10 +106,13 @@ def folder_words(cwd: str | None) -> tuple[str, ...]:
 class SessionMemory:
     """Which items each session was already sent: at most ``max_sessions``, each for ``ttl`` seconds."""
 
-    def __init__(self, max_sessions: int = 1000, ttl: float = 6 * 3600, max_items: int = 500) -> None:
+    def __init__(self, max_sessions: int = 1000, ttl: float = 6 * 3600, max_items: int = 500,
+                 max_chars: int = 32_000) -> None:
         self.max_sessions = max_sessions
         self.ttl = ttl
         self.max_items = max_items
+        self.max_chars = max_chars
+        """Characters of source names and item ids one session may hold (ids can be 1 KiB long)."""
         self._sessions: collections.OrderedDict[str, tuple[float, dict[tuple[str, str], None]]] = (
             collections.OrderedDict()
         )
@@ -135,8 +142,11 @@ class SessionMemory:
         seen = entry[1] if entry else {}
         for item in items:
             seen[item] = None
-        while len(seen) > self.max_items:
-            del seen[next(iter(seen))]
+        size = sum(len(source) + len(item_id) for source, item_id in seen)
+        while len(seen) > self.max_items or (size > self.max_chars and len(seen) > 1):
+            source, item_id = next(iter(seen))
+            del seen[(source, item_id)]
+            size -= len(source) + len(item_id)
         self._sessions[session_id] = (now, seen)
         self._expire(now)
 
@@ -163,15 +173,22 @@ class HookEndpoint:
                 status=413,
             )
         try:
-            payload = json.loads(body)
-        except (ValueError, RecursionError):
+            payload = parse_json(body)
+        except BadBody as error:
             return web.json_response(
-                {"error": 'the body must be JSON: {"prompt", "session_id", "cwd"}'}, status=400
+                {"error": f'{error}; the body must be JSON: {{"prompt", "session_id", "cwd"}}'}, status=400
             )
         if not isinstance(payload, dict) or not isinstance(payload.get("prompt"), str):
             return web.json_response({"error": "`prompt` is required and must be text"}, status=400)
-        session_id = payload.get("session_id") if isinstance(payload.get("session_id"), str) else None
-        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        if not is_unicode(payload["prompt"]):
+            # Bad input is the client's mistake: it must never reach the embedder and turn health.
+            return web.json_response(
+                {"error": "`prompt` holds a lone surrogate escape (such as \\ud800), which is not "
+                          "text; send UTF-8"}, status=400
+            )
+        session_id = _session_key(payload.get("session_id"))
+        cwd = payload.get("cwd")
+        cwd = cwd if isinstance(cwd, str) and is_unicode(cwd) else None
         reduced = asked(payload["prompt"][:MAX_PROMPT_CHARS])
         if not is_question(reduced.text):
             return web.json_response({"context": ""})
@@ -200,6 +217,15 @@ async def _read_limited(request: web.Request, limit: int) -> bytes | None:
             return None
         parts.append(part)
     return b"".join(parts)
+
+
+def _session_key(value: object) -> str | None:
+    """The key a session is remembered by: its id, or the digest of an overlong or odd one."""
+    if not isinstance(value, str) or not value:
+        return None
+    if len(value) <= MAX_SESSION_ID_CHARS and is_unicode(value):
+        return value
+    return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _without(answer: Answer, sent: Sequence[tuple[str, str]]) -> Answer:

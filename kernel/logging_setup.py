@@ -45,6 +45,27 @@ class SecretFilter(logging.Filter):
         return True
 
 
+class MalformedRequestFilter(logging.Filter):
+    """Turns aiohttp's ERROR with a traceback for a request it cannot parse into one WARNING line.
+
+    Bytes that are not HTTP (a port scan, a TLS hello on the plain port, a broken header) are the
+    client's mistake: aiohttp already answered 400, and a traceback would only bury real errors.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from aiohttp.http_exceptions import HttpProcessingError
+
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError):
+            # Only the first line: the rest quotes the offending bytes, which may be a header that
+            # holds a password or a token.
+            reason = str(error.message).strip().split("\n", 1)[0].rstrip(": ")[:200]
+            record.msg, record.args = "a malformed HTTP request was refused with %s: %s", (error.code, reason)
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
 def configure_logging(
     level: str = "INFO", secrets: Iterable[str] = (), stream: object = None
 ) -> logging.Handler:
@@ -61,4 +82,7 @@ def configure_logging(
     root.setLevel(level)
     for name in QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(existing, MalformedRequestFilter) for existing in server_log.filters):
+        server_log.addFilter(MalformedRequestFilter())
     return handler

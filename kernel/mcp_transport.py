@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import anyio
 from aiohttp import web
 from multidict import CIMultiDict
 
@@ -231,6 +232,11 @@ class McpTransport:
         return await call_asgi(self.manager.handle_request, request, closing=self._closing)
 
 
+def _target_bytes(text: str) -> bytes:
+    """The bytes of a request target as aiohttp read them (non-UTF-8 bytes come back as they came)."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def _tool_error(message: str) -> Any:
     import mcp_types as types
 
@@ -302,8 +308,10 @@ async def call_asgi(
         "method": request.method,
         "scheme": request.scheme,
         "path": request.path,
-        "raw_path": request.raw_path.split("?", 1)[0].encode("latin-1"),
-        "query_string": request.query_string.encode("latin-1"),
+        # ASGI wants the bytes as sent: the still-encoded target, never the decoded query (which
+        # may hold any character: "%E2%82%AC" is "€", and "€" has no Latin-1 byte).
+        "raw_path": _target_bytes(request.raw_path.split("?", 1)[0]),
+        "query_string": _target_bytes(request.raw_path.partition("?")[2]),
         "root_path": "",
         "headers": [(name.lower(), value) for name, value in request.raw_headers],
         "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
@@ -312,6 +320,12 @@ async def call_asgi(
     }
     try:
         await asgi(scope, receive, send)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError) as error:
+        # The session's streams closed under a request (the client ended the session as this one
+        # ran); the client has gone, so there is nobody to tell and nothing to log as an error.
+        log.debug("an MCP session closed while a request ran: %r", error)
+        if response is None:
+            return web.json_response({"error": "the MCP session was closed"}, status=404)
     finally:
         disconnected.set()
     if response is None:

@@ -39,6 +39,7 @@ from urllib.parse import urlencode, urlsplit
 from aiohttp import web
 
 from passageway.kernel.auth import password_matches
+from passageway.kernel.request_body import BadBody, form_body, json_body
 
 log = logging.getLogger("passageway.oauth")
 
@@ -49,11 +50,14 @@ MAX_CLIENTS = 200
 MAX_FAILURES_PER_ADDRESS = 5
 MAX_FAILURES_OVERALL = 30
 FAILURE_WINDOW_SECONDS = 15 * 60
+MAX_REGISTRATIONS_PER_ADDRESS = 10
+REGISTRATION_WINDOW_SECONDS = 3600
 VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}\Z")
 
 
 def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+    # "surrogatepass": a token from a header that is not UTF-8 must not match, and not raise.
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def pkce_challenge(verifier: str) -> str:
@@ -153,6 +157,11 @@ class OAuthServer:
         self.password = password
         self.state = OAuthState(state_path)
         self.limiter = LoginLimiter()
+        # Registration is open (RFC 7591), so it is counted per address. There is no overall cap:
+        # it would let one caller stop everyone else from logging in.
+        self.registrations = LoginLimiter(
+            per_address=MAX_REGISTRATIONS_PER_ADDRESS, overall=2**62, window=REGISTRATION_WINDOW_SECONDS
+        )
 
     @property
     def resource(self) -> str:
@@ -213,10 +222,16 @@ class OAuthServer:
     # -----------------------------------------------------------------------------------------
 
     async def register(self, request: web.Request) -> web.Response:
+        address = request.remote or "unknown"
+        if self.registrations.blocked(address):
+            return _oauth_error(
+                "too_many_requests", f"more than {MAX_REGISTRATIONS_PER_ADDRESS} registrations from this "
+                "address within an hour; wait and try again", status=429,
+            )
         try:
-            metadata = await request.json()
-        except ValueError:
-            return _oauth_error("invalid_client_metadata", "the body must be a JSON object")
+            metadata = await json_body(request)
+        except BadBody as error:
+            return _oauth_error("invalid_client_metadata", f"{error}; the body must be a JSON object")
         if not isinstance(metadata, dict):
             return _oauth_error("invalid_client_metadata", "the body must be a JSON object")
         redirect_uris = metadata.get("redirect_uris")
@@ -233,10 +248,12 @@ class OAuthServer:
             return _oauth_error(
                 "invalid_client_metadata", f"token_endpoint_auth_method {method!r} is not supported"
             )
-        if len(self.state.clients) >= MAX_CLIENTS:
-            # Drop the client unused for the longest time rather than refuse new logins forever.
-            oldest = min(self.state.clients, key=lambda key: self.state.clients[key].get("used", 0))
-            del self.state.clients[oldest]
+        if len(self.state.clients) >= MAX_CLIENTS and not self._evict_one_client():
+            return _oauth_error(
+                "temporarily_unavailable", f"{MAX_CLIENTS} clients are logged in; remove an old "
+                "connection (its refresh token expires after 30 days unused) and try again", status=503,
+            )
+        self.registrations.failed(address)  # counts one registration
         client_id = secrets.token_urlsafe(24)
         now = int(time.time())
         client: dict[str, Any] = {
@@ -260,6 +277,23 @@ class OAuthServer:
         self.state.clients[client_id] = stored
         await self.state.save()
         return web.json_response(reply, status=201)
+
+    def _evict_one_client(self) -> bool:
+        """Drop the least recently used client that holds no live refresh token; False if none.
+
+        A logged-in client is never dropped: otherwise anyone could log every client out by
+        registering :data:`MAX_CLIENTS` new ones.
+        """
+        now = time.time()
+        logged_in = {
+            record["client_id"] for record in self.state.tokens.values()
+            if record["kind"] == "refresh" and record["expires"] > now
+        }
+        idle = [key for key in self.state.clients if key not in logged_in]
+        if not idle:
+            return False
+        del self.state.clients[min(idle, key=lambda key: self.state.clients[key].get("used", 0))]
+        return True
 
     # -----------------------------------------------------------------------------------------
     # The login page
@@ -297,8 +331,10 @@ class OAuthServer:
         return _login_page(client, request.query)
 
     async def authorize_submit(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        params = {key: value for key, value in form.items() if isinstance(value, str)}
+        try:
+            params = await form_body(request)
+        except BadBody as error:
+            return _page("Bad request", f"{error}. Start the login again from the application.", status=400)
         client, refusal = self._check_authorization_request(params)
         if refusal is not None:
             return refusal
@@ -332,8 +368,10 @@ class OAuthServer:
     # -----------------------------------------------------------------------------------------
 
     async def token(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        params = {key: value for key, value in form.items() if isinstance(value, str)}
+        try:
+            params = await form_body(request)
+        except BadBody as error:
+            return _oauth_error("invalid_request", f"{error}; send application/x-www-form-urlencoded UTF-8")
         client, error = self._authenticate_client(request, params)
         if client is None:
             return error or _oauth_error("invalid_client", "unknown client", status=401)
@@ -458,6 +496,9 @@ def _page(title: str, text: str, status: int = 200) -> web.Response:
 def _login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str | None = None,
                 status: int = 200) -> web.Response:
     name = html.escape(str(client.get("client_name") or "An application"))
+    # The name is the client's own choice; the address it returns to is not, so show that too.
+    returning = urlsplit(params.get("redirect_uri", ""))
+    destination = html.escape(returning.hostname or f"{returning.scheme}:")
     hidden = "".join(
         f"<input type='hidden' name='{key}' value='{html.escape(params[key], quote=True)}'>"
         for key in FORWARDED if params.get(key)
@@ -468,6 +509,8 @@ def _login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str
         f"<style>{STYLE}</style></head><body><h1>passageway</h1>"
         f"<p>{name} asks to search your sources through passageway. Enter the server's password "
         "to allow it.</p>"
+        f"<p>After you allow it, your browser returns to <strong>{destination}</strong>. "
+        "If you do not recognise that address, do not enter the password.</p>"
         f"{message}<form method='post' action='authorize'>{hidden}"
         "<input type='password' name='password' autocomplete='current-password' autofocus required "
         "aria-label='Password'><button type='submit'>Allow</button></form></body></html>"

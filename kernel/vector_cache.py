@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from passageway.kernel.data_folder import private_file
 from passageway.kernel.errors import StoreError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -58,7 +59,7 @@ class VectorCache:
         if self._connection is not None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_file(self.path)  # the data folder is private (kernel/data_folder.py)
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")

@@ -204,3 +204,87 @@ async def test_recall_logs_count_and_time_only(tmp_path, caplog):
         lines = [record.getMessage() for record in caplog.records if record.name == "passageway.kernel"]
         assert len(lines) == 1 and lines[0].startswith("recall: 1 hits in ")
         assert "telescope" not in caplog.text
+
+
+def modes_under(folder) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    import os
+    import stat
+
+    return {str(path.relative_to(folder)): stat.S_IMODE(os.lstat(path).st_mode)
+            for path in [folder, *folder.rglob("*")]}
+
+
+async def test_the_data_folder_and_every_file_in_it_are_private(tmp_path, caplog):
+    # Found by the hostile probe (issue 22): under umask 022 the indexed text was readable by all.
+    import os
+
+    old_umask = os.umask(0o022)
+    try:
+        environ = write_instance(tmp_path)
+        settings = load_settings(environ)
+        manager = build_plugin_manager(environ, extra=(("toy", toy_plugin),), load_entry_points=False)
+        async with Kernel.open(settings, manager, environ) as kernel:
+            assert await kernel.sync_once() == {"notes": None}
+            await kernel.sources["notes"].store.close()  # writes the vector file
+    finally:
+        os.umask(old_umask)
+    modes = modes_under(tmp_path / "data")
+    assert {"notes.db", "notes.usearch"} <= set(modes)
+    assert {name: mode for name, mode in modes.items() if mode & 0o077} == {}
+    assert not any("readable by other users" in record.getMessage() for record in caplog.records)
+
+
+async def test_an_open_data_folder_is_made_private_at_start_with_one_warning(tmp_path, caplog):
+    environ = write_instance(tmp_path)
+    data = tmp_path / "data"
+    (data / "vectors").mkdir(parents=True)
+    (data / "notes.db").write_bytes(b"")
+    (data / "vectors" / "old.db").write_bytes(b"")
+    for path, mode in ((data, 0o755), (data / "vectors", 0o755), (data / "notes.db", 0o644),
+                       (data / "vectors" / "old.db", 0o664)):
+        path.chmod(mode)
+    caplog.set_level(logging.WARNING)
+    kernel = make_kernel(environ)
+    await kernel.open_stores()
+    await kernel.close_stores()
+    assert {name: mode for name, mode in modes_under(data).items() if mode & 0o077} == {}
+    warnings = [r.getMessage() for r in caplog.records if "readable by other users" in r.getMessage()]
+    assert len(warnings) == 1 and "4 folders and files" in warnings[0]
+
+
+async def test_a_removed_connectors_index_keeps_serving_until_its_file_is_deleted(tmp_path):
+    # Found by the hostile probe (issue 22): it stopped serving at the next start.
+    environ = write_instance(tmp_path)
+    kernel = make_kernel(environ)
+    await kernel.start_embedder()
+    await kernel.open_stores()
+    assert await kernel.sync_once() == {"notes": None}
+    await kernel.close_stores()
+    await kernel.close_embedder()
+
+    config = tmp_path / "passageway.toml"
+    other_items = tmp_path / "other.json"
+    other_items.write_text("[]")
+    config.write_text(config.read_text().replace('name = "notes"', 'name = "other"')
+                      .replace(str(tmp_path / "items.json"), str(other_items)))
+    kernel = make_kernel(environ)
+    await kernel.start_embedder()
+    await kernel.open_stores()
+    try:
+        assert await kernel.sync_once() == {"other": None}
+        report = kernel.health(include_errors=True)
+        assert report["sources"]["notes"] == {"state": "ok", "items": 4, "passages": report["sources"]
+                                              ["notes"]["passages"], "removed": True}
+        assert report["status"] == "ok"
+        answer = await kernel.recall("how does a refracting telescope gather starlight with a lens?")
+        assert [(hit.source, hit.item_id) for hit in answer.hits][:1] == [("notes", "telescope")]
+    finally:
+        await kernel.close_stores()
+        await kernel.close_embedder()
+    (tmp_path / "data" / "notes.db").unlink()
+    kernel = make_kernel(environ)
+    await kernel.start_embedder()
+    await kernel.open_stores()
+    assert set(kernel.sources) == {"other"}
+    await kernel.close_stores()
+    await kernel.close_embedder()

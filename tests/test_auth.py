@@ -101,3 +101,46 @@ def test_unauthorized_names_the_resource_metadata():
     assert 'resource_metadata="https://example.test/.well-known/oauth-protected-resource"' in (
         response.headers["WWW-Authenticate"]
     )
+
+
+async def raw_request(url: str, request: bytes) -> bytes:
+    """Send bytes no HTTP client library would send, and return the whole answer."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    writer.write(request)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), timeout=10)
+    writer.close()
+    return answer
+
+
+@pytest.mark.parametrize("path", ["/health", "/recall", "/mcp"])
+async def test_a_header_that_is_not_utf8_is_refused_not_a_server_error(served, path):
+    # Found by the hostile probe (issue 22): every route, /health included, answered 500.
+    _client, url = served
+    method = "GET" if path == "/health" else "POST"
+    answer = await raw_request(url, (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        "Authorization: Bearer \xff\xfe-not-utf8\r\nConnection: close\r\n\r\n"
+    ).encode("latin-1"))
+    status = int(answer.split(b" ", 2)[1])
+    assert status == (200 if path == "/health" else 401), answer[:200]
+
+
+async def test_health_under_a_foreign_host_says_only_the_status(served):
+    # Found by the hostile probe (issue 22): DNS rebinding could read source names and counts.
+    client, url = served
+    full = (await client.get(f"{url}/health")).json()
+    assert "notes" in full["sources"]
+    for host in ("attacker.example", "[::1", "localhost.attacker.example:80"):
+        answer = await raw_request(url, (
+            f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").encode())
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
+        assert answer.split(b"\r\n\r\n", 1)[1] == b'{"status": "ok"}'
+    for host in ("localhost", "127.0.0.1:1", "[::1]:8000"):
+        answer = await raw_request(url, (
+            f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").encode())
+        assert b'"sources"' in answer

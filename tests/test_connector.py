@@ -49,6 +49,15 @@ def fake_runner(tmp_path: Path, records: list[dict], **env: str) -> ConnectorRun
     return ConnectorRunner(settings, environ=ENVIRON)
 
 
+def script_runner(tmp_path: Path, name: str, stderr_code: str, *, secrets=None, environ=None
+                  ) -> ConnectorRunner:
+    """A runner for a Python script that runs ``stderr_code``, then answers ``check`` with count 0."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(stderr_code + "print('{\"ok\": true, \"count\": 0}')\n")
+    settings = ConnectorSettings(name=name, command=(sys.executable, str(script)), secrets=secrets or {})
+    return ConnectorRunner(settings, environ={**ENVIRON, **(environ or {})})
+
+
 def item(item_id: str, version: str = "1", **extra) -> dict:
     return {"id": item_id, "title": item_id.title(), "url": f"https://example.invalid/{item_id}",
             "version": version, "sections": [{"heading": None, "text": f"text of {item_id}"}], **extra}
@@ -318,18 +327,15 @@ async def test_a_cancelled_call_kills_the_process_group(tmp_path):
 
 async def test_long_and_many_stderr_lines_are_cut_and_capped(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="passageway.connector")
-    script = tmp_path / "noisy.py"
-    script.write_text(
+    runner = script_runner(
+        tmp_path, "noisy",
         "import os, sys\n"
         "token = os.environ['TOKEN']\n"
         "sys.stderr.write('x' * 8180 + token + 'y' * 100000 + '\\n')\n"
         "for n in range(1500):\n"
-        "    sys.stderr.write(f'note {n}\\n')\n"
-        "print('{\"ok\": true, \"count\": 0}')\n"
+        "    sys.stderr.write(f'note {n}\\n')\n",
+        secrets={"TOKEN": "NOISY_TOKEN"}, environ={"NOISY_TOKEN": "tok-1234567890abcdef"},
     )
-    settings = ConnectorSettings(name="noisy", command=(sys.executable, str(script)),
-                                 secrets={"TOKEN": "NOISY_TOKEN"})
-    runner = ConnectorRunner(settings, environ={**ENVIRON, "NOISY_TOKEN": "tok-1234567890abcdef"})
     assert (await runner.check()).count == 0
     messages = [record.getMessage() for record in caplog.records]
     assert not any("tok-12" in message for message in messages)
@@ -392,3 +398,55 @@ async def test_the_fake_serves_records_unchecked_so_the_runner_catches_them(tmp_
     with pytest.raises(ConnectorError) as caught:
         await runner.fetch(["a"])
     assert caught.value.rule == "invalid record"
+
+
+# ---------------------------------------------------------------------------------------------
+# Found by the hostile probe (issue 22)
+# ---------------------------------------------------------------------------------------------
+
+async def test_a_lone_surrogate_in_text_is_repaired_and_the_rest_of_the_call_kept(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="passageway.connector")
+    bad = item("b", sections=[{"heading": "half \ud800", "text": "a pair \ud83d\ude00 and one alone \udfff"}])
+    runner = fake_runner(tmp_path, [item("a"), bad, item("c")])
+    items = await runner.fetch(["a", "b", "c"])
+    assert [entry.id for entry in items] == ["a", "b", "c"]
+    repaired = items[1].sections[0]
+    assert repaired.heading == "half \ufffd"
+    assert repaired.text == "a pair \U0001f600 and one alone \ufffd"
+    repaired.text.encode("utf-8")  # storable, embeddable and digestible
+    assert "2 lone surrogate escape(s)" in caplog.text and "'b'" in caplog.text
+
+
+async def test_a_lone_surrogate_in_an_id_leaves_out_that_record_alone(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="passageway.connector")
+    runner = fake_runner(tmp_path, [item("a"), item("b\udc80"), item("c")])
+    entries = await runner.list()
+    assert [entry.id for entry in entries] == ["a", "c"]
+    assert "left out" in caplog.text
+
+
+async def test_a_long_stderr_line_that_arrives_whole_is_cut(tmp_path, caplog):
+    # Lines of 20 KB fit three to a 64 KiB read, so they used to reach the log whole: 20 MB of
+    # log from one call against a bound of about 2 MB.
+    caplog.set_level(logging.INFO, logger="passageway.connector")
+    runner = script_runner(tmp_path, "chatty", "import sys\n"
+                           "for n in range(1000):\n"
+                           "    sys.stderr.write(f'{n} ' + 'z' * 20_000 + '\\n')\n")
+    assert (await runner.check()).count == 0
+    logged = sum(len(record.getMessage()) for record in caplog.records)
+    assert logged < 2_200_000
+    assert sum("[line cut]" in record.getMessage() for record in caplog.records) == 1000
+
+
+async def test_a_shell_connector_sees_only_the_documented_environment(tmp_path):
+    # A Python connector also finds LC_CTYPE=C.UTF-8: its own interpreter sets it when it starts in
+    # the C locale (PEP 538); docs/connector-protocol.md says so. passageway passes nothing else.
+    dump = tmp_path / "env.txt"
+    script = tmp_path / "env.sh"
+    script.write_text(f"#!/bin/sh\nenv > {dump}\necho '{{\"ok\": true, \"count\": 0}}'\n")
+    script.chmod(0o755)
+    settings = ConnectorSettings(name="shell", command=("/bin/sh", str(script)), env={"FOLDER": "/x"})
+    runner = ConnectorRunner(settings, environ={**ENVIRON, "LC_CTYPE": "C.UTF-8", "LANG": "de_DE.UTF-8"})
+    await runner.check()
+    names = {line.split("=", 1)[0] for line in dump.read_text().splitlines() if "=" in line}
+    assert names - {"PWD", "SHLVL", "_"} == {"PATH", "HOME", "PASSAGEWAY_PROTOCOL", "FOLDER"}

@@ -62,6 +62,7 @@ def test_a_connector_that_keeps_the_rules_passes(tmp_path):
     ("prints-then-fails", "a failure leaves stdout empty"),
     ("leaks-secrets", "no secret in the output"),
     ("changed-stranger", "changed answers"),
+    ("not-unicode", "text is UTF-8"),
 ])
 def test_each_broken_rule_is_named(broken, rule):
     with pytest.raises(AssertionError) as caught:
@@ -143,7 +144,7 @@ def test_the_command_passes_the_example(tmp_path):
     (tmp_path / "sub" / "b.txt").write_text("Fog horns warn them.")
     done = run_cli("check-connector", "--env", f"FOLDER={tmp_path}", "--", "python3", str(EXAMPLE))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "10 passed, 0 failed" in done.stdout
+    assert "11 passed, 0 failed" in done.stdout
 
 
 def test_the_command_names_the_broken_rule_and_exits_1():

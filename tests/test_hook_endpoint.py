@@ -15,6 +15,7 @@ from passageway.kernel.hook_endpoint import (
     MAX_BODY_BYTES,
     MAX_PROMPT_CHARS,
     SessionMemory,
+    _session_key,
     folder_words,
     is_question,
 )
@@ -249,3 +250,43 @@ async def test_a_question_cut_out_of_a_paste_yields_to_typed_questions_at_the_em
         await post(client, url, TELESCOPE)
         await post(client, url, f"{trace}\n\n{TELESCOPE}")
     assert seen == [(TELESCOPE, False), (TELESCOPE, True)]
+
+
+# Found by the hostile probe (issue 22)
+
+async def test_json_nested_too_deeply_is_the_clients_400(served):
+    client, url = served
+    response = await client.post(f"{url}/recall", content=b"[" * 100_000 + b"]" * 100_000,
+                                 headers={**AUTH, "Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["error"]
+
+
+async def test_a_lone_surrogate_in_the_prompt_is_a_400_and_leaves_health_alone(served):
+    client, url = served
+    body = b'{"prompt": "how do telescopes gather light \\ud800 at night?", "session_id": "s"}'
+    response = await client.post(f"{url}/recall", content=body,
+                                 headers={**AUTH, "Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert "surrogate" in response.json()["error"]
+    health = (await client.get(f"{url}/health")).json()
+    assert health["status"] == "ok" and health["embedder"]["state"] == "ok"
+
+
+async def test_an_overlong_session_id_is_remembered_by_its_digest(served):
+    client, url = served
+    long_id = "s" * 200_000  # the body stays under the 256 KiB limit
+    first = (await post(client, url, TELESCOPE, session_id=long_id)).json()["context"]
+    second = (await post(client, url, TELESCOPE, session_id=long_id)).json()["context"]
+    assert "Refracting telescope" in first and "Refracting telescope" not in second
+    assert _session_key(long_id) == _session_key("s" * 200_000) != _session_key("s" * 199_999)
+    assert len(_session_key(long_id)) < 80
+    assert _session_key("0b5e-uuid") == "0b5e-uuid"
+
+
+def test_session_memory_holds_a_bounded_number_of_characters():
+    memory = SessionMemory(max_chars=10_000)
+    memory.remember("s", [("notes", f"{n:04d}" + "x" * 996) for n in range(100)], now=0)
+    kept = memory.sent("s", now=1)
+    assert 0 < len(kept) <= 10 and sum(len(a) + len(b) for a, b in kept) <= 10_000
+    assert kept[-1][1].startswith("0099")  # the latest stay

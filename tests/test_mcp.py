@@ -171,3 +171,64 @@ async def test_call_asgi_streams_chunks_and_headers():
             assert response.headers.get_list("x-two") == ["a", "b"]
     finally:
         await runner.cleanup()
+
+
+async def asgi_app_on_a_port(asgi):  # type: ignore[no-untyped-def]
+    from aiohttp import web
+
+    from tests.server_helpers import free_port
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return await call_asgi(asgi, request)
+
+    app = web.Application()
+    app.router.add_route("*", "/x", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner, f"http://127.0.0.1:{port}/x"
+
+
+async def test_call_asgi_hands_over_the_query_as_it_was_sent():
+    # Found by the hostile probe (issue 22): "%E2%82%AC" was decoded to "€" and encoded as Latin-1.
+    seen = []
+
+    async def asgi(scope, receive, send):  # type: ignore[no-untyped-def]
+        seen.append(scope["query_string"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    runner, url = await asgi_app_on_a_port(asgi)
+    try:
+        async with httpx2.AsyncClient() as http:
+            for query in ("price=%E2%82%AC", "name=%C3%A9", "a=%FF"):
+                assert (await http.get(f"{url}?{query}")).status_code == 204
+    finally:
+        await runner.cleanup()
+    assert seen == [b"price=%E2%82%AC", b"name=%C3%A9", b"a=%FF"]
+
+
+async def test_call_asgi_survives_a_session_closed_under_a_request(caplog):
+    import anyio
+
+    async def asgi(scope, receive, send):  # type: ignore[no-untyped-def]
+        raise anyio.ClosedResourceError
+
+    runner, url = await asgi_app_on_a_port(asgi)
+    try:
+        async with httpx2.AsyncClient() as http:
+            assert (await http.post(url, content=b"{}")).status_code == 404
+    finally:
+        await runner.cleanup()
+    assert "Traceback" not in caplog.text and "Error handling request" not in caplog.text
+
+
+async def test_mcp_with_a_query_of_any_character_is_no_server_error(served):
+    _, url = served
+    async with httpx2.AsyncClient() as http:
+        response = await http.post(
+            f"{url}/mcp?x=%E2%82%AC&y=%FF", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Authorization": f"Bearer {PASSWORD}", "Accept": "application/json, text/event-stream"},
+        )
+        assert response.status_code < 500

@@ -326,3 +326,66 @@ async def test_the_official_client_logs_in_through_oauth(oauth_server):
         result = await mcp.call_tool("recall", {"question": question})
         assert "Refracting telescope" in result.content[0].text
     assert storage.tokens is not None and storage.tokens.access_token
+
+
+# Found by the hostile probe (issue 22)
+
+async def test_registration_is_limited_per_address(oauth_server):
+    client, url, _ = oauth_server
+    for _ in range(10):
+        await register(client, url)
+    refused = await client.post(f"{url}/register", json={"redirect_uris": [REDIRECT]})
+    assert refused.status_code == 429 and "registrations from this address" in refused.text
+
+
+async def test_a_flood_of_registrations_never_logs_a_client_out(tmp_path, monkeypatch):
+    from passageway.kernel import oauth
+
+    monkeypatch.setattr(oauth, "MAX_CLIENTS", 3)
+    monkeypatch.setattr(oauth, "MAX_REGISTRATIONS_PER_ADDRESS", 1000)
+    port = free_port()
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_BASE_URL": f"http://127.0.0.1:{port}"})
+    kernel = make_kernel(environ)
+    async with running_server(kernel, port=port) as url, httpx2.AsyncClient(timeout=10) as client:
+        await wait_built(kernel)
+        client_id = (await register(client, url))["client_id"]
+        verifier, challenge = challenge_pair()
+        code = await get_code(client, url, client_id, challenge)
+        refresh = (await exchange(client, url, client_id, code, verifier)).json()["refresh_token"]
+        for _ in range(20):  # idle clients evict each other, never the logged-in one
+            await register(client, url)
+        refreshed = await client.post(f"{url}/token", data={
+            "grant_type": "refresh_token", "refresh_token": refresh, "client_id": client_id})
+        assert refreshed.status_code == 200, refreshed.text
+
+
+async def test_the_login_page_shows_where_the_browser_returns(oauth_server):
+    client, url, _ = oauth_server
+    evil = "https://collector.example.net/cb"
+    client_id = (await register(client, url, redirect_uris=[evil], client_name="Claude"))["client_id"]
+    params = {**authorize_params(client_id, challenge_pair()[1]), "redirect_uri": evil}
+    page = await client.get(f"{url}/authorize", params=params)
+    assert page.status_code == 200 and "<strong>collector.example.net</strong>" in page.text
+
+
+@pytest.mark.parametrize(("path", "body", "content_type"), [
+    ("/register", b"[" * 100_000 + b"]" * 100_000, "application/json"),
+    ("/register", b'{"redirect_uris": ["\xff"]}', "application/json"),
+    ("/token", b"grant_type=refresh_token&refresh_token=\xff\xfe", "application/x-www-form-urlencoded"),
+    ("/authorize", b"client_id=\xff\xfe&password=x", "application/x-www-form-urlencoded"),
+])
+async def test_hostile_bodies_are_the_clients_400(oauth_server, path, body, content_type):
+    client, url, _ = oauth_server
+    response = await client.post(f"{url}{path}", content=body, headers={"Content-Type": content_type})
+    assert response.status_code == 400, response.text
+
+
+async def test_a_token_that_is_not_utf8_is_refused_on_mcp_with_oauth_on(oauth_server):
+    # Found by the reliability suite (issue 22): hashing it for the token lookup raised, a 500.
+    from tests.test_auth import raw_request
+
+    _client, url, _ = oauth_server
+    answer = await raw_request(url, (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
+        "Authorization: Bearer \xff\xfe-token\r\nConnection: close\r\n\r\n").encode("latin-1"))
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]

@@ -159,6 +159,17 @@ def test_plugins_command_lists_the_builtins_with_hooks(capsys, monkeypatch):
     assert "builtin" in output
 
 
+def test_plugins_command_refuses_an_instance_that_does_not_exist(capsys, monkeypatch, tmp_path):
+    # Found by the hostile probe (issue 22): `--instance wrong plugins` ran as if all were well.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PASSAGEWAY_LOAD_PLUGINS", "")
+    monkeypatch.delenv("PASSAGEWAY_INSTANCE", raising=False)
+    assert cli.main(["--instance", "wrong", "plugins"]) != 0
+    assert "there is no instance 'wrong'" in capsys.readouterr().err
+    (tmp_path / ".config" / "passageway-work").mkdir(parents=True)
+    assert cli.main(["--instance", "work", "plugins"]) == 0
+
+
 def test_every_hook_spec_is_documented_in_the_reference():
     for name in spec_names():
         spec = getattr(hookspecs, name)

@@ -65,3 +65,28 @@ def test_secret_filter_masks_known_secrets():
     short = logging.LogRecord("x", logging.INFO, __file__, 1, "a b c", None, None)
     SecretFilter(["a"]).filter(short)
     assert short.getMessage() == "a b c"
+
+
+async def test_a_malformed_http_request_is_one_warning_line_not_a_traceback(tmp_path):
+    # Found by the hostile probe (issue 22): aiohttp logged it as ERROR with a traceback.
+    import asyncio
+
+    buffer = io.StringIO()
+    handler = configure_logging("INFO", [PASSWORD], stream=buffer)
+    try:
+        kernel = make_kernel(write_instance(tmp_path))
+        async with running_server(kernel) as url:
+            port = int(url.rsplit(":", 1)[1])
+            for raw in (b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer guess-1234\x00\r\n\r\n",
+                        b"GET /health HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 70_000 + b"\r\n\r\n"):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(raw)
+                await writer.drain()
+                assert (await reader.read(20)).startswith(b"HTTP/1.0 400")
+                writer.close()
+    finally:
+        logging.getLogger().removeHandler(handler)
+    logged = buffer.getvalue()
+    assert "Traceback" not in logged and " ERROR " not in logged
+    assert logged.count("a malformed HTTP request was refused with 400") == 2
+    assert "guess-1234" not in logged  # the offending header is not quoted

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 NAME = "plugins"
 HELP = "list the loaded plugins with their versions and the hooks each implements"
@@ -16,6 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from passageway.kernel.plugins import build_plugin_manager, collect_registries, describe_plugins
 
+    if getattr(args, "instance", None) or os.environ.get("PASSAGEWAY_INSTANCE"):
+        # The plugins do not depend on the instance, but a misspelt name must not pass unnoticed.
+        from passageway.kernel.config import resolve_instance
+
+        resolve_instance(getattr(args, "instance", None), os.environ)
     manager = build_plugin_manager()
     registries = collect_registries(manager)
     plugins = describe_plugins(manager)

@@ -7,6 +7,7 @@ ignores-request   fetch returns every item, whatever was asked
 prints-then-fails fetch prints as it goes and crashes on a malformed request line
 leaks-secrets     every call dumps its environment on stderr
 changed-stranger  changed returns an item that list does not know
+not-unicode       fetch writes item "a" with a lone surrogate escape in its text
 """
 import json
 import os
@@ -38,6 +39,13 @@ if mode == "fetch" and broken in ("lost-items", "version-mismatch", "ignores-req
             record["version"] = "other"
         emit(record)
         sys.stdout.flush()
+    sys.exit(0)
+if mode == "fetch" and broken == "not-unicode":
+    for line in sys.stdin:
+        item_id = json.loads(line)["id"]
+        if item_id in ITEMS:
+            record = dict(ITEMS[item_id], sections=[{"heading": None, "text": "half of a pair: \ud800"}])
+            sys.stdout.write(json.dumps(record) + "\n")  # json escapes it as \\ud800
     sys.exit(0)
 if mode == "changed" and broken == "changed-stranger":
     emit({**ITEMS["a"], "id": "zzz"})
