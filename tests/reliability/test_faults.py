@@ -2,7 +2,7 @@
 
 After every kill the server starts again; at the end every item is indexed in its last version,
 ``PRAGMA integrity_check`` says ok, an item once stored is never lost by a kill, and no passage was
-embedded again beyond one fetch batch per kill (vectors reach the cache batch by batch).
+embedded again beyond one embedder call per kill (vectors reach the cache call by call).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from passageway.kernel.records import item_to_json
-from passageway.kernel.sync import FETCH_BATCH
+from passageway.kernel.sync import EMBED_BATCH
 from tests.reliability.conftest import FULL, scale
 from tests.sync_helpers import item
 
@@ -91,7 +91,7 @@ def test_kill_9_during_a_first_build_and_a_reconcile(server_factory, tmp_path, f
     assert check == "ok" and versions == complete
     total, again = embedded_again(embed_log)
     assert total - again == count * SECTIONS  # every passage was embedded ...
-    assert again <= build_kills * FETCH_BATCH * SECTIONS  # ... and again at most one batch per kill
+    assert again <= build_kills * EMBED_BATCH  # ... and again at most one embedder call per kill
 
     # A reconcile: a quarter edited, a tenth added, a twentieth deleted (under the deletion guard).
     records = items_file_records(count)
