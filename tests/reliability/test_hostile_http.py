@@ -148,9 +148,12 @@ def test_hostile_requests_get_no_500_and_leave_no_traceback(server_factory, tmp_
         "POST", "/recall", b'{"prompt": "how do rivers flow \\ud800 to the sea?"}', content_type=json_type,
         headers=auth), lambda a: a.status == 400)
     case("a lone surrogate in an MCP question", lambda: mcp_call(raw, "how do rivers \\udfff flow?"))
+    case("a 3.9 MB session id (over the body limit)", lambda: raw.request("POST", "/recall", json.dumps({
+        "prompt": "how does a telescope gather light?", "session_id": secrets.token_hex(1_950_000),
+    }).encode(), content_type=json_type, headers=auth), lambda a: a.status == 413)
     for _ in range(scale(3, 50)):
-        case("a 3.9 MB session id", lambda: raw.request("POST", "/recall", json.dumps({
-            "prompt": "how does a telescope gather light?", "session_id": secrets.token_hex(1_950_000),
+        case("a 250 KB session id", lambda: raw.request("POST", "/recall", json.dumps({
+            "prompt": "how does a telescope gather light?", "session_id": secrets.token_hex(125_000),
         }).encode(), content_type=json_type, headers=auth), lambda a: a.status == 200)
     # Oversized bodies and wrong content types.
     for path in ("/recall", "/mcp", "/register", "/token", "/authorize"):
