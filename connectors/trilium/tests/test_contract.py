@@ -30,9 +30,10 @@ def test_every_setting_is_in_the_readme_table():
 def test_passageway_init_writes_an_example_for_this_connector():
     import tomllib
 
-    from passageway.kernel.commands.init import TEMPLATE
+    from passageway.kernel.commands.init import render_template
 
-    commented = TEMPLATE[TEMPLATE.index("# [[connector]]") :].splitlines()
+    template = render_template()  # as init writes it: the interpreter filled in
+    commented = template[template.index("# [[connector]]") :].splitlines()
     config = tomllib.loads("\n".join(line.removeprefix("#").removeprefix(" ") for line in commented))
     [example] = [table for table in config["connector"] if "passageway_connector_trilium" in table["command"]]
     assert example["secrets"] == {"TOKEN": example["secrets"]["TOKEN"]}
