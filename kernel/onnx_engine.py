@@ -16,14 +16,15 @@ import numpy as np
 
 from passageway.kernel.errors import ModelError
 
-DEVICES = ("auto", "cpu", "coreml")
+DEVICES = ("auto", "cpu", "coreml", "cuda")
 
 
 def providers_for(device: str) -> list[str]:
     """onnxruntime execution providers for ``device``.
 
     ``auto`` means the CPU (CoreML was slower and gave different vectors on int8 models);
-    ``coreml`` is honoured only where onnxruntime has the provider.
+    ``coreml`` and ``cuda`` are honoured only where onnxruntime has the provider (``cuda``:
+    the onnxruntime-gpu package).
     """
     import onnxruntime
 
@@ -37,6 +38,14 @@ def providers_for(device: str) -> list[str]:
                 f"(it has {', '.join(available)}); use device = \"auto\""
             )
         return ["CoreMLExecutionProvider", "CPUExecutionProvider"]
+    if device == "cuda":
+        available = onnxruntime.get_available_providers()
+        if "CUDAExecutionProvider" not in available:
+            raise ModelError(
+                'device = "cuda" needs the onnxruntime-gpu package and an NVIDIA GPU; this installation has '
+                f'{", ".join(available)}. Install onnxruntime-gpu, or use device = "auto"'
+            )
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
     raise ModelError(f"device is one of {', '.join(DEVICES)}, got {device!r}")
 
 

@@ -150,3 +150,23 @@ def varied_strings(count: int, seed: int = 18) -> list[str]:
             words.append("".join(chr(generator.choice(pool)) for _ in range(generator.randint(1, 9))))
         texts.append(generator.choice([" ", "", "  "]).join(words))
     return texts
+
+
+def converted_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """The built-in model converted once per test session (every test module shares the folder)."""
+    from passageway.builtin.e5_onnx.convert import ensure_converted
+
+    folder = tmp_path_factory.getbasetemp() / "e5-onnx-converted"
+    return ensure_converted(folder, log=lambda line: None)
+
+
+def corpus_passages() -> list[str]:
+    """Every passage passageway's chunker cuts from the sample corpus's sections."""
+    from passageway.kernel.chunking import split_section
+
+    passages = []
+    for path in sorted((ROOT / "corpus").glob("*/*.md")):
+        body = path.read_text(encoding="utf-8").split("---", 2)[-1]
+        for section in re.split(r"\n#+ .*\n", body):
+            passages += split_section(section)
+    return passages

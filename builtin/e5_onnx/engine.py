@@ -20,6 +20,7 @@ from passageway.builtin.e5_onnx.graph import INPUTS, OUTPUT
 from passageway.builtin.e5_onnx.reference import combine
 from passageway.builtin.e5_onnx.tokenizer import E5Tokenizer, windows
 from passageway.kernel.errors import ModelError
+from passageway.kernel.onnx_engine import providers_for
 
 PREFIXES = {"query": "query: ", "passage": "passage: "}
 POSITIONS = 512
@@ -29,40 +30,27 @@ MAX_ROWS = 16
 """Windows per onnxruntime run at most."""
 MAX_TOKENS = 4096
 """Tokens per run at most (rows times the longest row): bounds the attention's memory."""
-
-
-def providers_for(device: str) -> list[str]:
-    """onnxruntime providers for ``device`` (``auto``/``cpu``; ``cuda`` where a GPU build has it).
-
-    :raises ModelError: ``cuda`` without onnxruntime-gpu, or another device.
-    """
-    import onnxruntime
-
-    if device in ("auto", "cpu"):
-        return ["CPUExecutionProvider"]
-    if device == "cuda":
-        available = onnxruntime.get_available_providers()
-        if "CUDAExecutionProvider" not in available:
-            raise ModelError(
-                'device = "cuda" needs the onnxruntime-gpu package and an NVIDIA GPU; this installation has '
-                f'{", ".join(available)}. Install onnxruntime-gpu, or use device = "auto"'
-            )
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    raise ModelError(f'the built-in model runs with device = "auto", "cpu" or "cuda", got {device!r}')
+SIMILAR = 1.25
+"""A run's longest window is at most this much longer than its shortest (plus 8 tokens)."""
 
 
 def batches_by_length(
     lengths: Sequence[int], max_rows: int = MAX_ROWS, max_tokens: int = MAX_TOKENS
 ) -> list[list[int]]:
-    """Indexes into ``lengths`` grouped into runs: sorted by length, at most ``max_rows`` rows and
-    ``max_tokens`` padded tokens per run."""
+    """Indexes into ``lengths`` grouped into runs of similar length.
+
+    Sorted by length; a run takes the next window while it has fewer than ``max_rows`` rows, its
+    padded size stays within ``max_tokens``, and the window is at most a quarter (plus 8 tokens)
+    longer than the run's shortest, so that padding stays a small part of the work.
+    """
     order = sorted(range(len(lengths)), key=lambda index: (lengths[index], index))
     groups: list[list[int]] = []
     for index in order:
+        length = lengths[index]
         if groups:
             group = groups[-1]
-            longest = max(lengths[index], lengths[group[-1]])
-            if len(group) < max_rows and longest * (len(group) + 1) <= max_tokens:
+            similar = length <= lengths[group[0]] * SIMILAR + 8
+            if similar and len(group) < max_rows and length * (len(group) + 1) <= max_tokens:
                 group.append(index)
                 continue
         groups.append([index])
@@ -77,6 +65,8 @@ class ConvertedEngine:
     ) -> None:
         import onnxruntime
 
+        if device == "coreml":
+            raise ModelError('the built-in model runs with device = "auto", "cpu" or "cuda", not "coreml"')
         providers = providers_for(device)
         if verify:
             problem = folder_problem(folder)
