@@ -385,8 +385,8 @@ def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedd
         )
     if settings.engine != "auto":
         raise ModelError(
-            f"engine = {settings.engine!r} applies to the built-in preset only; {preset.name} runs on onnxruntime. "
-            "Remove `engine`"
+            f"engine = {settings.engine!r} applies to the built-in preset only; "
+            f"{preset.name} runs on onnxruntime. Remove `engine`"
         )
     folder = model_folder(
         preset,
@@ -415,7 +415,9 @@ def _converted_embedder(preset: Preset, settings: EmbedderSettings, context: Emb
         from passageway.kernel.onnx_engine import providers_for
 
         providers_for("cuda")  # no GPU build: a clear error now rather than at the first question
-    folder = model_folder(preset, shared_data_dir=context.shared_data_dir, embedder_model_dir=settings.model_dir)
+    folder = model_folder(
+        preset, shared_data_dir=context.shared_data_dir, embedder_model_dir=settings.model_dir
+    )
     return BuiltinE5Embedder(
         preset,
         folder,

