@@ -61,7 +61,13 @@ class ConvertedEngine:
     """One converted folder loaded: its tokenizer and an onnxruntime session."""
 
     def __init__(
-        self, folder: Path, *, threads: int | None, device: str = "auto", verify: bool = True
+        self,
+        folder: Path,
+        *,
+        threads: int | None,
+        device: str = "auto",
+        verify: bool = True,
+        weights: str = "4bit",
     ) -> None:
         import onnxruntime
 
