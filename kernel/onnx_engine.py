@@ -30,22 +30,19 @@ def providers_for(device: str) -> list[str]:
 
     if device in ("auto", "cpu"):
         return ["CPUExecutionProvider"]
-    if device == "coreml":
+    optional = {
+        "coreml": ("CoreMLExecutionProvider", "onnxruntime's CoreML provider"),
+        "cuda": ("CUDAExecutionProvider", "the onnxruntime-gpu package and an NVIDIA GPU"),
+    }
+    if device in optional:
+        provider, needs = optional[device]
         available = onnxruntime.get_available_providers()
-        if "CoreMLExecutionProvider" not in available:
+        if provider not in available:
             raise ModelError(
-                "device = \"coreml\" needs onnxruntime's CoreML provider, which this installation lacks "
+                f"device = \"{device}\" needs {needs}, which this installation lacks "
                 f"(it has {', '.join(available)}); use device = \"auto\""
             )
-        return ["CoreMLExecutionProvider", "CPUExecutionProvider"]
-    if device == "cuda":
-        available = onnxruntime.get_available_providers()
-        if "CUDAExecutionProvider" not in available:
-            raise ModelError(
-                'device = "cuda" needs the onnxruntime-gpu package and an NVIDIA GPU; this installation has '
-                f'{", ".join(available)}. Install onnxruntime-gpu, or use device = "auto"'
-            )
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+        return [provider, "CPUExecutionProvider"]
     raise ModelError(f"device is one of {', '.join(DEVICES)}, got {device!r}")
 
 

@@ -147,7 +147,8 @@ def test_batches_group_similar_lengths_within_limits():
 
 def test_batching_does_not_change_a_texts_vector(converted):
     engine = ConvertedEngine(converted, threads=1)
-    texts = ["short", "a much longer text about steam engines and their pistons " * 5, "x " * 520]  # two windows
+    # The last text takes two windows.
+    texts = ["short", "a much longer text about steam engines and their pistons " * 5, "x " * 520]
     together = engine.embed(texts, "passage")
     for index, text in enumerate(texts):
         np.testing.assert_allclose(together[index], engine.embed([text], "passage")[0], atol=2e-3)

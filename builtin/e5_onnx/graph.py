@@ -152,6 +152,12 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
                 return b.linear_4bit(x, scales * factor, packed, bias, label)
             return b.linear(x, model.q4(f"l{layer}.{name}.w", rows) * factor, bias, label)
 
+        def residual_norm(x: str, added: str, name: str, label: str) -> str:
+            """LayerNorm(x + added) with layer norm ``name`` of this layer."""
+            return b.layer_norm(
+                b.node("Add", [x, added]), vector(f"{name}.w"), vector(f"{name}.b"), label, shape.epsilon
+            )
+
         prefix = f"layer{index}"
         query = dense(x, "q", hidden, f"{prefix}.query", scale)
         key = dense(x, "k", hidden, f"{prefix}.key")
@@ -163,13 +169,7 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
         context = b.node("MatMul", [b.node("Softmax", [scores], axis=-1), value])
         context = b.node("Reshape", [b.node("Transpose", [context], perm=[0, 2, 1, 3]), "shape.hidden"])
         attended = dense(context, "ao", hidden, f"{prefix}.attention.output")
-        x = b.layer_norm(
-            b.node("Add", [x, attended]),
-            vector("aln.w"),
-            vector("aln.b"),
-            f"{prefix}.attention.norm",
-            shape.epsilon,
-        )
+        x = residual_norm(x, attended, "aln", f"{prefix}.attention.norm")
         middle = dense(x, "fi", shape.intermediate, f"{prefix}.intermediate")
         # GELU, erf form (onnxruntime fuses this pattern into one Gelu kernel).
         erf = b.node(
@@ -184,13 +184,7 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
             ],
         )
         output = dense(gelu, "fo", hidden, f"{prefix}.output")
-        x = b.layer_norm(
-            b.node("Add", [x, output]),
-            vector("oln.w"),
-            vector("oln.b"),
-            f"{prefix}.output.norm",
-            shape.epsilon,
-        )
+        x = residual_norm(x, output, "oln", f"{prefix}.output.norm")
 
     # Mean over the real tokens of each row.
     weights = b.node("Unsqueeze", [mask, "axis.last"])

