@@ -201,6 +201,7 @@ def _replace_folder(work: Path, folder: Path) -> None:
     for name in (*FILES, MANIFEST):
         with open(work / name, "rb") as stream:
             os.fsync(stream.fileno())
+    work.chmod(0o755)  # mkdtemp makes it private; a model folder is readable like a downloaded one
     old = None
     if folder.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent))
