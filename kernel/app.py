@@ -34,6 +34,7 @@ from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, PassagewayError
 from passageway.kernel.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
+from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
     from passageway.kernel.config import ConnectorSettings, Settings
@@ -261,7 +262,8 @@ class Kernel:
             source = Source(connector)
             self.sources[connector.name] = source
             try:
-                store = factory(self.settings.data_dir / f"{connector.name}.db", connector.name)
+                store = factory(self.settings.data_dir / f"{connector.name}.db", connector.name,
+                                StoreContext(self.settings.file.store, self.environ))
                 await store.open()
                 source.store = store
             except PassagewayError as error:
