@@ -143,7 +143,7 @@ class PostgresStore:
             pool = ConnectionPool(
                 self._dsn, min_size=1, max_size=self._pool_size, open=False,
                 configure=self._configure, name=f"passageway-{self.source}",
-                check=ConnectionPool.check_connection,
+                kwargs={"application_name": f"passageway {self.source}"},
             )
             pool.open(wait=True, timeout=CONNECT_TIMEOUT)
             self._pool = pool
