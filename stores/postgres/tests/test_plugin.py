@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from passageway_store_postgres.plugin import SETTINGS, postgres_store, store_settings
+from passageway_store_postgres.store import PostgresStore
 
 from passageway.kernel.config import parse_config_text
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries, describe_plugins
 from passageway.kernel.store import StoreContext
-from passageway_store_postgres.plugin import SETTINGS, postgres_store, store_settings
-from passageway_store_postgres.store import PostgresStore
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV = {"PG_DSN": "postgresql://user:secret-password@db.example/passageway"}

@@ -7,11 +7,11 @@ import asyncio
 
 import psycopg
 import pytest
+from passageway_store_postgres.store import PostgresStore
+from passageway_store_postgres.testing import fresh_schema, server_uri
 
 from passageway.kernel.errors import StoreError
 from passageway.testing.store_contract import DIM, doc, question_vector, update_for
-from passageway_store_postgres.store import PostgresStore
-from passageway_store_postgres.testing import fresh_schema, server_uri
 
 
 @pytest.fixture
@@ -38,9 +38,9 @@ async def test_migrations_are_recorded_per_scope_and_a_newer_schema_is_refused(d
     await asyncio.gather(first.open(), second.open())  # two servers migrating at once
     with psycopg.connect(dsn) as connection:
         rows = connection.execute(
-            f"SELECT scope, version FROM {schema_name}.migrations ORDER BY scope").fetchall()  # noqa: S608
+            f"SELECT scope, version FROM {schema_name}.migrations ORDER BY scope").fetchall()
         assert rows == [("", 1), ("notes", 1), ("wiki", 1)]
-        connection.execute(f"INSERT INTO {schema_name}.migrations (scope, version) VALUES ('wiki', 9)")  # noqa: S608
+        connection.execute(f"INSERT INTO {schema_name}.migrations (scope, version) VALUES ('wiki', 9)")
     await asyncio.gather(first.close(), second.close())
     with pytest.raises(StoreError, match="newer passageway"):
         await PostgresStore(dsn, "wiki", schema_name=schema_name).open()
