@@ -28,6 +28,7 @@ from psycopg import sql
 
 TEXT_CONFIG = "passageway_words"
 MIGRATION_LOCK = 0x70617373  # pg_advisory_xact_lock key while migrating ("pass")
+LEAD_LOCK = 0x73796E63  # first key of a source's sync lock ("sync"); the second is the source's
 
 SHARED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: the state table and the text search configuration

@@ -11,6 +11,7 @@ tables are the truth, nothing is cached in memory, and each write is one transac
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -86,6 +87,9 @@ class PostgresStore:
         self._threads = ThreadPoolExecutor(max_workers=self._pool_size, thread_name_prefix=f"pg-{source}")
         self._closed = False
         self._lock = threading.Lock()
+        self._lead_connection: psycopg.Connection[Any] | None = None  # holds the sync lock
+        self._lead_key = int.from_bytes(
+            hashlib.blake2b(f"{schema_name}.{source}".encode(), digest_size=4).digest()) & 0x7FFFFFFF
         self._words = sql.SQL(
             "setweight(to_tsvector({config}, %s), 'A') || setweight(to_tsvector({config}, %s), 'B')"
             " || setweight(to_tsvector({config}, %s), 'C') || setweight(to_tsvector({config}, %s), 'D')"
@@ -191,10 +195,60 @@ class PostgresStore:
         self._closed = True
         pool, self._pool = self._pool, None
         try:
+            await asyncio.get_running_loop().run_in_executor(self._threads, self._drop_lead)
             if pool is not None:
                 await asyncio.get_running_loop().run_in_executor(self._threads, pool.close)
         finally:
             self._threads.shutdown(wait=True)
+
+    # -- which server syncs -----------------------------------------------------------------
+
+    async def lead(self, replica: str) -> bool:
+        """Whether this server is, or has now become, the one that syncs this source.
+
+        The lead is a session advisory lock, keyed by schema and source, held on a connection of its
+        own: PostgreSQL releases it when that connection ends, so a server that dies (or loses its
+        network) gives the lead up, and the next server to ask takes it. ``replica`` names this
+        server in ``application_name``, which :meth:`leader` reads.
+        """
+        return await self._run(self._lead, replica)
+
+    def _lead(self, replica: str) -> bool:
+        connection = self._lead_connection
+        if connection is not None:
+            try:
+                connection.execute("SELECT 1")
+                return True
+            except psycopg.Error:  # the connection, and with it the lock, is gone: try anew
+                self._drop_lead()
+        try:
+            connection = psycopg.connect(self._dsn, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT),
+                                         application_name=f"passageway sync {replica}"[:63])
+        except psycopg.Error:
+            return False
+        row = connection.execute("SELECT pg_try_advisory_lock(%s, %s)", (schema.LEAD_LOCK, self._lead_key)
+                                 ).fetchone()
+        if row is None or not row[0]:
+            connection.close()
+            return False
+        self._lead_connection = connection
+        return True
+
+    def _drop_lead(self) -> None:
+        connection, self._lead_connection = self._lead_connection, None
+        if connection is not None:
+            connection.close()
+
+    async def leader(self) -> str | None:
+        """The ``replica`` name of the server that syncs this source now, or None."""
+        def holder(connection: psycopg.Connection[Any]) -> str | None:
+            row = connection.execute(
+                "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
+                "AND l.objsubid = 2", (schema.LEAD_LOCK, self._lead_key)).fetchone()
+            return None if row is None else str(row[0]).removeprefix("passageway sync ")
+
+        return await self._run(self._read, holder)
 
     # -- state --------------------------------------------------------------------------------
 
