@@ -424,9 +424,10 @@ def unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
 
 
 async def build_scale_index(
-    path: Path, size: int, dim: int, vocabulary: list[str], seed: int
+    path: Path, size: int, dim: int, vocabulary: list[str], seed: int, store: Any = None
 ) -> tuple[Any, float, np.ndarray]:
-    """The index, its build time, and a sample of the vectors stored in it."""
+    """The index (in ``store``, by default a sqlite store at ``path``), its build time, and a
+    sample of the vectors stored in it."""
     from passageway.builtin.storage import SqliteStore
     from passageway.kernel.chunking import passages_for
     from passageway.kernel.records import Item, Section
@@ -435,7 +436,7 @@ async def build_scale_index(
     rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, len(vocabulary) + 1)  # Zipf-like word frequencies
     weights /= weights.sum()
-    store = SqliteStore(path, "scale")
+    store = SqliteStore(path, "scale") if store is None else store
     await store.open()
     await store.reset("random-unit", dim)
     per_item = 5

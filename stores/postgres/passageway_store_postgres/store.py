@@ -27,6 +27,7 @@ from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.kernel.textsearch import CJK_CHARACTER, index_text, query_terms
 from passageway_store_postgres import schema
+from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, within_budget
 from passageway_store_postgres.schema import Names
 
 T = TypeVar("T")
@@ -53,15 +54,16 @@ def vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(repr(float(value)) for value in np.asarray(vector, dtype=np.float32)) + "]"
 
 
-def tsquery_text(question: str) -> str | None:
-    """The question's terms as a ``to_tsquery`` expression of quoted words joined by ``|`` (OR);
-    a CJK pair is the phrase of its two characters, as :func:`index_text` stores them apart.
+def tsquery_text(terms: list[str]) -> str | None:
+    """A question's terms (:func:`query_terms`) as a ``to_tsquery`` expression of quoted words
+    joined by ``|`` (OR); a CJK pair is the phrase of its two characters, as :func:`index_text`
+    stores them apart.
 
-    Terms are runs of word characters, so a question can never be tsquery syntax; None when the
-    question has no words.
+    Terms are runs of word characters, so a question can never be tsquery syntax; None when there
+    are no terms.
     """
     parts = []
-    for term in query_terms(question):
+    for term in terms:
         if CJK_CHARACTER.search(term):
             parts.append("(" + " <-> ".join(f"'{character}'" for character in term) + ")")
         else:
@@ -87,6 +89,8 @@ class PostgresStore:
         self._threads = ThreadPoolExecutor(max_workers=self._pool_size, thread_name_prefix=f"pg-{source}")
         self._closed = False
         self._lock = threading.Lock()
+        self.keyword_row_budget = KEYWORD_ROW_BUDGET  # 0: none (bench/postgres.py compares)
+        self._word_statistics = Statistics(self._statistics)
         self._lead_connection: psycopg.Connection[Any] | None = None  # holds the sync lock
         self._lead_key = int.from_bytes(
             hashlib.blake2b(f"{schema_name}.{source}".encode(), digest_size=4).digest()) & 0x7FFFFFFF
@@ -363,13 +367,41 @@ class PostgresStore:
             tuple(links or ()), updated,
         )
 
-    def _keyword_rows(self, connection: psycopg.Connection[Any], query: str, vector: str,
+    def _statistics(self, connection: psycopg.Connection[Any]) -> tuple[float, dict[str, float]]:
+        """The passage count and common-word fractions PostgreSQL keeps (see :mod:`.budget`)."""
+        row = connection.execute(
+                "SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_stats s "
+            "ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words' "
+            "WHERE n.nspname = %s AND c.relname = %s",
+            (self.schema_name, f"passages:{self.source}")).fetchone()
+        if row is None or row[0] is None or row[0] < 0:  # never analysed: count
+            counted = connection.execute(self.names.format("SELECT count(*) FROM {passages}")).fetchone()
+            return float(counted[0] if counted else 0), {}
+        words, fractions = row[1] or [], row[2] or []
+        return float(row[0]), dict(zip(words, fractions, strict=False))
+
+    def _keyword_query(self, connection: psycopg.Connection[Any], question: str) -> str | None:
+        terms = query_terms(question)
+        if not terms:
+            return None
+        rows, fractions = self._word_statistics.current(connection)
+        return tsquery_text(within_budget(terms, rows, fractions, self.keyword_row_budget))
+
+    def _keyword_rows(self, connection: psycopg.Connection[Any], question: str, vector: str,
                       limit: int) -> list[Candidate]:
+        query = self._keyword_query(connection, question)
+        if query is None:
+            return []
+        # Rank the matches first and join only the best: joining every match cost most of the time.
         statement = sql.SQL(
-            "SELECT " + _COLUMNS + ", ts_rank_cd(%(weights)s, p.words, q.query, %(normalization)s) AS score, "
-            "1 - (p.vector <=> %(vector)s::vector) AS similarity "
-            "FROM {passages} p JOIN {items} i ON i.id = p.item, {tsquery} AS q(query) "
-            "WHERE p.words @@ q.query ORDER BY score DESC, p.key LIMIT %(limit)s"
+            "SELECT " + _COLUMNS + ", best.score, "  # noqa: S608 (constant columns; values are parameters)
+            "1 - (p.vector <=> %(vector)s::vector) AS similarity FROM ("
+            "SELECT m.key, ts_rank_cd(%(weights)s, m.words, q.query, %(normalization)s) AS score "
+            "FROM {passages} m, {tsquery} AS q(query) WHERE m.words @@ q.query "
+            "ORDER BY score DESC, m.key LIMIT %(limit)s) AS best "
+            "JOIN {passages} p ON p.key = best.key JOIN {items} i ON i.id = p.item "
+            "ORDER BY best.score DESC, best.key"
         ).format(passages=self.names.passages, items=self.names.items, tsquery=self._tsquery)
         rows = connection.execute(statement, {
             "weights": RANK_WEIGHTS, "normalization": RANK_NORMALIZATION, "query": query,
@@ -417,23 +449,21 @@ class PostgresStore:
             raise StoreError(f"the index of source {self.source!r} is closed")
         if limit <= 0:
             return [], []
-        query = tsquery_text(question)
         literal = vector_literal(question_vector)
 
         def both(connection: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Candidate]]:
             self._dimension_check(question_vector, connection)
-            keyword = [] if query is None else self._keyword_rows(connection, query, literal, limit)
+            keyword = self._keyword_rows(connection, question, literal, limit)
             return keyword, self._vector_rows(connection, literal, limit)
 
         return self._searching(both)
 
     async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
-        query = tsquery_text(question)
-        if query is None or limit <= 0:
+        if limit <= 0 or not query_terms(question):
             return []
         literal = vector_literal(np.asarray(vector, dtype=np.float32).reshape(-1))
         return await self._run(
-            self._searching, lambda connection: self._keyword_rows(connection, query, literal, limit))
+            self._searching, lambda connection: self._keyword_rows(connection, question, literal, limit))
 
     async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
         question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -463,6 +493,15 @@ class PostgresStore:
             return int(row[0]), int(row[1])
 
         return await self._run(self._read, count)
+
+    async def analyze(self) -> None:
+        """Refresh PostgreSQL's statistics of this source's tables now (autovacuum does it in time;
+        a benchmark that has just written a large index wants them before its first question)."""
+        def analyze(connection: psycopg.Connection[Any]) -> None:
+            connection.execute(self.names.format("ANALYZE {items}"))
+            connection.execute(self.names.format("ANALYZE {passages}"))
+
+        await self._run(self._write, analyze)
 
     async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
         """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""

@@ -91,3 +91,15 @@ async def test_a_second_lost_connection_is_a_store_error_not_silence(opened, mon
     with pytest.raises(StoreError, match="'notes': the PostgreSQL connection failed twice"):
         await asyncio.to_thread(opened.search, "river", question_vector("river"), 5)
     assert len(calls) == 2
+
+
+async def test_the_row_budget_leaves_out_the_commonest_terms_of_a_large_index(opened):
+    texts = ["alpha beta", "alpha gamma", "alpha gamma", "alpha", "alpha"]
+    await opened.apply([update_for(doc(f"n{n}", f"Note {n}", text)) for n, text in enumerate(texts)], [])
+    await opened.analyze()
+    opened.keyword_row_budget = 3  # five passages: "alpha" in all, "gamma" in two, "beta" in one
+    hits = await opened.keyword_search("alpha gamma beta", question_vector("x"), 10)
+    assert sorted(hit.item_id for hit in hits) == ["n0", "n1", "n2"]
+    opened.keyword_row_budget = 0
+    hits = await opened.keyword_search("alpha gamma beta", question_vector("x"), 10)
+    assert len(hits) == 5
