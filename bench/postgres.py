@@ -171,14 +171,16 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str) -> list[str]:
             first_hits: list[Any] = []
             asked: list[Any] = []
             for store_name in STORES:
-                made = None if store_name == "sqlite" else PostgresStore(dsn, "scale", schema_name=schema_name())
+                made = None if store_name == "sqlite" else PostgresStore(
+                    dsn, "scale", schema_name=schema_name())
                 log(f"building {size:,} synthetic passages in the {store_name} store ...")
                 store, seconds, samples = await recall_bench.build_scale_index(
                     Path(folder) / f"scale-{size}.db", size, dim, vocabulary, size, store=made)
                 if store_name == "postgres":
                     await store.analyze()
                 if not asked:
-                    asked = recall_bench.scale_questions(random.Random(size), vocabulary, samples, queries, dim)
+                    asked = recall_bench.scale_questions(
+                        random.Random(size), vocabulary, samples, queries, dim)
                 measured = await recall_bench.measure_scale(store, asked, dim)
                 await store.close()
                 latencies, searches = measured["recall"], measured["searches"]
@@ -187,7 +189,8 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str) -> list[str]:
                     first_hits = measured["hits"]
                     same = "—"
                 else:
-                    agree = sum(1 for a, b in zip(first_hits, measured["hits"], strict=True) if a[:1] == b[:1])
+                    pairs = zip(first_hits, measured["hits"], strict=True)
+                    agree = sum(1 for a, b in pairs if a[:1] == b[:1])
                     same = f"{agree}/{queries}"
                 percentile, ms = recall_bench.percentile, recall_bench.ms
                 lines.append(
@@ -199,7 +202,8 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scale", default="100000", metavar="N,N", help="synthetic index sizes ('' for none)")
+    parser.add_argument("--scale", default="100000", metavar="N,N",
+                        help="synthetic index sizes ('' for none)")
     parser.add_argument("--scale-queries", type=int, default=200, help="questions per synthetic index")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the corpus questions")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
