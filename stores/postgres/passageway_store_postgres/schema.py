@@ -24,11 +24,15 @@ one database migrate it once.
 
 from __future__ import annotations
 
+from typing import Any
+
+import psycopg
 from psycopg import sql
+
+from passageway.kernel.errors import StoreError
 
 TEXT_CONFIG = "passageway_words"
 MIGRATION_LOCK = 0x70617373  # pg_advisory_xact_lock key while migrating ("pass")
-LEAD_LOCK = 0x73796E63  # first key of a source's sync lock ("sync"); the second is the source's
 
 SHARED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: the state table and the text search configuration
@@ -95,3 +99,45 @@ def reset_statements(names: Names, dim: int) -> list[sql.Composed]:
         names.format("CREATE INDEX {vector_index} ON {passages} USING hnsw (vector vector_cosine_ops)"),
         names.format("DELETE FROM {state} WHERE source = %(source)s"),
     ]
+
+
+def migrate(connection: psycopg.Connection[Any], names: Names, source: str) -> None:
+    """Create the schema, the extensions and what the migrations of the shared objects and of
+    ``source`` add that the database lacks, in one transaction; fill in ``names.extension_schemas``.
+
+    :raises StoreError: the database was migrated by a newer passageway.
+    """
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        connection.execute(names.format("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        connection.execute(names.format(
+            "CREATE TABLE IF NOT EXISTS {schema}.migrations (scope text NOT NULL, version integer "
+            "NOT NULL, applied timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (scope, version))"))
+        connection.execute(sql.SQL("SET LOCAL search_path TO public, {}").format(names.schema))
+        for extension in ("vector", "unaccent"):
+            connection.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+        found = dict(connection.execute(
+            "SELECT e.extname, n.nspname FROM pg_extension e JOIN pg_namespace n "
+            "ON n.oid = e.extnamespace WHERE e.extname IN ('vector', 'unaccent')").fetchall())
+        names.extension_schemas = [str(found["vector"]), str(found["unaccent"])]
+        connection.execute(names.search_path())
+        scopes = (("", SHARED_MIGRATIONS), (source, SOURCE_MIGRATIONS))
+        for scope, migrations in scopes:
+            row = connection.execute(
+                names.format(
+                    "SELECT coalesce(max(version), 0) FROM {schema}.migrations WHERE scope = %s"),
+                (scope,)).fetchone()
+            applied = int(row[0]) if row else 0
+            if applied > len(migrations):
+                raise StoreError(
+                    f"the PostgreSQL schema {names.schema_name!r} was migrated by a newer passageway "
+                    f"({scope or 'shared'} version {applied}, this one knows {len(migrations)}); "
+                    "upgrade passageway, or point [store] schema at another schema"
+                )
+            for number in range(applied + 1, len(migrations) + 1):
+                for statement in migrations[number - 1]:
+                    connection.execute(names.format(statement))
+                connection.execute(
+                    names.format("INSERT INTO {schema}.migrations (scope, version) VALUES (%s, %s)"),
+                    (scope, number))
+

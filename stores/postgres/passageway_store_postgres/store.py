@@ -11,7 +11,6 @@ tables are the truth, nothing is cached in memory, and each write is one transac
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.kernel.textsearch import CJK_CHARACTER, index_text, query_terms
 from passageway_store_postgres import schema
 from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, within_budget
+from passageway_store_postgres.lead import Lead, lead_key, leader_of
 from passageway_store_postgres.schema import Names
 
 T = TypeVar("T")
@@ -91,9 +91,8 @@ class PostgresStore:
         self._lock = threading.Lock()
         self.keyword_row_budget = KEYWORD_ROW_BUDGET  # 0: none (bench/postgres.py compares)
         self._word_statistics = Statistics(self._statistics)
-        self._lead_connection: psycopg.Connection[Any] | None = None  # holds the sync lock
-        self._lead_key = int.from_bytes(
-            hashlib.blake2b(f"{schema_name}.{source}".encode(), digest_size=4).digest()) & 0x7FFFFFFF
+        self._lead_key = lead_key(schema_name, source)
+        self._lead = Lead(dsn, self._lead_key, int(CONNECT_TIMEOUT))
         self._words = sql.SQL(
             "setweight(to_tsvector({config}, %s), 'A') || setweight(to_tsvector({config}, %s), 'B')"
             " || setweight(to_tsvector({config}, %s), 'C') || setweight(to_tsvector({config}, %s), 'D')"
@@ -141,7 +140,7 @@ class PostgresStore:
             # The schema must exist before a connection's search_path can point at it.
             try:
                 with psycopg.connect(self._dsn, connect_timeout=int(CONNECT_TIMEOUT)) as connection:
-                    self._migrate(connection)
+                    schema.migrate(connection, self.names, self.source)
             except psycopg.Error as error:
                 raise StoreError(
                     f"source {self.source!r}: the PostgreSQL index cannot be opened: "
@@ -156,42 +155,6 @@ class PostgresStore:
             pool.open(wait=True, timeout=CONNECT_TIMEOUT)
             self._pool = pool
 
-    def _migrate(self, connection: psycopg.Connection[Any]) -> None:
-        names = self.names
-        with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (schema.MIGRATION_LOCK,))
-            connection.execute(names.format("CREATE SCHEMA IF NOT EXISTS {schema}"))
-            connection.execute(names.format(
-                "CREATE TABLE IF NOT EXISTS {schema}.migrations (scope text NOT NULL, version integer "
-                "NOT NULL, applied timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (scope, version))"))
-            connection.execute(sql.SQL("SET LOCAL search_path TO public, {}").format(names.schema))
-            for extension in ("vector", "unaccent"):
-                connection.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
-            found = dict(connection.execute(
-                "SELECT e.extname, n.nspname FROM pg_extension e JOIN pg_namespace n "
-                "ON n.oid = e.extnamespace WHERE e.extname IN ('vector', 'unaccent')").fetchall())
-            names.extension_schemas = [str(found["vector"]), str(found["unaccent"])]
-            connection.execute(names.search_path())
-            scopes = (("", schema.SHARED_MIGRATIONS), (self.source, schema.SOURCE_MIGRATIONS))
-            for scope, migrations in scopes:
-                row = connection.execute(
-                    names.format(
-                        "SELECT coalesce(max(version), 0) FROM {schema}.migrations WHERE scope = %s"),
-                    (scope,)).fetchone()
-                applied = int(row[0]) if row else 0
-                if applied > len(migrations):
-                    raise StoreError(
-                        f"the PostgreSQL schema {self.schema_name!r} was migrated by a newer passageway "
-                        f"({scope or 'shared'} version {applied}, this one knows {len(migrations)}); "
-                        "upgrade passageway, or point [store] schema at another schema"
-                    )
-                for number in range(applied + 1, len(migrations) + 1):
-                    for statement in migrations[number - 1]:
-                        connection.execute(names.format(statement))
-                    connection.execute(
-                        names.format("INSERT INTO {schema}.migrations (scope, version) VALUES (%s, %s)"),
-                        (scope, number))
-
     async def close(self) -> None:
         """Close the pool once running searches are done; closing twice is harmless."""
         if self._closed:
@@ -199,7 +162,7 @@ class PostgresStore:
         self._closed = True
         pool, self._pool = self._pool, None
         try:
-            await asyncio.get_running_loop().run_in_executor(self._threads, self._drop_lead)
+            await asyncio.get_running_loop().run_in_executor(self._threads, self._lead.drop)
             if pool is not None:
                 await asyncio.get_running_loop().run_in_executor(self._threads, pool.close)
         finally:
@@ -208,51 +171,13 @@ class PostgresStore:
     # -- which server syncs -----------------------------------------------------------------
 
     async def lead(self, replica: str) -> bool:
-        """Whether this server is, or has now become, the one that syncs this source.
-
-        The lead is a session advisory lock, keyed by schema and source, held on a connection of its
-        own: PostgreSQL releases it when that connection ends, so a server that dies (or loses its
-        network) gives the lead up, and the next server to ask takes it. ``replica`` names this
-        server in ``application_name``, which :meth:`leader` reads.
-        """
-        return await self._run(self._lead, replica)
-
-    def _lead(self, replica: str) -> bool:
-        connection = self._lead_connection
-        if connection is not None:
-            try:
-                connection.execute("SELECT 1")
-                return True
-            except psycopg.Error:  # the connection, and with it the lock, is gone: try anew
-                self._drop_lead()
-        try:
-            connection = psycopg.connect(self._dsn, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT),
-                                         application_name=f"passageway sync {replica}"[:63])
-        except psycopg.Error:
-            return False
-        row = connection.execute("SELECT pg_try_advisory_lock(%s, %s)", (schema.LEAD_LOCK, self._lead_key)
-                                 ).fetchone()
-        if row is None or not row[0]:
-            connection.close()
-            return False
-        self._lead_connection = connection
-        return True
-
-    def _drop_lead(self) -> None:
-        connection, self._lead_connection = self._lead_connection, None
-        if connection is not None:
-            connection.close()
+        """Whether this server is, or has now become, the one that syncs this source (see
+        :mod:`.lead`); ``replica`` names this server for :meth:`leader`."""
+        return await self._run(self._lead.take, replica)
 
     async def leader(self) -> str | None:
         """The ``replica`` name of the server that syncs this source now, or None."""
-        def holder(connection: psycopg.Connection[Any]) -> str | None:
-            row = connection.execute(
-                "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
-                "AND l.objsubid = 2", (schema.LEAD_LOCK, self._lead_key)).fetchone()
-            return None if row is None else str(row[0]).removeprefix("passageway sync ")
-
-        return await self._run(self._read, holder)
+        return await self._run(self._read, lambda connection: leader_of(connection, self._lead_key))
 
     # -- state --------------------------------------------------------------------------------
 
