@@ -34,10 +34,10 @@ T = TypeVar("T")
 
 PATH_SEPARATOR = " › "
 RANK_WEIGHTS = "{0.5, 0.5, 0.75, 1.0}"
-"""``ts_rank_cd`` weights of D (text), C (path), B (heading) and A (title): the same proportions
+"""``ts_rank`` weights of D (text), C (path), B (heading) and A (title): the same proportions
 as the sqlite store's BM25 column weights (1, 1, 1.5, 2)."""
 RANK_NORMALIZATION = 1
-"""``ts_rank_cd`` divides by 1 + the logarithm of the passage's length: a long passage that
+"""``ts_rank`` divides by 1 + the logarithm of the passage's length: a long passage that
 mentions a word once ranks below a short one about it, as BM25's length term does."""
 EF_SEARCH = 100
 """pgvector's ``hnsw.ef_search`` (candidate list of the graph walk): at least recall's 50
@@ -97,8 +97,7 @@ class PostgresStore:
             "setweight(to_tsvector({config}, %s), 'A') || setweight(to_tsvector({config}, %s), 'B')"
             " || setweight(to_tsvector({config}, %s), 'C') || setweight(to_tsvector({config}, %s), 'D')"
         ).format(config=sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}"))
-        self._tsquery = sql.SQL("to_tsquery({}::regconfig, %(query)s)").format(
-            sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}"))
+        self._config = sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}")
 
     # -- connections --------------------------------------------------------------------------
 
@@ -306,32 +305,44 @@ class PostgresStore:
         words, fractions = row[1] or [], row[2] or []
         return float(row[0]), dict(zip(words, fractions, strict=False))
 
-    def _keyword_query(self, connection: psycopg.Connection[Any], question: str) -> str | None:
+    def _keyword_terms(self, connection: psycopg.Connection[Any], question: str) -> tuple[list[str], float]:
+        """The question's terms within the row budget, each as a ``to_tsquery`` expression, and
+        the passage count the budget was estimated against."""
         terms = query_terms(question)
         if not terms:
-            return None
+            return [], 0.0
         rows, fractions = self._word_statistics.current(connection)
-        return tsquery_text(within_budget(terms, rows, fractions, self.keyword_row_budget))
+        kept = within_budget(terms, rows, fractions, self.keyword_row_budget)
+        return [text for term in kept if (text := tsquery_text([term])) is not None], rows
 
     def _keyword_rows(self, connection: psycopg.Connection[Any], question: str, vector: str,
                       limit: int) -> list[Candidate]:
-        query = self._keyword_query(connection, question)
-        if query is None:
+        """BM25-like: each term's ``ts_rank`` in a passage (column weights, length normalised),
+        weighted by the term's inverse document frequency (counted among its matches, which the
+        budget keeps few), summed; only the best passages are then joined with their items."""
+        terms, rows = self._keyword_terms(connection, question)
+        if not terms:
             return []
-        # Rank the matches first and join only the best: joining every match cost most of the time.
         statement = sql.SQL(
-            "SELECT " + _COLUMNS + ", best.score, "  # noqa: S608 (constant columns; values are parameters)
-            "1 - (p.vector <=> %(vector)s::vector) AS similarity FROM ("
-            "SELECT m.key, ts_rank_cd(%(weights)s, m.words, q.query, %(normalization)s) AS score "
-            "FROM {passages} m, {tsquery} AS q(query) WHERE m.words @@ q.query "
-            "ORDER BY score DESC, m.key LIMIT %(limit)s) AS best "
-            "JOIN {passages} p ON p.key = best.key JOIN {items} i ON i.id = p.item "
+            "WITH t AS (SELECT u.number, to_tsquery({config}::regconfig, u.text) AS q "  # noqa: S608 (constant text; values are parameters)
+            "FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(text, number)), "
+            "hits AS (SELECT t.number, m.key, ts_rank(%(weights)s, m.words, t.q, %(normalization)s) AS r "
+            "FROM t JOIN {passages} m ON m.words @@ t.q), "
+            "frequency AS (SELECT number, count(*) AS n FROM hits GROUP BY number), "
+            "total AS (SELECT CASE WHEN %(rows)s > %(exact_below)s THEN %(rows)s::float8 "
+            "ELSE (SELECT count(*) FROM {passages})::float8 END AS n), "
+            "best AS (SELECT h.key, sum(ln(1 + (greatest(total.n, f.n) - f.n + 0.5) / (f.n + 0.5)) * h.r) "
+            "AS score FROM hits h JOIN frequency f USING (number), total "
+            "GROUP BY h.key ORDER BY score DESC, h.key LIMIT %(limit)s) "
+            "SELECT " + _COLUMNS + ", best.score, 1 - (p.vector <=> %(vector)s::vector) AS similarity "
+            "FROM best JOIN {passages} p ON p.key = best.key JOIN {items} i ON i.id = p.item "
             "ORDER BY best.score DESC, best.key"
-        ).format(passages=self.names.passages, items=self.names.items, tsquery=self._tsquery)
-        rows = connection.execute(statement, {
-            "weights": RANK_WEIGHTS, "normalization": RANK_NORMALIZATION, "query": query,
-            "vector": vector, "limit": limit}).fetchall()
-        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(rows)]
+        ).format(passages=self.names.passages, items=self.names.items, config=self._config)
+        found = connection.execute(statement, {
+            "terms": terms, "weights": RANK_WEIGHTS, "normalization": RANK_NORMALIZATION, "rows": rows,
+            "exact_below": max(self.keyword_row_budget, KEYWORD_ROW_BUDGET), "vector": vector,
+            "limit": limit}).fetchall()
+        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(found)]
 
     def _vector_rows(self, connection: psycopg.Connection[Any], vector: str, limit: int) -> list[Candidate]:
         statement = sql.SQL(
