@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import psycopg
 import pytest
 from passageway_store_postgres.store import PostgresStore
@@ -103,3 +104,11 @@ async def test_the_row_budget_leaves_out_the_commonest_terms_of_a_large_index(op
     opened.keyword_row_budget = 0
     hits = await opened.keyword_search("alpha gamma beta", question_vector("x"), 10)
     assert len(hits) == 5
+
+
+async def test_a_question_vector_of_another_dimension_is_a_store_error(opened):
+    await opened.apply([update_for(doc("mill", "Mill", "the mill by the river"))], [])
+    with pytest.raises(StoreError, match="dimension"):
+        await asyncio.to_thread(opened.search, "river", np.ones(8, dtype=np.float32) / np.sqrt(8), 5)
+    with pytest.raises(StoreError, match="dimension"):
+        await opened.vector_search(np.ones(8, dtype=np.float32) / np.sqrt(8), 5)
