@@ -159,9 +159,7 @@ async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
 async def scale_rows(sizes: list[int], queries: int, dsn: str) -> list[str]:
     from passageway_store_postgres.store import PostgresStore
 
-    rng = random.Random(11)
-    vocabulary = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
-                         for _ in range(20000)})
+    vocabulary = recall_bench.synthetic_vocabulary(random.Random(11))
     lines = ["| Synthetic index | Store | build s | store searches p50 / p95 ms | recall p50 ms "
              "| recall p95 ms | answered | same top hit as sqlite |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]

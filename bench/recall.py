@@ -417,6 +417,12 @@ class GivenVectorEmbedder:
         return None
 
 
+def synthetic_vocabulary(rng: random.Random) -> list[str]:
+    """The synthetic indexes' 20,000 made-up words (Zipf-weighted by their sorted position)."""
+    return sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
+                   for _ in range(20000)})
+
+
 def unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
     matrix = rng.standard_normal((count, dim)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -549,8 +555,7 @@ async def scale_part(
     compare_gather: bool = False,
 ) -> list[str]:
     rng = random.Random(11)
-    vocabulary = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
-                         for _ in range(20000)})
+    vocabulary = synthetic_vocabulary(rng)
     lines = ["| Synthetic index | build s | store searches p50 / p95 ms | recall p50 ms | recall p95 ms "
              "| target p95 | answered |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]

@@ -15,13 +15,14 @@ from passageway_store_postgres.store import PostgresStore
 from passageway_store_postgres.testing import fresh_schema, server_uri
 
 from passageway.builtin import keyword_workers
-from passageway.builtin.storage import MIGRATIONS, SIDE_BY_SIDE_FROM, SqliteStore, _similarities
+from passageway.builtin.storage import MIGRATIONS, SqliteStore, _similarities
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import ItemUpdate, Store
 from passageway.kernel.textsearch import match_terms
+from passageway.testing import store_contract
 from passageway.testing.store_contract import *  # noqa: F403  (the contract tests, run for both stores)
 from passageway.testing.toy_embedder import toy_vectors
 from tests.sync_helpers import item
@@ -115,25 +116,10 @@ async def test_writes_keep_the_file_intact_and_a_failing_one_rolls_back(store):
     assert await store.check_integrity() == []
 
 
-@pytest.mark.parametrize("side_by_side_from", [SIDE_BY_SIDE_FROM, 0])
-async def test_search_side_by_side_gives_the_same_lists(store, monkeypatch, side_by_side_from):
+async def test_search_side_by_side_gives_the_same_lists(store, monkeypatch):
     # 0: even this small index runs its vector search in the store's reader thread meanwhile
-    monkeypatch.setattr("passageway.builtin.storage.SIDE_BY_SIDE_FROM", side_by_side_from)
-    entries = [doc(name, name.title(), f"the mill by the river {name}") for name in ("alpha", "beta")]
-    entries.append(doc("bread", "Bread", "flour water yeast salt oven"))
-    await store.apply([update_for(entry) for entry in entries], [])
-    vector = question_vector("mill river")
-    results: list[object] = []
-    thread = threading.Thread(target=lambda: results.append(store.search("mill river", vector, 5)))
-    thread.start()
-    thread.join()
-    keyword, by_vector = results[0]
-    assert keyword == await store.keyword_search("mill river", vector, 5)
-    assert by_vector == await store.vector_search(vector, 5)
-    assert len(keyword) == 2 and len(by_vector) == 3
-    # no words to search for: the vector list alone
-    assert store.search("", vector, 5) == ([], by_vector)
-    assert store.search("mill", vector, 0) == ([], [])
+    monkeypatch.setattr("passageway.builtin.storage.SIDE_BY_SIDE_FROM", 0)
+    await store_contract.test_search_gives_both_lists_from_any_thread(store)  # the contract test too
 
 
 def held_up(monkeypatch, store: SqliteStore, method: str) -> tuple[threading.Event, threading.Event]:
