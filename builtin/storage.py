@@ -47,8 +47,8 @@ import numpy as np
 from passageway import hookimpl
 from passageway.builtin.keyword_workers import WORKERS, parts, read
 from passageway.kernel.data_folder import FILE_MODE, private_file
-from passageway.kernel.errors import StoreError
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.errors import ConfigError, StoreError
+from passageway.kernel.store import Candidate, ItemUpdate, StoreContext, StoredItem
 from passageway.kernel.textsearch import index_text, match_terms
 
 log = logging.getLogger("passageway.storage")
@@ -936,8 +936,16 @@ def _checksum(path: Path) -> str:
     return digest.hexdigest()
 
 
-def sqlite_store(path: Path, source: str) -> SqliteStore:
-    """The factory registered as ``sqlite``: the index of ``source`` in the file ``path``."""
+def sqlite_store(path: Path, source: str, context: StoreContext | None = None) -> SqliteStore:
+    """The factory registered as ``sqlite``: the index of ``source`` in the file ``path``.
+
+    :raises ConfigError: ``[store]`` holds a setting (the sqlite store has none).
+    """
+    if context is not None and context.settings:
+        raise ConfigError(
+            f"[store] has {', '.join(sorted(context.settings))}, but the sqlite store takes no settings; "
+            "remove the [store] table or set PASSAGEWAY_STORE to the store it was written for"
+        )
     return SqliteStore(path, source)
 
 

@@ -34,6 +34,8 @@ from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, PassagewayError
 from passageway.kernel.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
+from passageway.kernel.replicas import Role, SharedStore, replica_name, run_source
+from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
     from passageway.kernel.config import ConnectorSettings, Settings
@@ -123,6 +125,9 @@ class Kernel:
         self.vector_cache: Any = None
         self._sync_tasks: dict[str, asyncio.Task[Any]] = {}
         self._sync_errors: dict[str, str] = {}
+        self.replica = replica_name()
+        """This server's name among replicas sharing one index (see kernel/replicas.py)."""
+        self._roles: dict[str, Role] = {}
         """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
 
     # -----------------------------------------------------------------------------------------
@@ -268,7 +273,8 @@ class Kernel:
             source = Source(connector)
             self.sources[connector.name] = source
             try:
-                store = factory(self.settings.data_dir / f"{connector.name}.db", connector.name)
+                store = factory(self.settings.data_dir / f"{connector.name}.db", connector.name,
+                                StoreContext(self.settings.file.store, self.environ))
                 await store.open()
                 source.store = store
             except PassagewayError as error:
@@ -368,7 +374,11 @@ class Kernel:
     async def _run_source(self, source: Source) -> None:
         assert self.settings is not None and source.sync is not None
         try:
-            await source.sync.run_forever(self.settings.poll_seconds, self.settings.reconcile_seconds)
+            role = Role(self.replica)
+            if isinstance(source.store, SharedStore):  # health shows which replica syncs it
+                role = self._roles.setdefault(source.name, role)
+            await run_source(source.sync, source.store, self.settings.poll_seconds,
+                             self.settings.reconcile_seconds, role)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the sync's own bug: this source stops, the server does not
@@ -521,6 +531,8 @@ class Kernel:
                 entry["state"] = "indexing"  # not built yet: the first sync has not finished
         elif self.embedder_error is not None and error is None:
             error = f"waiting for the embedder: {self.embedder_error}"
+        if source.name in self._roles:  # a shared store: which replica syncs the source
+            entry.update(self._roles[source.name].view())
         if error is not None:
             entry["state"] = "failing"
             entry["failing"] = True

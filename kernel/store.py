@@ -8,8 +8,8 @@ run SQLite and vector search in a thread so the event loop never blocks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
@@ -129,3 +129,17 @@ class Store(Protocol):
         ...
 
     async def set_state(self, key: str, value: str) -> None: ...
+
+
+@attrs.frozen
+class StoreContext:
+    """What a store factory gets besides the index path and the source name.
+
+    ``settings`` is the ``[store]`` table of ``passageway.toml`` as written (empty when there is
+    none): its keys belong to the store named by ``PASSAGEWAY_STORE``, which checks them and
+    raises ``ConfigError`` naming a key it does not know. ``environ`` resolves ``env:NAME``
+    references among them (:func:`passageway.kernel.config.resolve_secrets`).
+    """
+
+    settings: Mapping[str, Any] = attrs.field(factory=dict)
+    environ: Mapping[str, str] = attrs.field(factory=dict)

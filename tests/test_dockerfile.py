@@ -72,7 +72,8 @@ def test_the_build_installs_from_the_lock_file_without_downloads():
 
 def test_every_workspace_member_is_copied():
     copied = {rest.split()[0] for keyword, rest in instructions() if keyword == "COPY"}
-    members = [*ROOT.glob("connectors/*/pyproject.toml"), *ROOT.glob("embedders/*/pyproject.toml")]
+    members = [*ROOT.glob("connectors/*/pyproject.toml"), *ROOT.glob("embedders/*/pyproject.toml"),
+               *ROOT.glob("stores/*/pyproject.toml")]
     for member in members:
         assert member.relative_to(ROOT).as_posix() in copied
 

@@ -33,7 +33,7 @@ def test_every_environment_variable_is_documented(variable):
 
 
 @pytest.mark.parametrize(
-    "key", sorted(config.CONNECTOR_KEYS | config.EMBEDDER_KEYS | {"embedder", "embedders", "connector"})
+    "key", sorted(config.CONNECTOR_KEYS | config.EMBEDDER_KEYS | config.TOP_LEVEL_KEYS)
 )
 def test_every_config_key_is_documented(key):
     assert f"`{key}`" in configuration_page() or f"[{key}" in configuration_page()
@@ -104,6 +104,7 @@ def test_every_setting_of_a_bundled_program_is_in_its_readme(package):
 def markdown_files() -> list[Path]:
     files = [*sorted(DOCS.rglob("*.md")), ROOT / "README.md"]
     files += sorted(ROOT.glob("connectors/*/README.md")) + sorted(ROOT.glob("embedders/*/README.md"))
+    files += sorted(ROOT.glob("stores/*/README.md"))
     files += [ROOT / "sdk" / "README.md"] if (ROOT / "sdk" / "README.md").exists() else []
     return files
 

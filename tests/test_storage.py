@@ -11,15 +11,19 @@ import threading
 
 import numpy as np
 import pytest
+from passageway_store_postgres.store import PostgresStore
+from passageway_store_postgres.testing import fresh_schema, server_uri
 
 from passageway.builtin import keyword_workers
-from passageway.builtin.storage import MIGRATIONS, SIDE_BY_SIDE_FROM, SqliteStore, _similarities
+from passageway.builtin.storage import MIGRATIONS, SqliteStore, _similarities
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import ItemUpdate, Store
 from passageway.kernel.textsearch import match_terms
+from passageway.testing import store_contract
+from passageway.testing.store_contract import *  # noqa: F403  (the contract tests, run for both stores)
 from passageway.testing.toy_embedder import toy_vectors
 from tests.sync_helpers import item
 
@@ -29,6 +33,23 @@ DIM = 64
 def update_for(entry: Item) -> ItemUpdate:
     passages = passages_for(entry)
     return ItemUpdate(entry, passages, toy_vectors([p.embedding_input for p in passages], DIM))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def contract_store(request, tmp_path):
+    """The store under the contract tests (passageway.testing.store_contract): each store in turn."""
+    if request.param == "sqlite":
+        opened = SqliteStore(tmp_path / "notes.db", "notes")
+    else:
+        try:
+            dsn = server_uri()
+        except RuntimeError as error:
+            pytest.skip(str(error))
+        opened = PostgresStore(dsn, "notes", schema_name=fresh_schema())
+    await opened.open()
+    await opened.reset("toy-hash-64", DIM)
+    yield opened
+    await opened.close()
 
 
 @pytest.fixture
@@ -82,125 +103,23 @@ async def test_a_newer_schema_or_a_broken_file_is_a_store_error(tmp_path):
         await SqliteStore(broken, "broken").open()
 
 
-async def test_reset_records_the_embedder_and_empties_the_index(store):
-    await store.apply([update_for(item(1))], [])
-    await store.set_state("last_poll", "2026-01-01T00:00:00Z")
-    assert await store.embedder() == ("toy-hash-64", DIM)
-    await store.reset("other", 32)
-    assert await store.embedder() == ("other", 32)
-    assert await store.counts() == (0, 0)
-    assert await store.get_state("last_poll") is None
-
-
-async def test_apply_stores_versions_counts_items_and_deletes(store):
+async def test_writes_keep_the_file_intact_and_a_failing_one_rolls_back(store):
+    # the contract tests (passageway.testing.store_contract) check what is stored; this checks the file
     await store.apply([update_for(item(n)) for n in range(3)], [])
-    assert await store.versions() == {"item-0": "1", "item-1": "1", "item-2": "1"}
-    assert await store.counts() == (3, 6)
     await store.apply([update_for(item(1, "2", sections=3))], ["item-0"])
-    assert await store.versions() == {"item-1": "2", "item-2": "1"}
-    assert await store.counts() == (2, 5)
-    found = await store.items(["item-2", "missing", "item-1"])
-    assert [(entry.item_id, entry.url) for entry in found] == [
-        ("item-2", "https://example.test/item/2"), ("item-1", "https://example.test/item/1")]
     assert await store.check_integrity() == []
-
-
-async def test_a_failing_apply_leaves_the_index_as_it_was(store):
-    await store.apply([update_for(item(1))], [])
-    good = update_for(item(2))
     duplicate = Passage("item-3", 0, None, "x", "t: x", "d" * 64)
     bad = ItemUpdate(item(3), [duplicate, duplicate], toy_vectors(["a", "b"], DIM))  # same ordinal twice
     with pytest.raises(sqlite3.IntegrityError):
-        await store.apply([good, bad], ["item-1"])
-    assert await store.versions() == {"item-1": "1"}
-    assert await store.counts() == (1, 2)
+        await store.apply([update_for(item(4)), bad], ["item-1"])
+    assert await store.versions() == {"item-1": "2", "item-2": "1"}
     assert await store.check_integrity() == []
-    hits = await store.vector_search(question_vector("river"), 10)
-    assert [hit.item_id for hit in hits] == ["item-1", "item-1"]
 
 
-async def test_vectors_of_the_wrong_dimension_are_refused(store):
-    entry = item(1)
-    passages = passages_for(entry)
-    with pytest.raises(StoreError, match="dimension"):
-        await store.apply([ItemUpdate(entry, passages, toy_vectors(["a", "b"], 32))], [])
-
-
-async def test_vector_search_returns_the_nearest_passages_with_their_cosine(store):
-    entries = [doc("tesla", "Tesla", "alternating current induction motor"),
-               doc("bread", "Bread", "flour water yeast salt oven")]
-    await store.apply([update_for(entry) for entry in entries], [])
-    vector = question_vector("induction motor current")
-    hits = await store.vector_search(vector, 2)
-    assert [hit.item_id for hit in hits] == ["tesla", "bread"]
-    assert [hit.rank for hit in hits] == [0, 1]
-    expected = toy_vectors([passages_for(entries[0])[0].embedding_input], DIM)[0]
-    assert hits[0].similarity == pytest.approx(float(expected @ vector), abs=1e-5)
-    assert hits[0].title == "Tesla" and hits[0].heading == "Section 0" and hits[0].source == "notes"
-
-
-async def test_every_keyword_candidate_gets_its_own_cosine(store):
-    entries = [doc(name, name.title(), f"the mill by the river {name}")
-               for name in ("alpha", "beta", "gamma")]
-    await store.apply([update_for(entry) for entry in entries], [])
-    vector = question_vector("mill river")
-    hits = await store.keyword_search("mill river", vector, 5)
-    assert sorted(hit.item_id for hit in hits) == ["alpha", "beta", "gamma"]
-    by_id = {entry.id: entry for entry in entries}
-    for hit in hits:
-        stored = toy_vectors([passages_for(by_id[hit.item_id])[0].embedding_input], DIM)[0]
-        assert hit.similarity == pytest.approx(float(stored @ vector), abs=1e-5)
-
-
-@pytest.mark.parametrize("side_by_side_from", [SIDE_BY_SIDE_FROM, 0])
-async def test_search_gives_both_lists_from_any_thread(store, monkeypatch, side_by_side_from):
+async def test_search_side_by_side_gives_the_same_lists(store, monkeypatch):
     # 0: even this small index runs its vector search in the store's reader thread meanwhile
-    monkeypatch.setattr("passageway.builtin.storage.SIDE_BY_SIDE_FROM", side_by_side_from)
-    entries = [doc(name, name.title(), f"the mill by the river {name}") for name in ("alpha", "beta")]
-    entries.append(doc("bread", "Bread", "flour water yeast salt oven"))
-    await store.apply([update_for(entry) for entry in entries], [])
-    vector = question_vector("mill river")
-    results: list[object] = []
-    thread = threading.Thread(target=lambda: results.append(store.search("mill river", vector, 5)))
-    thread.start()
-    thread.join()
-    keyword, by_vector = results[0]
-    assert keyword == await store.keyword_search("mill river", vector, 5)
-    assert by_vector == await store.vector_search(vector, 5)
-    assert len(keyword) == 2 and len(by_vector) == 3
-    # no words to search for: the vector list alone
-    assert store.search("", vector, 5) == ([], by_vector)
-    assert store.search("mill", vector, 0) == ([], [])
-
-
-async def test_searches_from_other_threads_while_items_are_rewritten(store):
-    await store.apply([update_for(doc(f"n{n}", "Version 0", f"mill river wheel {n}")) for n in range(5)], [])
-    vector = question_vector("mill river wheel")
-    seen: set[str] = set()
-    errors: list[BaseException] = []
-    done = threading.Event()
-
-    def ask() -> None:
-        try:
-            while not done.is_set():
-                keyword, by_vector = store.search("mill river", vector, 10)
-                seen.update(hit.title for hit in [*keyword, *by_vector])
-        except BaseException as error:  # reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=ask) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for version in range(1, 16):
-        await store.apply([update_for(doc(f"n{n}", f"Version {version}", f"mill river wheel {n}"))
-                           for n in range(5)], [])
-    done.set()
-    for thread in threads:
-        thread.join()
-    assert not errors
-    assert seen and seen <= {f"Version {version}" for version in range(16)}
-    keyword, by_vector = store.search("mill river", vector, 10)
-    assert {hit.title for hit in [*keyword, *by_vector]} == {"Version 15"}
+    monkeypatch.setattr("passageway.builtin.storage.SIDE_BY_SIDE_FROM", 0)
+    await store_contract.test_search_gives_both_lists_from_any_thread(store)  # the contract test too
 
 
 def held_up(monkeypatch, store: SqliteStore, method: str) -> tuple[threading.Event, threading.Event]:
@@ -290,22 +209,6 @@ def test_similarities_give_zero_for_a_missing_or_foreign_vector():
     assert _similarities([same, same], vector) == pytest.approx([0.6, 0.6])
     assert _similarities([same, other, None], vector) == pytest.approx([0.6, 0.0, 0.0])
     assert _similarities([], vector) == []
-
-
-async def test_keyword_candidates_carry_the_cosine_and_bm25(store):
-    entries = [doc("a", "Engines", "The steam engine drove the mill.", path=("Tech", "History")),
-               doc("b", "Gardens", "Roses need sun."), doc("c", "Rivers", "Rivers need rain.")]
-    await store.apply([update_for(entry) for entry in entries], [])
-    vector = question_vector("steam engine")
-    hits = await store.keyword_search("Who built the steam engine?", vector, 5)
-    assert [hit.item_id for hit in hits] == ["a"]
-    stored = toy_vectors([passages_for(entries[0])[0].embedding_input], DIM)[0]
-    assert hits[0].similarity == pytest.approx(float(stored @ vector), abs=1e-5)
-    assert hits[0].keyword_score > 0
-    assert hits[0].path == ("Tech", "History")
-    # the path and the title are searchable too
-    assert [hit.item_id for hit in await store.keyword_search("history", vector, 5)] == ["a"]
-    assert [hit.item_id for hit in await store.keyword_search("gardens", vector, 5)] == ["b"]
 
 
 async def budget_store(tmp_path, budget: int) -> SqliteStore:
@@ -490,55 +393,6 @@ async def test_a_split_search_counts_terms_in_workers_and_keeps_the_same_budget(
             kept.add(len(whole.split(" OR ")) if whole else 0)
     assert kept >= {0, 1, 2}  # budgets that kept no term, one term, and more
     await store.close()
-
-
-async def test_title_and_heading_words_weigh_more_than_body_words(store):
-    await store.apply([
-        update_for(doc("body", "Misc", "a note about lighthouses and more words here")),
-        update_for(doc("title", "Lighthouses", "a note about coasts and more words here")),
-    ], [])
-    hits = await store.keyword_search("lighthouses", question_vector("x"), 5)
-    assert [hit.item_id for hit in hits] == ["title", "body"]
-
-
-@pytest.mark.parametrize("question", [
-    '"unbalanced quote', 'steam AND engine', 'NEAR(steam engine)', 'steam*', '-engine', 'title:steam',
-    '(steam) OR (', 'engine)', '^steam', '', '   ', '?!.,;', '"" ""', '+', 'steam - engine: "x"',
-    'NOT', 'AND OR NOT', '{title}: steam', 'steam_engine', '___', '\x00 steam',
-])
-async def test_no_question_is_an_fts_syntax_error(store, question):
-    await store.apply([update_for(doc("a", "Engines", "The steam engine drove the mill."))], [])
-    hits = await store.keyword_search(question, question_vector("steam"), 5)
-    assert isinstance(hits, list)
-    if "steam" in question.lower():
-        assert [hit.item_id for hit in hits] == ["a"]
-
-
-async def test_german_umlauts_and_sharp_s(store):
-    await store.apply([update_for(doc("de", "Dampfmaschine", "Die Straße führte über die Brücke zur Mühle.")),
-                       update_for(doc("en", "Bridge", "The road led over the bridge to the mill."))], [])
-    vector = question_vector("x")
-    for question in ("Brücke", "brucke", "BRÜCKE", "Straße", "strasse", "STRASSE", "muhle",
-                     "Welche Straße führt zur Mühle?"):
-        assert [hit.item_id for hit in await store.keyword_search(question, vector, 5)] == ["de"], question
-
-
-async def test_cjk_text_is_found_by_words_inside_a_run(store):
-    await store.apply([update_for(doc("ja", "東京", "東京は日本の首都です。人口は多い。")),
-                       update_for(doc("zh", "北京", "北京是中国的首都。")),
-                       update_for(doc("en", "Paris", "Paris is the capital of France."))], [])
-    vector = question_vector("x")
-    assert {hit.item_id for hit in await store.keyword_search("首都", vector, 5)} == {"ja", "zh"}
-    hits = await store.keyword_search("日本の首都はどこですか", vector, 5)
-    assert hits[0].item_id == "ja"
-    assert [hit.item_id for hit in await store.keyword_search("中国", vector, 5)] == ["zh"]
-    assert [hit.item_id for hit in await store.keyword_search("capital", vector, 5)] == ["en"]
-
-
-async def test_the_store_state_table(store):
-    assert await store.get_state("last_poll") is None
-    await store.set_state("last_poll", "2026-11-30T10:00:00Z")
-    assert await store.get_state("last_poll") == "2026-11-30T10:00:00Z"
 
 
 async def _results(path) -> list[tuple[str, float]]:

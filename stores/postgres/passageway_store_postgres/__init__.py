@@ -1,0 +1,1 @@
+"""passageway-store-postgres: the ``postgres`` store plugin (PostgreSQL with pgvector)."""

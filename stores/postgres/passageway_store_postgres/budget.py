@@ -1,0 +1,70 @@
+"""The keyword row budget: leave out the question's commonest words on a large index.
+
+Ranking costs PostgreSQL a few microseconds per matching passage (it reads each one's
+``tsvector``), and a word found in most passages of a large index matches hundreds of thousands
+of them while telling them apart least. As the sqlite store does with its own budget, the terms
+are taken from the rarest up while the passages they match add up to at most
+:data:`KEYWORD_ROW_BUDGET`; when even the rarest matches more, there is no keyword search (vector
+search still runs). An index of at most the budget's number of passages is searched whole.
+
+How many passages a term matches is estimated from PostgreSQL's own statistics of the ``words``
+column (``pg_stats.most_common_elems``, which ``ANALYZE`` and autovacuum keep), read at most every
+:data:`STATISTICS_SECONDS`, so the estimate costs no query per question. A term that is not among
+the common elements matches fewer passages than the least common one listed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+KEYWORD_ROW_BUDGET = 5_000
+"""At most this many matching passages are ranked per keyword search (docs/scale-out.md)."""
+STATISTICS_SECONDS = 60.0
+
+
+def lexeme(term: str) -> str:
+    """A question term as the text configuration stores it, near enough for an estimate: lower
+    case, accents taken off (``unaccent``)."""
+    decomposed = unicodedata.normalize("NFKD", term.casefold())
+    return "".join(character for character in decomposed if not unicodedata.combining(character))
+
+
+class Statistics:
+    """A source's passage count and common-word fractions, refreshed by ``read`` when stale."""
+
+    def __init__(self, read: Callable[[Any], tuple[float, dict[str, float]]]) -> None:
+        self._read = read
+        self._lock = threading.Lock()
+        self._at = -STATISTICS_SECONDS
+        self.rows = 0.0
+        self.fractions: dict[str, float] = {}
+
+    def current(self, connection: Any) -> tuple[float, dict[str, float]]:
+        """The statistics, read on ``connection`` when older than :data:`STATISTICS_SECONDS`."""
+        with self._lock:
+            if time.monotonic() - self._at >= STATISTICS_SECONDS:
+                self.rows, self.fractions = self._read(connection)
+                self._at = time.monotonic()
+            return self.rows, self.fractions
+
+
+def within_budget(terms: list[str], rows: float, fractions: dict[str, float],
+                  budget: int = KEYWORD_ROW_BUDGET) -> list[str]:
+    """The terms to search for, in their order: all of them on a small index, else the rarest
+    whose estimated matches add up to at most ``budget``."""
+    if not budget or rows <= budget:
+        return terms
+    floor = min(fractions.values(), default=0.0)
+    estimated = sorted((fractions.get(lexeme(term), floor) * rows, number)
+                       for number, term in enumerate(terms))
+    kept, total = set(), 0.0
+    for count, number in estimated:
+        if total + count > budget:
+            break
+        kept.add(number)
+        total += count
+    return [term for number, term in enumerate(terms) if number in kept]

@@ -1,0 +1,143 @@
+"""The tables of the ``postgres`` store and their numbered migrations, recorded in the database.
+
+Everything lives in one schema (``[store] schema``, default ``passageway``):
+
+* ``migrations(scope, version, applied)``: one row per migration applied. ``scope`` is ``''``
+  for the schema's shared objects and a source's name for that source's tables, so a source added
+  later is migrated on its own and a newer passageway finds exactly what is missing.
+* ``state(source, key, value)``: what the sync keeps per source (``last_poll``), the embedder
+  that built the index (``embedder_name``, ``embedder_dim``) and ``generation`` (raised by every
+  write).
+* the text search configuration ``passageway_words``: the ``simple`` parser and dictionary
+  (no stemming, no stopwords: German and English alike) after ``unaccent``, so case and accents
+  do not matter (``Über`` finds ``uber``).
+* per source, ``"items:<source>"`` and ``"passages:<source>"``. A passage's ``key`` is its stable
+  number (never reused); ``vector`` is a pgvector column, fixed to the embedder's dimension by
+  :func:`reset_statements` together with its HNSW index (cosine); ``words`` is the weighted
+  ``tsvector`` of title (A), heading (B), path (C) and text (D), with a GIN index.
+
+The extensions ``vector`` and ``unaccent`` are created if missing (in ``public``, or wherever an
+administrator created them before: connections put their schemas on the ``search_path``).
+Migrations run in one transaction under an advisory lock, so servers started together against
+one database migrate it once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from passageway.kernel.errors import StoreError
+
+TEXT_CONFIG = "passageway_words"
+MIGRATION_LOCK = 0x70617373  # pg_advisory_xact_lock key while migrating ("pass")
+
+SHARED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: the state table and the text search configuration
+    (
+        "CREATE TABLE {schema}.state (source text NOT NULL, key text NOT NULL, value text NOT NULL, "
+        "PRIMARY KEY (source, key))",
+        f"CREATE TEXT SEARCH CONFIGURATION {{schema}}.{TEXT_CONFIG} (COPY = pg_catalog.simple)",
+        f"ALTER TEXT SEARCH CONFIGURATION {{schema}}.{TEXT_CONFIG} "
+        "ALTER MAPPING FOR hword, hword_part, word WITH {unaccent}, simple",
+    ),
+)
+
+SOURCE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: a source's items and passages
+    (
+        "CREATE TABLE {items} (id text PRIMARY KEY, title text NOT NULL, url text NOT NULL, "
+        "version text NOT NULL, weight double precision NOT NULL DEFAULT 1.0, "
+        "path text[] NOT NULL DEFAULT '{{}}', labels text[] NOT NULL DEFAULT '{{}}', "
+        "links text[] NOT NULL DEFAULT '{{}}', updated text)",
+        "CREATE TABLE {passages} (key bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+        "item text NOT NULL REFERENCES {items} (id) ON DELETE CASCADE, ordinal integer NOT NULL, "
+        "heading text, text text NOT NULL, digest text NOT NULL, vector vector NOT NULL, "
+        "words tsvector NOT NULL, UNIQUE (item, ordinal))",
+        "CREATE INDEX {words_index} ON {passages} USING gin (words)",
+    ),
+)
+
+
+class Names:
+    """The quoted SQL names of one source's objects in ``schema``."""
+
+    def __init__(self, schema: str, source: str) -> None:
+        self.schema_name = schema
+        self.extension_schemas: list[str] = ["public"]  # filled in by the store when it opens
+        self.schema = sql.Identifier(schema)
+        self.items = sql.Identifier(schema, f"items:{source}")
+        self.passages = sql.Identifier(schema, f"passages:{source}")
+        self.words_index = sql.Identifier(f"passages:{source}:words")
+        self.vector_index = sql.Identifier(f"passages:{source}:vector")
+        self.vector_index_qualified = sql.Identifier(schema, f"passages:{source}:vector")
+        self.state = sql.Identifier(schema, "state")
+        self.text_config = sql.Identifier(schema, TEXT_CONFIG)
+        self.longest = max(len(f"passages:{source}:words".encode()), len(schema.encode()))
+
+    def format(self, statement: str) -> sql.Composed:
+        return sql.SQL(statement).format(  # type: ignore[arg-type]  # statements are constants
+            schema=self.schema, items=self.items, passages=self.passages,
+            words_index=self.words_index, vector_index=self.vector_index, state=self.state,
+            text_config=self.text_config,
+            unaccent=sql.Identifier(self.extension_schemas[-1], "unaccent"),
+        )
+
+    def search_path(self) -> sql.Composed:
+        schemas = list(dict.fromkeys([self.schema_name, *self.extension_schemas, "public"]))
+        return sql.SQL("SET search_path TO {}").format(sql.SQL(", ").join(map(sql.Identifier, schemas)))
+
+
+def reset_statements(names: Names, dim: int) -> list[sql.Composed]:
+    """Empty a source's tables and fix its vector column and HNSW index to ``dim``."""
+    return [
+        names.format("TRUNCATE {passages}, {items}"),
+        sql.SQL("DROP INDEX IF EXISTS {}").format(names.vector_index_qualified),
+        names.format(f"ALTER TABLE {{passages}} ALTER COLUMN vector TYPE vector({int(dim)})"),
+        names.format("CREATE INDEX {vector_index} ON {passages} USING hnsw (vector vector_cosine_ops)"),
+        names.format("DELETE FROM {state} WHERE source = %(source)s"),
+    ]
+
+
+def migrate(connection: psycopg.Connection[Any], names: Names, source: str) -> None:
+    """Create the schema, the extensions and what the migrations of the shared objects and of
+    ``source`` add that the database lacks, in one transaction; fill in ``names.extension_schemas``.
+
+    :raises StoreError: the database was migrated by a newer passageway.
+    """
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        connection.execute(names.format("CREATE SCHEMA IF NOT EXISTS {schema}"))
+        connection.execute(names.format(
+            "CREATE TABLE IF NOT EXISTS {schema}.migrations (scope text NOT NULL, version integer "
+            "NOT NULL, applied timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (scope, version))"))
+        connection.execute(sql.SQL("SET LOCAL search_path TO public, {}").format(names.schema))
+        for extension in ("vector", "unaccent"):
+            connection.execute(f"CREATE EXTENSION IF NOT EXISTS {extension}")
+        found = dict(connection.execute(
+            "SELECT e.extname, n.nspname FROM pg_extension e JOIN pg_namespace n "
+            "ON n.oid = e.extnamespace WHERE e.extname IN ('vector', 'unaccent')").fetchall())
+        names.extension_schemas = [str(found["vector"]), str(found["unaccent"])]
+        connection.execute(names.search_path())
+        scopes = (("", SHARED_MIGRATIONS), (source, SOURCE_MIGRATIONS))
+        for scope, migrations in scopes:
+            row = connection.execute(
+                names.format(
+                    "SELECT coalesce(max(version), 0) FROM {schema}.migrations WHERE scope = %s"),
+                (scope,)).fetchone()
+            applied = int(row[0]) if row else 0
+            if applied > len(migrations):
+                raise StoreError(
+                    f"the PostgreSQL schema {names.schema_name!r} was migrated by a newer passageway "
+                    f"({scope or 'shared'} version {applied}, this one knows {len(migrations)}); "
+                    "upgrade passageway, or point [store] schema at another schema"
+                )
+            for number in range(applied + 1, len(migrations) + 1):
+                for statement in migrations[number - 1]:
+                    connection.execute(names.format(statement))
+                connection.execute(
+                    names.format("INSERT INTO {schema}.migrations (scope, version) VALUES (%s, %s)"),
+                    (scope, number))
+

