@@ -154,6 +154,8 @@ class E5Tokenizer:
         self.table = {int(point): replacement for point, replacement in table.items()}
         self.metaspace_id = self.ids[METASPACE]
         self.cache: dict[str, list[int]] = {}
+        """Word -> ids. Shared by the engine's passage and question threads: each dict operation
+        is atomic, a cached list is never changed, and a word missing after a clear is searched."""
 
     def token_to_id(self, piece: str) -> int | None:
         return self.ids.get(piece)
