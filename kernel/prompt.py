@@ -315,6 +315,13 @@ def _questions(paragraphs: list[list[str]]) -> list[str]:
     return kept
 
 
+def approx_model_tokens(text: str) -> int:
+    """A conservative guess at a model's token count, for an embedder that cannot count (or has
+    not loaded its tokenizer yet): three UTF-8 bytes a token, plus two special tokens. It cuts a
+    question early rather than late."""
+    return -(-len(text.encode("utf-8")) // 3) + 2
+
+
 def fit_to_tokens(text: str, count: Callable[[str], int], limit: int = MAX_TOKENS) -> str:
     """``text`` cut to at most ``limit`` tokens by ``count``: whole sentences while they fit, then
     the first sentence cut at a word (rule 5). ``count`` is the embedder's token count."""

@@ -47,7 +47,7 @@ import numpy as np
 
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.prompt import MAX_TOKENS, Asked, asked, fit_to_tokens
+from passageway.kernel.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.stopwords import content_words, words
@@ -299,14 +299,8 @@ def question_for(prompt: str, embedder: object) -> Asked:
     if not isinstance(limit, int) or limit <= 0:
         limit = MAX_TOKENS
     if not callable(count):
-        count = _approx_model_tokens
+        count = approx_model_tokens
     return attrs.evolve(reduced, text=fit_to_tokens(reduced.text, count, limit))
-
-
-def _approx_model_tokens(text: str) -> int:
-    """A conservative guess at a model's token count when the embedder cannot count (3 UTF-8
-    bytes a token, two for the special tokens): it cuts early rather than late."""
-    return -(-len(text.encode("utf-8")) // 3) + 2
 
 
 def _hit(entry: Ranked) -> Hit:

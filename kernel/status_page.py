@@ -37,7 +37,8 @@ progress { width: 10rem; }
 def duration_text(seconds: float) -> str:
     """A time left as a person reads it: ``40 s``, ``12 min``, ``2.5 h``.
 
-    The page, ``passageway status`` and the terminal's progress bar all say it this way.
+    The page, ``passageway status``, the terminal's progress bar and the build's log lines all say
+    it this way.
     """
     if seconds < 90:
         return f"{seconds:.0f} s"

