@@ -19,6 +19,9 @@ Run it as ``python -m passageway.testing.fake_connector <mode>``. Settings (envi
 --since T`` prints the records whose ``updated`` is at or after ``T`` (records without
 ``updated`` never). Exit 2 for a usage or settings error, 1 for a failure from ``FAKE_FAIL``.
 All output is written at the end, so a failing call prints nothing.
+
+In tests, :func:`command` is the faster way to name it: it runs this file directly, which needs
+only the standard library, and skips importing the ``passageway`` package at every call.
 """
 
 from __future__ import annotations
@@ -146,6 +149,11 @@ def _answer(argv: list[str], environ: Mapping[str, str], stdin: IO[str]) -> list
         except ValueError:
             continue
     return changed
+
+
+def command() -> list[str]:
+    """The ``command`` of a ``[[connector]]`` (or a ``Connector``) that runs the fake connector."""
+    return [sys.executable, __file__]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,9 +6,15 @@ a fetch of every listed id, an id that does not exist, a request line that is no
 canary secret that must never appear in its output. Each rule ends as ``pass``, ``fail`` or
 ``skip`` (it could not be tried, which is not a failure), with the offending line named.
 
-Public entry points: :class:`Connector` (also ``passageway.protocol.Connector``) and
-:func:`check_connector` (also ``passageway.testing.contract.check_connector``); the command
-``passageway check-connector`` runs the same check from a shell.
+Public entry points: :class:`Connector` (a connector program and its settings; its
+``runner()`` runs the modes as the server does) and :func:`check_connector`, which raises
+``AssertionError`` with the report when a rule fails (:func:`run_contract` returns the report
+either way). The command ``passageway check-connector`` runs the same check from a shell::
+
+    from passageway.testing.contract import Connector, check_connector
+
+    def test_my_connector(tmp_path):
+        check_connector(Connector("mine", [sys.executable, "my_connector.py"], env={...}))
 """
 
 from __future__ import annotations
