@@ -121,7 +121,7 @@ class Bridge:
         from mcp.server.lowlevel import Server
 
         from passageway import __version__
-        from passageway.kernel.mcp_transport import DEFAULT_INSTRUCTIONS
+        from passageway.builtin.transport.mcp_transport import DEFAULT_INSTRUCTIONS
 
         self.url = url
         self._password = password
@@ -137,7 +137,7 @@ class Bridge:
         """The server's own tools (with its descriptions) when it answers, else the defaults."""
         import mcp_types as types
 
-        from passageway.kernel.mcp_transport import tool_list
+        from passageway.builtin.transport.mcp_transport import tool_list
 
         try:
             async with self._client() as client:

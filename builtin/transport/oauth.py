@@ -39,7 +39,7 @@ from urllib.parse import urlencode, urlsplit
 from aiohttp import web
 
 from passageway.kernel.auth import password_matches
-from passageway.kernel.request_body import BadBody, form_body, json_body
+from passageway.builtin.transport.request_body import BadBody, form_body, json_body
 
 log = logging.getLogger("passageway.oauth")
 

@@ -30,7 +30,7 @@ from passageway.kernel.prompt import asked
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
-from passageway.kernel.request_body import BadBody, parse_json
+from passageway.builtin.transport.request_body import BadBody, parse_json
 from passageway.kernel.stopwords import content_words
 
 if TYPE_CHECKING:

@@ -17,10 +17,10 @@ from aiohttp import web
 from passageway import hookimpl
 from passageway.kernel.app import Kernel
 from passageway.kernel.auth import bearer_token, unauthorized
-from passageway.kernel.hook_endpoint import HookEndpoint
-from passageway.kernel.mcp_transport import McpTransport
-from passageway.kernel.oauth import OAuthServer
-from passageway.kernel.status_page import status_page_handler
+from passageway.builtin.transport.hook_endpoint import HookEndpoint
+from passageway.builtin.transport.mcp_transport import McpTransport
+from passageway.builtin.transport.oauth import OAuthServer
+from passageway.builtin.transport.status_page import status_page_handler
 
 MCP_KEY = web.AppKey("passageway.mcp", McpTransport)
 HOOK_KEY = web.AppKey("passageway.hook", HookEndpoint)
