@@ -32,10 +32,10 @@ import numpy as np
 
 from passageway.kernel.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.config import ConnectorSettings
+from passageway.kernel.durations import duration_text
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
-from passageway.builtin.transport.status_page import duration_text
 from passageway.kernel.store import ItemUpdate, Store
 from passageway.kernel.vector_cache import VectorCache
 

@@ -339,7 +339,7 @@ async def test_registration_is_limited_per_address(oauth_server):
 
 
 async def test_a_flood_of_registrations_never_logs_a_client_out(tmp_path, monkeypatch):
-    from passageway.kernel import oauth
+    from passageway.builtin.transport import oauth
 
     monkeypatch.setattr(oauth, "MAX_CLIENTS", 3)
     monkeypatch.setattr(oauth, "MAX_REGISTRATIONS_PER_ADDRESS", 1000)

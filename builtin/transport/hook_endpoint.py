@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from passageway.builtin.transport.request_body import BadBody, parse_json
 from passageway.kernel.auth import unauthorized
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.not_unicode import is_unicode
@@ -30,7 +31,6 @@ from passageway.kernel.prompt import asked
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
-from passageway.builtin.transport.request_body import BadBody, parse_json
 from passageway.kernel.stopwords import content_words
 
 if TYPE_CHECKING:

@@ -38,8 +38,8 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
-from passageway.kernel.auth import password_matches
 from passageway.builtin.transport.request_body import BadBody, form_body, json_body
+from passageway.kernel.auth import password_matches
 
 log = logging.getLogger("passageway.oauth")
 

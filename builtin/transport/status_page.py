@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from passageway.kernel.durations import duration_text
+
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
 
@@ -32,19 +34,6 @@ th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid #ddd; 
 progress { width: 10rem; }
 @media (prefers-color-scheme: dark) { body { color: #eee; background: #111; } th, td { border-color: #333; } }
 """
-
-
-def duration_text(seconds: float) -> str:
-    """A time left as a person reads it: ``40 s``, ``12 min``, ``2.5 h``.
-
-    The page, ``passageway status``, the terminal's progress bar and the build's log lines all say
-    it this way.
-    """
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _source_row(name: str, entry: Mapping[str, Any]) -> str:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
 def source_line(name: str, entry: Mapping[str, Any]) -> str:
     """One source: state, counts, and the build's progress or the error when there is one."""
-    from passageway.builtin.transport.status_page import duration_text
+    from passageway.kernel.durations import duration_text
 
     state = entry.get("state", "?")
     parts = [f"{entry.get('items', 0)} items, {entry.get('passages', 0)} passages"]

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from passageway.builtin.transport.hook_endpoint import _session_key, folder_words, is_question
 from passageway.kernel.chunking import digest_of, passages_for, split_section
 from passageway.kernel.connector import _parse_lines, _Problem
 from passageway.kernel.errors import ConfigError
-from passageway.builtin.transport.hook_endpoint import _session_key, folder_words, is_question
 from tests.reliability.conftest import scale
 
 EXAMPLES = scale(60, 2500)
