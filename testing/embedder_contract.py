@@ -1,7 +1,7 @@
 """What every embedder must do, as one check a test can call.
 
 :func:`check_embedder` takes any object with the :class:`passageway.kernel.embedder.Embedder`
-methods, synchronous or awaitable (a :class:`~passageway.kernel.embed_command.CommandEmbedder`
+methods, synchronous or awaitable (a :class:`~passageway.builtin.embedders.embed_command.CommandEmbedder`
 answers synchronously outside an event loop), and raises ``AssertionError`` naming the first
 rule broken. :func:`check_embedder_async` does the same inside a running loop.
 """

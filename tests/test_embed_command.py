@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passageway.embed_command import CommandEmbedder
+from passageway.builtin.embedders.embed_command import CommandEmbedder
 from passageway.kernel.errors import EmbedderError
 from passageway.testing.embedder_contract import check_embedder, check_embedder_async
 

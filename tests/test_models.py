@@ -14,13 +14,12 @@ import attrs
 import numpy as np
 import pytest
 
-from passageway.builtin.embedders import OnnxEmbedder, build_embedder, onnx_factory
-from passageway.kernel import models
+from passageway.builtin.embedders import OnnxEmbedder, build_embedder, models, onnx_factory
+from passageway.builtin.embedders.models import MARKER, ModelFile, Preset, folder_problem, model_folder
 from passageway.kernel.cli import main
 from passageway.kernel.config import EmbedderSettings, parse_config_text
 from passageway.kernel.embedder import EmbedderContext
 from passageway.kernel.errors import ModelError
-from passageway.kernel.models import MARKER, ModelFile, Preset, folder_problem, model_folder
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 
 _spec = importlib.util.spec_from_file_location(
@@ -265,7 +264,7 @@ def test_every_pin_is_complete():
 def test_coreml_without_its_provider_is_a_clear_error():
     import onnxruntime
 
-    from passageway.kernel.onnx_engine import providers_for
+    from passageway.builtin.embedders.onnx_engine import providers_for
 
     if "CoreMLExecutionProvider" in onnxruntime.get_available_providers():
         pytest.skip("this onnxruntime has CoreML")
@@ -354,7 +353,7 @@ async def test_the_built_in_model_embeds_through_the_stage(tmp_path):
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 def test_the_engine_runs_an_xlm_roberta_shaped_model(tmp_path, pooling):
-    from passageway.kernel.onnx_engine import OnnxEngine
+    from passageway.builtin.embedders.onnx_engine import OnnxEngine
 
     (tmp_path / "model.onnx").write_bytes(tiny_bert.model_bytes(token_types=False))
     (tmp_path / "tokenizer.json").write_bytes(tiny_bert.unigram_tokenizer_json())

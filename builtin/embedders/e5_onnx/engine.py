@@ -15,12 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
-from passageway.builtin.e5_onnx.convert import MANIFEST, MODEL, NORMALISATION, TOKENIZER, folder_problem
-from passageway.builtin.e5_onnx.graph import INPUTS, OUTPUT
-from passageway.builtin.e5_onnx.reference import combine
-from passageway.builtin.e5_onnx.tokenizer import E5Tokenizer, windows
+from passageway.builtin.embedders.e5_onnx.convert import (
+    MANIFEST,
+    MODEL,
+    NORMALISATION,
+    TOKENIZER,
+    folder_problem,
+)
+from passageway.builtin.embedders.e5_onnx.graph import INPUTS, OUTPUT
+from passageway.builtin.embedders.e5_onnx.reference import combine
+from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer, windows
+from passageway.builtin.embedders.onnx_engine import providers_for
 from passageway.kernel.errors import ModelError
-from passageway.kernel.onnx_engine import providers_for
 
 PREFIXES = {"query": "query: ", "passage": "passage: "}
 POSITIONS = 512

@@ -3,7 +3,7 @@
 A preset names one model and everything needed to use it: the engine that runs it, its
 dimension, its relevance gate (``min_similarity`` and ``cross_language_offset``), and for ONNX
 presets the hub repository, the revision the files are pinned to and every file's SHA-256.
-Nothing here loads a model; :mod:`passageway.kernel.onnx_engine` does that, and
+Nothing here loads a model; :mod:`passageway.builtin.embedders.onnx_engine` does that, and
 :mod:`passageway.builtin.embedders` builds embedders from presets.
 
 A model folder is valid only when its marker file (:data:`MARKER`) matches the preset's pins and
