@@ -23,7 +23,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -230,15 +230,8 @@ class Kernel:
 
     def _build_embedder(self) -> Embedder:
         assert self.settings is not None and self.registries is not None
-        try:
-            from passageway.kernel.embedder import build_embedder  # type: ignore[attr-defined]
-        except ImportError:
-            build_embedder = None
-        context = self.embedder_context()
-        if build_embedder is not None:
-            return build_embedder(self.settings.embedder, context, self.registries)  # type: ignore[no-any-return]
         factory = self.registries.embedders.get(self.settings.embedder.kind)
-        return factory(self.settings.embedder, context)  # type: ignore[no-any-return]
+        return factory(self.settings.embedder, self.embedder_context())  # type: ignore[no-any-return]
 
     def embedder_context(self) -> Any:
         from passageway.kernel.embedder import EmbedderContext
@@ -543,9 +536,6 @@ class Kernel:
     def authorize(self, request: Any) -> bool:
         """Whether ``request`` carries ``Authorization: Bearer <password>`` (constant-time)."""
         return password_matches(bearer_token(request), self.password)
-
-    def names(self) -> Sequence[str]:
-        return list(self.sources)
 
 
 def _password_or_none(environ: Mapping[str, str] | None) -> str | None:

@@ -1,8 +1,10 @@
 """What every embedder must do, as one check a test can call.
 
 :func:`check_embedder` takes any object with the :class:`passageway.kernel.embedder.Embedder`
-methods, synchronous or awaitable (a :class:`~passageway.builtin.embedders.embed_command.CommandEmbedder`
-answers synchronously outside an event loop), and raises ``AssertionError`` naming the first
+methods, synchronous or awaitable (wrap a program's
+:class:`~passageway.builtin.embedders.embed_command.CommandEmbedder` in
+:class:`passageway.testing.blocking.BlockingEmbedder` so that it can be closed afterwards on the
+loop it ran on), and raises ``AssertionError`` naming the first
 rule broken. :func:`check_embedder_async` does the same inside a running loop.
 """
 

@@ -6,15 +6,13 @@ running between calls, splits long lists into ``batch_size`` requests, kills the
 group when a request exceeds ``timeout``, restarts a dead program at most once per call, refuses
 a program whose name or dimension changes after a restart, and normalises the vectors.
 
-The same object serves the kernel and a plain test: its methods return awaitables when called
-inside a running event loop, and when called from synchronous code they run to completion on a
-private loop of the object's own::
+Its methods are coroutines, as the :class:`~passageway.kernel.embedder.Embedder` protocol asks;
+a program started on one event loop cannot be driven from another. Plain (synchronous) code wraps
+it in :class:`passageway.testing.blocking.BlockingEmbedder`, which runs every call on one private
+loop::
 
-    embedder = CommandEmbedder("mine", [sys.executable, "my_embedder.py"])
-    vectors = embedder.embed(["Lighthouses guide ships."], "passage")   # no loop running: a result
-    embedder.close()
-
-Use one style per object: a program started on one loop cannot be driven from another.
+    with BlockingEmbedder(CommandEmbedder("mine", [sys.executable, "my_embedder.py"])) as embedder:
+        vectors = embedder.embed(["Lighthouses guide ships."], "passage")
 """
 
 from __future__ import annotations
@@ -25,16 +23,14 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from passageway.kernel.errors import EmbedderError
 from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import PROTOCOL_VERSION, validate_embedder_message
-
-T = TypeVar("T")
 
 STDERR_TAIL_LINES = 20
 MAX_REPLY_BYTES = 256 * 1024 * 1024
@@ -103,7 +99,6 @@ class CommandEmbedder:
         self._identity: tuple[str, int] | None = None
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._private_loop: asyncio.AbstractEventLoop | None = None
         self.starts = 0
         """How many times the program was started (for tests and health)."""
 
@@ -137,38 +132,6 @@ class CommandEmbedder:
         process = self._process
         return process.pid if process is not None and process.returncode is None else None
 
-    def start(self) -> Any:
-        """Start the program and ask for its name and dimension (idempotent)."""
-        return self._dispatch(self._start_async())
-
-    def embed(self, texts: Sequence[str], kind: str) -> Any:
-        """``(len(texts), dim)`` float32 unit rows, in order (an awaitable inside a running loop)."""
-        return self._dispatch(self._embed_async(list(texts), kind))
-
-    def close(self) -> Any:
-        """Stop the program; a closed embedder starts it again when used."""
-        result = self._dispatch(self._close_async())
-        return result
-
-    # -----------------------------------------------------------------------------------------
-    # Sync or async
-    # -----------------------------------------------------------------------------------------
-
-    def _dispatch(self, coroutine: Coroutine[Any, Any, T]) -> Any:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            if self._private_loop is None or self._private_loop.is_closed():
-                self._private_loop = asyncio.new_event_loop()
-            try:
-                return self._private_loop.run_until_complete(coroutine)
-            finally:
-                if self._process is None and self._private_loop is not None:
-                    # Nothing left running on it: release the loop (a later call makes a new one).
-                    self._private_loop.close()
-                    self._private_loop = None
-        return coroutine
-
     def _bind_loop(self) -> None:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
@@ -184,7 +147,8 @@ class CommandEmbedder:
     # Calls
     # -----------------------------------------------------------------------------------------
 
-    async def _start_async(self) -> None:
+    async def start(self) -> None:
+        """Start the program and ask for its name and dimension (idempotent)."""
         self._bind_loop()
         assert self._lock is not None
         async with self._lock:
@@ -200,7 +164,9 @@ class CommandEmbedder:
                         raise self._died_error("while starting") from None
                     restarted = True
 
-    async def _embed_async(self, texts: list[str], kind: str) -> np.ndarray:
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        """``(len(texts), dim)`` float32 unit rows, in order."""
+        texts = list(texts)
         if kind not in ("query", "passage"):
             raise EmbedderError(f"embedder {self.label!r}: kind is query or passage, got {kind!r}")
         if not texts:
@@ -230,7 +196,8 @@ class CommandEmbedder:
                         await self._stop()
             return np.concatenate(parts, axis=0)
 
-    async def _close_async(self) -> None:
+    async def close(self) -> None:
+        """Stop the program; a closed embedder starts it again when used."""
         if self._process is None:
             return
         if self._loop is not asyncio.get_running_loop():
