@@ -69,7 +69,7 @@ async def _child(engine: str, folder: str) -> None:
         data_dir=Path(folder), shared_data_dir=Path(folder), model_dir=None, model_hub="",
         environ={}, log=lambda line: None,
     )
-    embedder = onnx_factory(EmbedderSettings(engine=engine, model_dir=Path(folder)), context)
+    embedder = onnx_factory(EmbedderSettings(options={"engine": engine, "model_dir": str(folder)}), context)
     before = _status("VmRSS")
     await embedder.start()
     loaded = _status("VmRSS")

@@ -31,7 +31,7 @@ import attrs
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
-from passageway.kernel.errors import EmbedderError, PassagewayError
+from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 from passageway.kernel.replicas import Role, SharedStore, replica_name, run_source
@@ -166,6 +166,14 @@ class Kernel:
             registries.embedders.get(settings.embedder.kind)
         except PassagewayError as error:
             return cls.broken(str(error), environ=environ, settings=settings)
+        try:
+            # Built (not started) now, so that the kind's check of its own keys fails like any
+            # other mistake in passageway.toml; a model or program problem waits for the start.
+            kernel.embedder = kernel._build_embedder()
+        except ConfigError as error:
+            return cls.broken(str(error), environ=environ, settings=settings)
+        except Exception:  # reported by start_embedder, which builds it again
+            kernel.embedder = None
         return kernel
 
     @classmethod
@@ -213,7 +221,8 @@ class Kernel:
         if self.config_error is not None or self.settings is None or self.registries is None:
             return
         try:
-            self.embedder = self._build_embedder()
+            if self.embedder is None:
+                self.embedder = self._build_embedder()
             cross_language_offset_of(self.embedder)  # a bad value fails now, not at the first question
             await self.embedder.start()
         except PassagewayError as error:

@@ -384,8 +384,8 @@ def check_connector(connector: Connector) -> ContractReport:
 
 def parse_assignments(pairs: Sequence[str] | None, option: str) -> dict[str, str]:
     """``["K=V", ...]`` from the command line as a dict; a malformed pair is a usage error."""
-    from passageway.kernel.config import ENV_KEY
     from passageway.kernel.errors import ConfigError
+    from passageway.kernel.tables import ENV_KEY
 
     result = {}
     for pair in pairs or ():

