@@ -13,7 +13,7 @@ borrows the kernel's contracts: the block splitter and digests of
 :mod:`passageway.kernel.chunking` (with a 2,000-character cap instead of recall's 1,000), the
 digest-keyed :class:`~passageway.kernel.vector_cache.VectorCache`, and embedders built from
 ``[embedder]`` through the plugin registries. The command itself is
-:mod:`passageway.kernel.commands.index`, which only parses arguments.
+:mod:`passageway.builtin.passage_index.command`, which only parses arguments.
 
 Modules: :mod:`.site` reads and checks the input files, :mod:`.markdown` the bits of Markdown it
 needs, :mod:`.chunker` makes passages, :mod:`.prepared` their search content, :mod:`.vectors`
