@@ -131,3 +131,28 @@ def passageway_add_routes(app: web.Application, kernel: Kernel) -> None:
 
     The builtin transport plugin mounts ``/mcp``, ``/recall`` and ``/health``.
     """
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands: subcommands of the `passageway` command line
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def passageway_register_commands(register: Register) -> None:
+    """Register subcommands of ``passageway`` that belong to a plugin (``passageway model``).
+
+    Called once when the command line needs them: for ``--help``, ``completion`` and a first word
+    that is not one of the kernel's own commands (``passageway.kernel.cli.COMMANDS``), for every
+    plugin that implements it.
+
+    :param register: ``register(name, command)``. ``command`` is a module or object with ``HELP``
+        (one line), ``add_arguments(parser)`` (an ``argparse`` parser of its own) and
+        ``run(args) -> int`` (the exit code; ``args.instance`` is ``--instance``). Import what the
+        command needs inside ``run``, so that ``passageway --help`` stays fast. A name the kernel
+        or another plugin already uses is a startup error naming both.
+    :returns: nothing; every implementation is called.
+
+    The builtins register ``model`` (embedders), ``mcp`` (transport) and ``index`` (the passage
+    index of a documentation site).
+    """

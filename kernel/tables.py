@@ -90,3 +90,18 @@ def number(
         kind = "a whole number" if integer else "a number"
         raise ConfigError(f"{origin}: {where}: `{key}` is {kind} from {low:g} to {high:g}, got {value!r}")
     return float(value) if not integer else int(value)
+
+
+def referenced_variables(value: Any) -> list[str]:
+    """The variable names of every ``env:NAME`` string anywhere in ``value`` (a table as written).
+
+    The server hides their values from its log whatever table holds them, a plugin's included.
+    """
+    if isinstance(value, str):
+        match = SECRET_REFERENCE.match(value)
+        return [match.group(1)] if match else []
+    if isinstance(value, Mapping):
+        return [name for item in value.values() for name in referenced_variables(item)]
+    if isinstance(value, list | tuple):
+        return [name for item in value for name in referenced_variables(item)]
+    return []

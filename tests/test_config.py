@@ -345,3 +345,10 @@ def test_cross_language_offset_is_unset_unless_written():
     assert parse_config_text("").embedder.cross_language_offset is None
     written = parse_config_text("[embedder]\ncross_language_offset = 0.06")
     assert written.embedder.cross_language_offset == 0.06
+
+
+def test_every_env_reference_in_a_table_is_found_for_the_log_mask():
+    from passageway.kernel.tables import referenced_variables
+
+    table = {"secrets": {"API_KEY": "env:EMBED_KEY"}, "nested": [{"token": "env:OTHER"}], "model": "env"}
+    assert referenced_variables(table) == ["EMBED_KEY", "OTHER"]

@@ -111,3 +111,10 @@ def command_factory(settings: EmbedderSettings, context: EmbedderContext) -> Emb
 def passageway_register_embedders(register: Callable[[str, Any], None]) -> None:
     register("onnx", onnx_factory)
     register("command", command_factory)
+
+
+@hookimpl
+def passageway_register_commands(register: Callable[[str, Any], None]) -> None:
+    from passageway.builtin.embedders import model_command
+
+    register(model_command.NAME, model_command)

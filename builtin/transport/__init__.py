@@ -10,7 +10,8 @@ can reuse them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -30,6 +31,14 @@ OAUTH_KEY = web.AppKey("passageway.oauth", OAuthServer)
 @hookimpl
 def passageway_add_routes(app: web.Application, kernel: Kernel) -> None:
     mount(app, kernel)
+
+
+@hookimpl
+def passageway_register_commands(register: Callable[[str, Any], None]) -> None:
+    """``passageway mcp``: the same tools over stdin and stdout, answered by the running server."""
+    from passageway.builtin.transport import stdio_bridge
+
+    register(stdio_bridge.NAME, stdio_bridge)
 
 
 def mount(app: web.Application, kernel: Kernel) -> None:
