@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import functools
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -34,28 +32,23 @@ from typing import Any
 import attrs
 
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
+from passageway.kernel.connector_lines import DEFINITIONS, LineProblem, parse_batch
 from passageway.kernel.errors import ConnectorError
-from passageway.kernel.not_unicode import SURROGATE_ESCAPE, repair_record
 from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
     Item,
     ListEntry,
-    converter,
-    load_schema,
-    validate_connector_message,
 )
 
 MODES = ("check", "list", "fetch", "changed")
-DEFINITIONS = {"check": "checkReply", "list": "listEntry", "fetch": "item", "changed": "item"}
 """The schema definition (in ``schemas/connector-protocol.schema.json``) each mode prints."""
 
 MAX_FETCH_IDS = 50
 """The kernel asks ``fetch`` for at most this many ids per call; callers do the batching."""
 
 READ_CHUNK = 64 * 1024
-INLINE_PARSE_BYTES = 16 * 1024  # larger batches of lines are decoded and validated in a thread
 EXCERPT_CHARS = 120
 STDERR_CUT_BYTES = 8 * 1024  # a longer stderr line is cut and the rest of it dropped
 STDERR_SHOWN_BYTES = 2000
@@ -112,16 +105,6 @@ class _Masker:
                     text = text[:-length] + MASK
                     break
         return text
-
-
-class _Problem(Exception):
-    """A rule broken at one line; the runner turns it into a :class:`ConnectorError`."""
-
-    def __init__(self, rule: str, line_number: int, message: str, line: bytes | None = None) -> None:
-        super().__init__(message)
-        self.rule = rule
-        self.line_number = line_number
-        self.line = line
 
 
 class ConnectorRunner:
@@ -312,7 +295,7 @@ class ConnectorRunner:
                 f"passageway.toml); its process group was killed and nothing from this call is kept"
                 f"{_stderr_note(trace)}",
             ) from None
-        except _Problem as problem:
+        except LineProblem as problem:
             raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
         finally:
             if failed:
@@ -321,7 +304,7 @@ class ConnectorRunner:
             if trace.exit_code is None:
                 trace.exit_code = process.returncode
 
-    def _describe(self, problem: _Problem, masker: _Masker) -> str:
+    def _describe(self, problem: LineProblem, masker: _Masker) -> str:
         message = f"line {problem.line_number}: {masker(str(problem))}"
         if problem.line is not None:
             message += f": {_excerpt(problem.line, masker)}"
@@ -351,7 +334,7 @@ class ConnectorRunner:
                 break
             total += len(chunk)
             if total > max_total:
-                raise _Problem(
+                raise LineProblem(
                     "output too large", line_number + 1,
                     f"the output passed {max_total} bytes (`max_output_bytes` in passageway.toml)",
                 )
@@ -359,7 +342,7 @@ class ConnectorRunner:
             end = pending.rfind(b"\n", len(pending) - len(chunk))
             if end < 0:
                 if len(pending) > max_line:
-                    raise _Problem(
+                    raise LineProblem(
                         "line too long", line_number + 1,
                         f"a line passed {max_line} bytes (`max_line_bytes` in passageway.toml)",
                         bytes(pending[:EXCERPT_CHARS * 4]),
@@ -368,28 +351,28 @@ class ConnectorRunner:
             lines = bytes(pending[:end]).split(b"\n")
             del pending[: end + 1]
             if len(pending) > max_line:
-                raise _Problem(
+                raise LineProblem(
                     "line too long", line_number + len(lines) + 1,
                     f"a line passed {max_line} bytes (`max_line_bytes` in passageway.toml)",
                     bytes(pending[:EXCERPT_CHARS * 4]),
                 )
             for offset, line in enumerate(lines):
                 if len(line) > max_line:
-                    raise _Problem(
+                    raise LineProblem(
                         "line too long", line_number + offset + 1,
                         f"the line has {len(line)} bytes, more than {max_line} "
                         "(`max_line_bytes` in passageway.toml)", line[: EXCERPT_CHARS * 4],
                     )
             if keep_raw:
                 trace.stdout_lines.extend(lines)
-            parsed = await _parse_batch(lines, line_number + 1, mode)
+            parsed = await parse_batch(lines, line_number + 1, mode)
             line_number += len(lines)
             self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         if pending:
             # A last line without a newline still counts.
             if keep_raw:
                 trace.stdout_lines.append(bytes(pending))
-            parsed = await _parse_batch([bytes(pending)], line_number + 1, mode)
+            parsed = await parse_batch([bytes(pending)], line_number + 1, mode)
             self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         return records
 
@@ -418,11 +401,11 @@ class ConnectorRunner:
             if mode != "check":
                 item_id = record.id
                 if wanted is not None and item_id not in wanted:
-                    raise _Problem(
+                    raise LineProblem(
                         "unrequested id", number, f"id {item_id!r} was not requested in this call", line
                     )
                 if item_id in seen:
-                    raise _Problem(
+                    raise LineProblem(
                         "duplicate id", number,
                         f"id {item_id!r} came already on line {seen[item_id]}; each id comes at most once "
                         "per call", line,
@@ -496,128 +479,10 @@ class ConnectorRunner:
 # ---------------------------------------------------------------------------------------------
 
 
-async def _parse_batch(lines: builtins.list[bytes], first_number: int, mode: str) -> builtins.list[Any]:
-    """Decode and validate lines; a large batch goes to a thread so the event loop stays free."""
-    if sum(len(line) for line in lines) > INLINE_PARSE_BYTES:
-        return await asyncio.to_thread(_parse_lines, lines, first_number, mode)
-    return _parse_lines(lines, first_number, mode)
-
-
-def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> builtins.list[Any]:
-    definition = DEFINITIONS[mode]
-    record_type: type = {"check": CheckReply, "list": ListEntry}.get(mode, Item)
-    parsed = []
-    for number, line in enumerate(lines, first_number):
-        if not line.strip():
-            continue  # a blank line carries nothing
-        try:
-            value = json.loads(line, parse_constant=_refuse_constant)
-        except UnicodeDecodeError:
-            raise _Problem("malformed line", number, "the line is not UTF-8", line) from None
-        except ValueError as error:
-            reason = getattr(error, "msg", "not JSON")
-            raise _Problem("malformed line", number, f"the line is not JSON ({reason})", line) from None
-        if not isinstance(value, dict):
-            raise _Problem("malformed line", number, "the line is JSON but not an object", line)
-        note = None
-        if SURROGATE_ESCAPE.search(line):
-            value, note = repair_record(value, identity_keys=() if mode == "check" else ("id", "version"))
-            if value is None:
-                parsed.append((number, line, None, note))
-                continue
-        if mode == "check":
-            protocol = value.get("protocol", PROTOCOL_VERSION)
-            if protocol != PROTOCOL_VERSION:
-                raise _Problem(
-                    "protocol version", number,
-                    f"the connector speaks protocol {protocol!s:.40}, and this passageway speaks "
-                    f"protocol {PROTOCOL_VERSION}; use a version of the connector made for protocol "
-                    f"{PROTOCOL_VERSION}",
-                )
-        errors = [] if _plainly_valid(definition, value) else validate_connector_message(definition, value)
-        if errors:
-            raise _Problem(
-                "invalid record", number, f"not a valid {definition}: {'; '.join(errors[:3])}", line
-            )
-        try:
-            record = converter.structure(value, record_type)
-        except Exception as error:  # the schema and the records disagree: report, never crash
-            raise _Problem("invalid record", number, f"not a valid {definition}: {error}", line) from None
-        parsed.append((number, line, record, note))
-    return parsed
-
-
 def _stderr_note(trace: CallTrace) -> str:
     if not trace.last_stderr:
         return " (it printed nothing on stderr)"
     return f"; its last line on stderr: {trace.last_stderr}"
-
-
-def _refuse_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity; JSON does not, and a NaN weight would poison ranking.
-    raise ValueError(f"{name} is not JSON")
-
-
-@functools.cache
-def _updated_pattern() -> re.Pattern[str]:
-    pattern = load_schema("connector-protocol")["$defs"]["item"]["properties"]["updated"]["pattern"]
-    return re.compile(pattern)
-
-
-_ITEM_KEYS = frozenset(
-    ("id", "title", "url", "version", "sections", "weight", "path", "links", "labels", "updated")
-)
-_LIST_KEYS = frozenset(("id", "version"))
-
-
-def _short_string(value: Any, longest: int) -> bool:
-    return type(value) is str and 0 < len(value) <= longest
-
-
-def _plainly_valid(definition: str, value: dict[str, Any]) -> bool:
-    """A fast yes for the common, well-formed ``listEntry`` and ``item`` lines.
-
-    jsonschema needs about 0.1 ms for a list line, which adds up to seconds for a large source.
-    This check only ever says yes to what the schema accepts (``tests/test_schemas.py`` holds it
-    to the table of good and bad messages); anything else goes to the schema, which decides and
-    names the error.
-    """
-    if definition == "listEntry":
-        return (
-            value.keys() == _LIST_KEYS
-            and _short_string(value["id"], 1024)
-            and _short_string(value["version"], 256)
-        )
-    if definition != "item":
-        return False
-    if not (
-        value.keys() <= _ITEM_KEYS
-        and _short_string(value.get("id"), 1024)
-        and _short_string(value.get("title"), 2**63)
-        and type(value.get("url")) is str
-        and _short_string(value.get("version"), 256)
-        and type(value.get("sections")) is list
-    ):
-        return False
-    for section in value["sections"]:
-        if not (
-            type(section) is dict
-            and section.keys() <= {"heading", "text"}
-            and type(section.get("text")) is str
-            and (section.get("heading") is None or type(section["heading"]) is str)
-        ):
-            return False
-    weight = value.get("weight", 1.0)
-    if type(weight) not in (int, float) or not 0 <= weight <= 10:
-        return False
-    for key, longest in (("path", 2**63), ("labels", 2**63), ("links", 1024)):
-        entries = value.get(key, [])
-        if type(entries) is not list or not all(_short_string(entry, longest) for entry in entries):
-            return False
-    if "updated" not in value:
-        return True
-    updated = value["updated"]
-    return type(updated) is str and _updated_pattern().search(updated) is not None
 
 
 def _excerpt(line: bytes, masker: _Masker) -> str:
