@@ -16,12 +16,13 @@ from passageway.kernel.connector_lines import parse_lines
 
 def main() -> None:
     listed = [
-        json.dumps({"id": f"notes/page-{index}.md", "version": f"2026-10-{index % 28 + 1:02d}T09:00:00Z"}).encode()
+        json.dumps({"id": f"notes/page-{index}.md", "version": f"v{index % 28}"}).encode()
         for index in range(100_000)
     ]
     items = [
         json.dumps({
-            "id": f"notes/{index}", "title": "Certificates", "url": "https://example.invalid/", "version": "1",
+            "id": f"notes/{index}", "title": "Certificates", "url": "https://example.invalid/",
+            "version": "1",
             "sections": [{"heading": "Steps", "text": "Rotate yearly. " * 40}], "path": ["notes"],
             "updated": "2026-10-28T09:00:00Z",
         }).encode()
