@@ -25,16 +25,25 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import attrs
-
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
+from passageway.kernel.connector_io import (
+    EXCERPT_CHARS,
+    READ_CHUNK,
+    CallTrace,
+    Masker,
+    excerpt,
+    feed,
+    finish,
+    forward_stderr,
+    kill_group,
+    stderr_note,
+)
 from passageway.kernel.connector_lines import DEFINITIONS, LineProblem, parse_batch
 from passageway.kernel.errors import ConnectorError
-from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
@@ -43,68 +52,13 @@ from passageway.kernel.records import (
 )
 
 MODES = ("check", "list", "fetch", "changed")
-"""The schema definition (in ``schemas/connector-protocol.schema.json``) each mode prints."""
+"""The modes a connector is run in; ``connector_lines.DEFINITIONS`` names the schema definition
+(in ``schemas/connector-protocol.schema.json``) of the lines each prints."""
 
 MAX_FETCH_IDS = 50
 """The kernel asks ``fetch`` for at most this many ids per call; callers do the batching."""
 
-READ_CHUNK = 64 * 1024
-EXCERPT_CHARS = 120
-STDERR_CUT_BYTES = 8 * 1024  # a longer stderr line is cut and the rest of it dropped
-STDERR_SHOWN_BYTES = 2000
-STDERR_MAX_LINES = 1000  # per call; the rest is counted, not logged
-STDERR_QUOTED_CHARS = 300
-KILL_GRACE_SECONDS = 5.0
-MASK = "***"
-
 LOGGER = logging.getLogger("passageway.connector")
-
-
-@attrs.define
-class CallTrace:
-    """What one call did, raw and unmasked: handed to an ``observer`` (the contract check).
-
-    The server never sets an observer, so raw output is only kept where a test asks for it.
-    """
-
-    mode: str
-    arguments: tuple[str, ...]
-    stdout_lines: builtins.list[bytes] = attrs.field(factory=builtins.list)
-    stderr_lines: builtins.list[bytes] = attrs.field(factory=builtins.list)
-    exit_code: int | None = None
-    secrets_masked: int = 0
-    error: ConnectorError | None = None
-    seconds: float = 0.0
-    last_stderr: str = ""
-    """The last non-blank stderr line, masked and cut: quoted in the error of a failed call."""
-    not_unicode: builtins.list[str] = attrs.field(factory=builtins.list)
-    """One note per line whose JSON held a lone surrogate escape (``"\\ud800"``): text that is not
-    Unicode. Such text is repaired and the item kept; an id is refused with its line alone."""
-
-
-class _Masker:
-    """Replaces every secret value with ``***``, longest first so that overlapping ones go too."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        self.secrets = sorted({value for value in secrets if value}, key=len, reverse=True)
-        self.masked = 0
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                self.masked += text.count(secret)
-                text = text.replace(secret, MASK)
-        return text
-
-    def cut(self, text: str) -> str:
-        """Mask ``text`` whose end was cut off: a secret's first characters at the end go too."""
-        text = self(text)
-        for secret in self.secrets:
-            for length in range(len(secret) - 1, 0, -1):
-                if text.endswith(secret[:length]):
-                    text = text[:-length] + MASK
-                    break
-        return text
 
 
 class ConnectorRunner:
@@ -207,7 +161,7 @@ class ConnectorRunner:
         if mode not in DEFINITIONS:
             raise ValueError(f"unknown connector mode {mode!r}; the modes are {', '.join(MODES)}")
         environment = self.environment()
-        masker = _Masker(self._secret_values())
+        masker = Masker(self._secret_values())
         trace = CallTrace(mode, tuple(arguments))
         started = time.monotonic()
         try:
@@ -237,7 +191,7 @@ class ConnectorRunner:
         stdin: bytes | None,
         requested: Collection[str] | None,
         environment: dict[str, str],
-        masker: _Masker,
+        masker: Masker,
         trace: CallTrace,
     ) -> builtins.list[Any]:
         command = self.settings.command
@@ -267,9 +221,11 @@ class ConnectorRunner:
                 self.name, "command not found", f"cannot start {command[0]}: {error.strerror}"
             ) from None
 
-        stderr_task = asyncio.create_task(self._forward_stderr(process.stderr, masker, trace))
+        stderr_task = asyncio.create_task(forward_stderr(
+            process.stderr, masker, trace, self._log_stderr, keep_raw=self._observer is not None
+        ))
         stdin_task = (
-            asyncio.create_task(_feed(process.stdin, stdin)) if stdin is not None and process.stdin else None
+            asyncio.create_task(feed(process.stdin, stdin)) if stdin is not None and process.stdin else None
         )
         failed = True
         try:
@@ -284,7 +240,7 @@ class ConnectorRunner:
                 raise ConnectorError(
                     self.name, "exit status",
                     f"`{mode}` exited with {how} after printing {len(records)} records; nothing from "
-                    f"this call is kept{_stderr_note(trace)}",
+                    f"this call is kept{stderr_note(trace)}",
                 )
             failed = False
             return records
@@ -293,21 +249,24 @@ class ConnectorRunner:
                 self.name, "timeout",
                 f"`{mode}` did not finish within {self.settings.timeout:g} s (`timeout` in "
                 f"passageway.toml); its process group was killed and nothing from this call is kept"
-                f"{_stderr_note(trace)}",
+                f"{stderr_note(trace)}",
             ) from None
         except LineProblem as problem:
             raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
         finally:
             if failed:
-                await _kill_group(process)
-            await _finish(process, stderr_task, stdin_task)
+                await kill_group(process)
+            await finish(process, stderr_task, stdin_task)
             if trace.exit_code is None:
                 trace.exit_code = process.returncode
 
-    def _describe(self, problem: LineProblem, masker: _Masker) -> str:
+    def _log_stderr(self, text: str) -> None:
+        self._logger.info("connector %s: %s", self.name, text)
+
+    def _describe(self, problem: LineProblem, masker: Masker) -> str:
         message = f"line {problem.line_number}: {masker(str(problem))}"
         if problem.line is not None:
-            message += f": {_excerpt(problem.line, masker)}"
+            message += f": {excerpt(problem.line, masker)}"
         return message + "; nothing from this call is kept"
 
     async def _read_stdout(
@@ -315,7 +274,7 @@ class ConnectorRunner:
         stream: asyncio.StreamReader,
         mode: str,
         requested: Collection[str] | None,
-        masker: _Masker,
+        masker: Masker,
         trace: CallTrace,
     ) -> builtins.list[Any]:
         """Read, split and check the lines as they arrive; never hold more than the limits allow."""
@@ -412,142 +371,3 @@ class ConnectorRunner:
                     )
                 seen[item_id] = number
             records.append(record)
-
-    async def _forward_stderr(
-        self, stream: asyncio.StreamReader | None, masker: _Masker, trace: CallTrace
-    ) -> None:
-        """Log stderr line by line, masked; cut very long lines and stop logging after many."""
-        if stream is None:
-            return
-        keep_raw = self._observer is not None
-        buffer = bytearray()
-        dropping = False  # the rest of a line that was too long to log
-        logged = 0
-        unlogged = 0
-
-        def forward(text: str) -> None:
-            nonlocal logged, unlogged
-            text = text.rstrip("\r")
-            if not text.strip():
-                return
-            if logged >= STDERR_MAX_LINES:
-                trace.last_stderr = text[:STDERR_QUOTED_CHARS]
-                unlogged += 1
-                return
-            trace.last_stderr = text[:STDERR_QUOTED_CHARS]
-            logged += 1
-            self._logger.info("connector %s: %s", self.name, text)
-
-        while chunk := await stream.read(READ_CHUNK):
-            buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:end])
-                del buffer[: end + 1]
-                if keep_raw:
-                    trace.stderr_lines.append(line)
-                if dropping:
-                    dropping = False
-                elif len(line) > STDERR_CUT_BYTES:
-                    # A long line that arrived whole in one chunk is cut like one that did not.
-                    text = masker.cut(line[:STDERR_CUT_BYTES].decode("utf-8", "replace"))
-                    masker(line[STDERR_CUT_BYTES:].decode("utf-8", "replace"))  # count its secrets
-                    forward(text[:STDERR_SHOWN_BYTES] + " [line cut]")
-                else:
-                    # Masking every line, logged or not, keeps the count of leaked secrets right.
-                    forward(masker(line.decode("utf-8", "replace")))
-            if len(buffer) > STDERR_CUT_BYTES:
-                if keep_raw:
-                    trace.stderr_lines.append(bytes(buffer))
-                if not dropping:
-                    text = masker.cut(buffer.decode("utf-8", "replace"))
-                    forward(text[:STDERR_SHOWN_BYTES] + " [line cut]")
-                dropping = True
-                buffer.clear()
-        if buffer:
-            if keep_raw:
-                trace.stderr_lines.append(bytes(buffer))
-            if not dropping:
-                forward(masker(buffer.decode("utf-8", "replace")))
-        if unlogged:
-            self._logger.info(
-                "connector %s: %d more stderr lines were not logged", self.name, unlogged
-            )
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def _stderr_note(trace: CallTrace) -> str:
-    if not trace.last_stderr:
-        return " (it printed nothing on stderr)"
-    return f"; its last line on stderr: {trace.last_stderr}"
-
-
-def _excerpt(line: bytes, masker: _Masker) -> str:
-    text = line[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
-    cut = len(text) > EXCERPT_CHARS or len(line) > EXCERPT_CHARS * 4
-    text = masker.cut(text) if cut else masker(text)
-    if len(text) > EXCERPT_CHARS:
-        text = text[:EXCERPT_CHARS]
-    return repr(text + ("…" if cut else ""))
-
-
-async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
-    """Write the request lines and close stdin; a connector may exit without reading them."""
-    try:
-        stream.write(data)
-        await stream.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    finally:
-        stream.close()
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the connector's whole process group (its session) and every process below it that
-    left the group (``setsid``), then reap the leader.
-
-    A process that left the group *and* whose parent already exited (a daemon's double fork)
-    belongs to init and cannot be told apart from any other; it survives, and the warning below
-    names the connector.
-    """
-    await asyncio.to_thread(kill_tree, process.pid)
-    try:
-        async with asyncio.timeout(KILL_GRACE_SECONDS):
-            await process.wait()
-    except TimeoutError:
-        # The group is dead, but a process that started a session of its own still holds the
-        # pipes open; _finish closes our ends.
-        LOGGER.warning(
-            "connector process %d: a process it started outside its process group still holds its "
-            "output open; passageway closed its end", process.pid,
-        )
-
-
-async def _finish(
-    process: asyncio.subprocess.Process,
-    stderr_task: asyncio.Task[None],
-    stdin_task: asyncio.Task[None] | None,
-) -> None:
-    """Drain and close the pipes so that no transport or task outlives the call."""
-    if process.returncode is not None and process.stdout is not None:
-        # After the group is gone the pipes reach their end quickly; drain what is left.
-        try:
-            async with asyncio.timeout(1.0):
-                while await process.stdout.read(READ_CHUNK):
-                    pass
-        except TimeoutError:
-            pass
-    tasks = {task for task in (stderr_task, stdin_task) if task is not None}
-    _done, running = await asyncio.wait(tasks, timeout=1.0)
-    for task in running:
-        task.cancel()
-    if running:
-        await asyncio.wait(running)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            LOGGER.debug("connector pipe task failed: %r", task.exception())
-    # A process that left the group (setsid) could still hold a pipe open; close our ends.
-    close_pipes(process)
