@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from passageway.builtin.transport.oauth import LoginLimiter, pkce_challenge
+from passageway.builtin.transport.oauth_state import LoginLimiter, pkce_challenge
 from tests.server_helpers import PASSWORD, free_port, make_kernel, running_server, wait_built, write_instance
 
 REDIRECT = "http://127.0.0.1:9/callback"

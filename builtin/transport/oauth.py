@@ -17,19 +17,10 @@ of the file lets no one in. Failed logins are rate-limited per address and overa
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import collections
-import contextlib
-import hashlib
-import html
-import json
 import logging
-import os
 import re
 import secrets
-import tempfile
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,6 +29,8 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
+from passageway.builtin.transport.oauth_pages import login_page, page
+from passageway.builtin.transport.oauth_state import LoginLimiter, OAuthState, hashed, pkce_challenge
 from passageway.builtin.transport.request_body import BadBody, form_body, json_body
 from passageway.kernel.auth import password_matches
 
@@ -47,106 +40,9 @@ CODE_SECONDS = 120
 ACCESS_SECONDS = 3600
 REFRESH_SECONDS = 30 * 24 * 3600
 MAX_CLIENTS = 200
-MAX_FAILURES_PER_ADDRESS = 5
-MAX_FAILURES_OVERALL = 30
-FAILURE_WINDOW_SECONDS = 15 * 60
 MAX_REGISTRATIONS_PER_ADDRESS = 10
 REGISTRATION_WINDOW_SECONDS = 3600
 VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}\Z")
-
-
-def _hash(secret: str) -> str:
-    # "surrogatepass": a token from a header that is not UTF-8 must not match, and not raise.
-    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def pkce_challenge(verifier: str) -> str:
-    """The S256 code challenge of a PKCE code verifier (RFC 7636)."""
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-class OAuthState:
-    """Clients, codes and tokens (hashed), persisted to one JSON file."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self.clients: dict[str, dict[str, Any]] = {}
-        self.codes: dict[str, dict[str, Any]] = {}
-        self.tokens: dict[str, dict[str, Any]] = {}
-        self.load()
-
-    def load(self) -> None:
-        try:
-            document = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as error:
-            # A damaged file costs the clients a new login, nothing more.
-            log.warning("OAuth state %s cannot be read (%s); starting with no clients", self.path, error)
-            return
-        self.clients = dict(document.get("clients", {}))
-        self.codes = dict(document.get("codes", {}))
-        self.tokens = dict(document.get("tokens", {}))
-
-    async def save(self) -> None:
-        """Drop what expired and write the file in a thread (a snapshot, so handlers may go on)."""
-        now = time.time()
-        self.codes = {key: value for key, value in self.codes.items() if value["expires"] > now}
-        self.tokens = {key: value for key, value in self.tokens.items() if value["expires"] > now}
-        document = json.loads(json.dumps(
-            {"version": 1, "clients": self.clients, "codes": self.codes, "tokens": self.tokens}
-        ))
-        await asyncio.to_thread(self._write, document)
-
-    def _write(self, document: dict[str, Any]) -> None:
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".oauth-", suffix=".json")
-            try:
-                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                    json.dump(document, handle)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.chmod(temporary, 0o600)
-                os.replace(temporary, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(temporary)
-                raise
-
-
-class LoginLimiter:
-    """Refuses logins after too many failures from one address, or overall, in a time window."""
-
-    def __init__(self, per_address: int = MAX_FAILURES_PER_ADDRESS, overall: int = MAX_FAILURES_OVERALL,
-                 window: float = FAILURE_WINDOW_SECONDS) -> None:
-        self.per_address = per_address
-        self.overall = overall
-        self.window = window
-        self._failures: dict[str, collections.deque[float]] = {}
-        self._all: collections.deque[float] = collections.deque()
-
-    def _trim(self, queue: collections.deque[float], now: float) -> None:
-        while queue and now - queue[0] > self.window:
-            queue.popleft()
-
-    def blocked(self, address: str, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
-        self._trim(self._all, now)
-        queue = self._failures.get(address)
-        if queue is not None:
-            self._trim(queue, now)
-            if not queue:
-                del self._failures[address]
-                queue = None
-        return len(self._all) >= self.overall or (queue is not None and len(queue) >= self.per_address)
-
-    def failed(self, address: str, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        self._failures.setdefault(address, collections.deque()).append(now)
-        self._all.append(now)
 
 
 class OAuthServer:
@@ -189,7 +85,7 @@ class OAuthServer:
         """Whether ``token`` is a live access token issued here."""
         if not token:
             return False
-        record = self.state.tokens.get(_hash(token))
+        record = self.state.tokens.get(hashed(token))
         return bool(record and record["kind"] == "access" and record["expires"] > time.time())
 
     # -----------------------------------------------------------------------------------------
@@ -271,7 +167,7 @@ class OAuthServer:
         stored = dict(client, used=now)
         if method != "none":
             client_secret = secrets.token_urlsafe(32)
-            stored["secret_hash"] = _hash(client_secret)
+            stored["secret_hash"] = hashed(client_secret)
             reply["client_secret"] = client_secret
             reply["client_secret_expires_at"] = 0
         self.state.clients[client_id] = stored
@@ -305,11 +201,11 @@ class OAuthServer:
         """The client if the request is valid, else the response that refuses it."""
         client = self.state.clients.get(params.get("client_id", ""))
         if client is None:
-            return None, _page("Unknown client", "This application is not registered with passageway. "
+            return None, page("Unknown client", "This application is not registered with passageway. "
                                "Remove the connection in the application and add it again.", status=400)
         redirect_uri = params.get("redirect_uri", "")
         if redirect_uri not in client["redirect_uris"]:
-            return None, _page("Wrong address", "The application asked to return to an address it did "
+            return None, page("Wrong address", "The application asked to return to an address it did "
                                "not register. Remove the connection and add it again.", status=400)
         problem = None
         if params.get("response_type") != "code":
@@ -328,28 +224,28 @@ class OAuthServer:
         if refusal is not None:
             return refusal
         assert client is not None
-        return _login_page(client, request.query)
+        return login_page(client, request.query)
 
     async def authorize_submit(self, request: web.Request) -> web.Response:
         try:
             params = await form_body(request)
         except BadBody as error:
-            return _page("Bad request", f"{error}. Start the login again from the application.", status=400)
+            return page("Bad request", f"{error}. Start the login again from the application.", status=400)
         client, refusal = self._check_authorization_request(params)
         if refusal is not None:
             return refusal
         assert client is not None
         address = request.remote or "unknown"
         if self.limiter.blocked(address):
-            return _login_page(
+            return login_page(
                 client, params, "Too many wrong passwords. Wait a quarter of an hour.", status=429
             )
         if not password_matches(params.get("password"), self.password):
             self.limiter.failed(address)
             log.warning("OAuth login: wrong password from %s", address)
-            return _login_page(client, params, "Wrong password.", status=401)
+            return login_page(client, params, "Wrong password.", status=401)
         code = secrets.token_urlsafe(32)
-        self.state.codes[_hash(code)] = {
+        self.state.codes[hashed(code)] = {
             "client_id": client["client_id"],
             "redirect_uri": params["redirect_uri"],
             "challenge": params["code_challenge"],
@@ -397,14 +293,14 @@ class OAuthServer:
         if client is None:
             return None, _oauth_error("invalid_client", "this client is not registered", status=401)
         if "secret_hash" in client and not password_matches(
-            _hash(client_secret) if client_secret else None, client["secret_hash"]
+            hashed(client_secret) if client_secret else None, client["secret_hash"]
         ):
             return None, _oauth_error("invalid_client", "wrong client secret", status=401)
         return client, None
 
     async def _exchange_code(self, client: dict[str, Any], params: Mapping[str, str]) -> web.Response:
         code = params.get("code", "")
-        record = self.state.codes.pop(_hash(code), None) if code else None
+        record = self.state.codes.pop(hashed(code), None) if code else None
         if record is None or record["expires"] < time.time():
             if record is not None:
                 await self.state.save()
@@ -420,7 +316,7 @@ class OAuthServer:
 
     async def _refresh(self, client: dict[str, Any], params: Mapping[str, str]) -> web.Response:
         token = params.get("refresh_token", "")
-        key = _hash(token) if token else ""
+        key = hashed(token) if token else ""
         record = self.state.tokens.get(key)
         if (
             record is None or record["kind"] != "refresh" or record["expires"] < time.time()
@@ -433,9 +329,9 @@ class OAuthServer:
     async def _issue(self, client_id: str, scope: str) -> web.Response:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         now = time.time()
-        self.state.tokens[_hash(access)] = {"kind": "access", "client_id": client_id, "scope": scope,
+        self.state.tokens[hashed(access)] = {"kind": "access", "client_id": client_id, "scope": scope,
                                             "expires": now + ACCESS_SECONDS}
-        self.state.tokens[_hash(refresh)] = {"kind": "refresh", "client_id": client_id, "scope": scope,
+        self.state.tokens[hashed(refresh)] = {"kind": "refresh", "client_id": client_id, "scope": scope,
                                              "expires": now + REFRESH_SECONDS}
         if client_id in self.state.clients:
             self.state.clients[client_id]["used"] = int(now)
@@ -471,48 +367,3 @@ def _redirect(uri: str, params: Mapping[str, str | None]) -> web.Response:
     return web.Response(status=302, headers={"Location": location, "Cache-Control": "no-store"})
 
 
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-    "Referrer-Policy": "no-referrer",
-}
-STYLE = (
-    "body{font-family:system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem}"
-    "input{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.4rem 0}"
-    "button{font:inherit;padding:.4rem 1rem}.error{color:#b00020}"
-)
-FORWARDED = ("response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method",
-             "state", "scope", "resource")
-
-
-def _page(title: str, text: str, status: int = 200) -> web.Response:
-    body = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
-            f"<p>{html.escape(text)}</p></body></html>")
-    return web.Response(text=body, content_type="text/html", status=status, headers=PAGE_HEADERS)
-
-
-def _login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str | None = None,
-                status: int = 200) -> web.Response:
-    name = html.escape(str(client.get("client_name") or "An application"))
-    # The name is the client's own choice; the address it returns to is not, so show that too.
-    returning = urlsplit(params.get("redirect_uri", ""))
-    destination = html.escape(returning.hostname or f"{returning.scheme}:")
-    hidden = "".join(
-        f"<input type='hidden' name='{key}' value='{html.escape(params[key], quote=True)}'>"
-        for key in FORWARDED if params.get(key)
-    )
-    message = f"<p class='error'>{html.escape(error)}</p>" if error else ""
-    body = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>passageway login</title>"
-        f"<style>{STYLE}</style></head><body><h1>passageway</h1>"
-        f"<p>{name} asks to search your sources through passageway. Enter the server's password "
-        "to allow it.</p>"
-        f"<p>After you allow it, your browser returns to <strong>{destination}</strong>. "
-        "If you do not recognise that address, do not enter the password.</p>"
-        f"{message}<form method='post' action='authorize'>{hidden}"
-        "<input type='password' name='password' autocomplete='current-password' autofocus required "
-        "aria-label='Password'><button type='submit'>Allow</button></form></body></html>"
-    )
-    return web.Response(text=body, content_type="text/html", status=status, headers=PAGE_HEADERS)
