@@ -407,7 +407,7 @@ def history_entry(result: Any, block: str | None) -> dict[str, Any]:
 
 
 def _render(results: Sequence[Any], axis: str | None, history: str | None) -> str:
-    from passageway.kernel.eval.report import compare_markdown, run_markdown
+    from passageway.kernel.eval.markdown import compare_markdown, run_markdown
 
     if axis is None:
         return run_markdown(results[0], history=history)
@@ -456,7 +456,7 @@ def _publish(args: argparse.Namespace, results: Sequence[Any], axis: str | None)
 
 
 def _cases_markdown(results: Sequence[Any]) -> str:
-    from passageway.kernel.eval.report import table
+    from passageway.kernel.eval.markdown import table
 
     parts = []
     for result in results:
