@@ -58,8 +58,8 @@ class ToyEmbedder:
     ) -> None:
         self._dim = dim
         self._name = name or f"toy-hash-{dim}"
-        self._min_similarity = min_similarity
-        self._cross_language_offset = cross_language_offset
+        self.min_similarity = min_similarity
+        self.cross_language_offset = cross_language_offset
         self.fail = False
         self.calls = 0
         self.texts_embedded = 0
@@ -71,14 +71,6 @@ class ToyEmbedder:
     @property
     def dim(self) -> int:
         return self._dim
-
-    @property
-    def min_similarity(self) -> float:
-        return self._min_similarity
-
-    @property
-    def cross_language_offset(self) -> float:
-        return self._cross_language_offset
 
     async def start(self) -> None:
         return None

@@ -90,15 +90,11 @@ async def test_embedder_failing_to_start_makes_recall_raise(tmp_path):
         assert "passageway model download" in kernel.health(include_errors=True)["embedder"]["error"]
 
 
-class _BadOffsetEmbedder(ToyEmbedder):
-    cross_language_offset = 1.5
-
-
 async def test_an_embedder_with_an_impossible_offset_fails_at_start_not_at_the_first_question(tmp_path):
     class Plugin:
         @hookimpl
         def passageway_register_embedders(self, register):  # type: ignore[no-untyped-def]
-            register("bad-offset", lambda settings, context: _BadOffsetEmbedder())
+            register("bad-offset", lambda settings, context: ToyEmbedder(cross_language_offset=1.5))
 
     environ = write_instance(tmp_path, config='[embedder]\nkind = "bad-offset"\n')
     manager = build_plugin_manager(environ, extra=(("bad", Plugin()),), load_entry_points=False)

