@@ -123,13 +123,14 @@ def passageway_add_routes(app: web.Application, kernel: Kernel) -> None:
     implements it.
 
     :param app: the ``aiohttp.web.Application``; add routes with ``app.router`` and resources
-        with ``app.cleanup_ctx``. Every route except ``/health`` must check the bearer password
-        with ``kernel.authorize(request)``.
+        with ``app.cleanup_ctx``. The kernel has mounted ``/health`` already. A route that answers
+        from the index must check the bearer password with ``kernel.authorize(request)``.
     :param kernel: the running :class:`passageway.kernel.app.Kernel`: ``await kernel.recall(...)``,
         ``kernel.health(...)`` and the settings.
     :returns: nothing; every implementation is called.
 
-    The builtin transport plugin mounts ``/mcp``, ``/recall`` and ``/health``.
+    The builtin transport plugin mounts ``/mcp``, ``/recall``, the status page ``/`` and, with
+    ``PASSAGEWAY_BASE_URL`` set, the OAuth routes.
     """
 
 
