@@ -265,7 +265,8 @@ class Kernel:
                     source.error = str(error)
         if self.embedder is not None and self.embedder_started:
             self.sources.update(await removed_sources(
-                factory, self.settings.data_dir, set(self.sources), (self.embedder.name, self.embedder.dim)
+                factory, StoreContext(self.settings.file.store, self.environ), self.settings.data_dir,
+                set(self.sources), (self.embedder.name, self.embedder.dim),
             ))
 
     def _make_source_sync(

@@ -20,7 +20,7 @@ from passageway.kernel.config import SOURCE_NAME, ConnectorSettings
 
 if TYPE_CHECKING:
     from passageway.kernel.embedder import Embedder
-    from passageway.kernel.store import Store
+    from passageway.kernel.store import Store, StoreContext
 
 log = logging.getLogger("passageway.kernel")
 
@@ -60,10 +60,11 @@ class Source:
 
 
 async def removed_sources(
-    factory: Any, data_dir: Path, known: set[str], embedder: tuple[str, int]
+    factory: Any, context: StoreContext, data_dir: Path, known: set[str], embedder: tuple[str, int]
 ) -> dict[str, Source]:
     """The index files in ``data_dir`` of sources no longer in the configuration, opened to be
-    served as they are (``known`` are the configured ones).
+    served as they are (``known`` are the configured ones) by the store ``factory`` with its
+    ``context``, as the hook specification says.
 
     Only an index built with the running ``embedder`` (name, dimension) can answer; another is
     left alone, and so is a file that cannot be read.
@@ -75,7 +76,7 @@ async def removed_sources(
             continue
         store = None
         try:
-            store = factory(path, name)
+            store = factory(path, name, context)
             await store.open()
             if await store.embedder() != embedder:
                 await store.close()
