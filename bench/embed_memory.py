@@ -61,7 +61,7 @@ async def _child(engine: str, folder: str) -> None:
 
     label = engine
     if engine == "onnx-tokenizers":
-        from passageway.builtin.e5_onnx import engine as converted_engine
+        from passageway.builtin.embedders.e5_onnx import engine as converted_engine
 
         converted_engine.E5Tokenizer = TokenizersTokenizer  # type: ignore[misc,assignment]
         engine = "onnx"
@@ -69,7 +69,7 @@ async def _child(engine: str, folder: str) -> None:
         data_dir=Path(folder), shared_data_dir=Path(folder), model_dir=None, model_hub="",
         environ={}, log=lambda line: None,
     )
-    embedder = onnx_factory(EmbedderSettings(engine=engine, model_dir=Path(folder)), context)
+    embedder = onnx_factory(EmbedderSettings(options={"engine": engine, "model_dir": str(folder)}), context)
     before = _status("VmRSS")
     await embedder.start()
     loaded = _status("VmRSS")
@@ -92,7 +92,7 @@ def main() -> None:
     if arguments.child:
         asyncio.run(_child(arguments.child, arguments.folder))
         return
-    from passageway.builtin.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
 
     ensure_converted(Path(arguments.folder))
     print("| Engine | RSS before loading MB | after loading MB | after embedding MB | peak MB |")

@@ -13,7 +13,7 @@ prints the sweeps:
   chosen on the even-numbered cases and reported on the odd-numbered ones too.
 
 The cross-language offset is the model's: the stand-in embedder carries the built-in preset's
-(``kernel/models.py``), as the real one does, and ``recall`` hands it to the ranker in the
+(``builtin/embedders/models.py``), as the real one does, and ``recall`` hands it to the ranker in the
 ``Gate``. Rows "without the offset" use rankers built with ``cross_language=False``; the grid of
 section 3 tries other offsets by giving the stand-in embedder another value.
 
@@ -41,9 +41,9 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.builtin.ranking import FusionRanker
 from passageway.kernel.chunking import passages_for
-from passageway.kernel.models import DEFAULT_PRESET, PRESETS
 from passageway.kernel.recall import recall
 from passageway.kernel.records import Item, Section
 from passageway.kernel.store import Candidate, StoredItem

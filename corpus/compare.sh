@@ -49,7 +49,7 @@ import os
 from pathlib import Path
 
 from passageway.kernel.config import load_settings
-from passageway.kernel.models import PRESETS, is_present, model_folder
+from passageway.builtin.embedders.models import PRESETS, is_present, model_folder
 
 settings = load_settings(os.environ, require_file=False)
 for name, preset in sorted(PRESETS.items()):

@@ -23,18 +23,19 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
-from passageway.kernel.errors import EmbedderError, PassagewayError
+from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 from passageway.kernel.replicas import Role, SharedStore, replica_name, run_source
+from passageway.kernel.sources import Source, SourceSyncLike, SyncFactory, removed_sources
 from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
@@ -44,40 +45,6 @@ if TYPE_CHECKING:
     from passageway.kernel.store import Store
 
 log = logging.getLogger("passageway.kernel")
-
-
-class SourceSyncLike(Protocol):
-    """What the kernel needs of a source's sync (``passageway.kernel.sync.SourceSync``)."""
-
-    async def sync_once(self) -> Any: ...
-
-    async def run_forever(self, poll_seconds: float, reconcile_seconds: float) -> Any: ...
-
-    def health(self) -> Any: ...
-
-
-SyncFactory = Callable[["ConnectorSettings", "Store", "Embedder", Mapping[str, str]], SourceSyncLike]
-"""``factory(connector settings, store, embedder, environ)`` → the source's sync."""
-
-
-@attrs.define
-class Source:
-    """One ``[[connector]]``: its store, its sync and what went wrong opening them."""
-
-    settings: ConnectorSettings
-    store: Store | None = None
-    sync: SourceSyncLike | None = None
-    error: str | None = None
-    """Why the store or the sync could not be set up; the source is ``failing`` while set."""
-    removed: bool = False
-    """An index file in the data folder whose ``[[connector]]`` was removed: it keeps serving what it
-    holds, with no sync, until its file is deleted (docs/index-and-sync.md)."""
-    counts: tuple[int, int] = (0, 0)
-    """Items and passages of a removed source, counted when it was opened."""
-
-    @property
-    def name(self) -> str:
-        return self.settings.name
 
 
 QUEUE_QUESTIONS = True
@@ -117,18 +84,20 @@ class Kernel:
         self.questions: QuestionQueue | None = None
         """The embedder as recall sees it: questions one at a time, typed ones first."""
         self.embedder_error: str | None = None
-        self._embedder_started = False
+        self.embedder_started = False
+        """Whether the embedder's start succeeded (health names it only then)."""
         self.ranker: Any = None
         self.sources: dict[str, Source] = {}
         self.started_at = time.time()
         self._sync_factory = sync_factory or self._make_source_sync
         self.vector_cache: Any = None
         self._sync_tasks: dict[str, asyncio.Task[Any]] = {}
-        self._sync_errors: dict[str, str] = {}
+        self.sync_errors: dict[str, str] = {}
+        """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
         self.replica = replica_name()
         """This server's name among replicas sharing one index (see kernel/replicas.py)."""
-        self._roles: dict[str, Role] = {}
-        """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
+        self.roles: dict[str, Role] = {}
+        """Per source on a shared store: which replica syncs it (health shows it)."""
 
     # -----------------------------------------------------------------------------------------
     # Construction
@@ -166,6 +135,14 @@ class Kernel:
             registries.embedders.get(settings.embedder.kind)
         except PassagewayError as error:
             return cls.broken(str(error), environ=environ, settings=settings)
+        try:
+            # Built (not started) now, so that the kind's check of its own keys fails like any
+            # other mistake in passageway.toml; a model or program problem waits for the start.
+            kernel.embedder = kernel._build_embedder()
+        except ConfigError as error:
+            return cls.broken(str(error), environ=environ, settings=settings)
+        except Exception:  # reported by start_embedder, which builds it again
+            kernel.embedder = None
         return kernel
 
     @classmethod
@@ -213,7 +190,8 @@ class Kernel:
         if self.config_error is not None or self.settings is None or self.registries is None:
             return
         try:
-            self.embedder = self._build_embedder()
+            if self.embedder is None:
+                self.embedder = self._build_embedder()
             cross_language_offset_of(self.embedder)  # a bad value fails now, not at the first question
             await self.embedder.start()
         except PassagewayError as error:
@@ -224,21 +202,14 @@ class Kernel:
             log.exception("the embedder could not start")
         else:
             self.embedder_error = None
-            self._embedder_started = True
+            self.embedder_started = True
             self.questions = QuestionQueue(self.embedder) if QUEUE_QUESTIONS else None
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
     def _build_embedder(self) -> Embedder:
         assert self.settings is not None and self.registries is not None
-        try:
-            from passageway.kernel.embedder import build_embedder  # type: ignore[attr-defined]
-        except ImportError:
-            build_embedder = None
-        context = self.embedder_context()
-        if build_embedder is not None:
-            return build_embedder(self.settings.embedder, context, self.registries)  # type: ignore[no-any-return]
         factory = self.registries.embedders.get(self.settings.embedder.kind)
-        return factory(self.settings.embedder, context)  # type: ignore[no-any-return]
+        return factory(self.settings.embedder, self.embedder_context())  # type: ignore[no-any-return]
 
     def embedder_context(self) -> Any:
         from passageway.kernel.embedder import EmbedderContext
@@ -255,7 +226,7 @@ class Kernel:
 
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
-        self._embedder_started = False
+        self.embedder_started = False
         self.questions = None
         if embedder is not None:
             with contextlib.suppress(Exception):
@@ -285,49 +256,18 @@ class Kernel:
                 source.error = f"the index cannot be opened: {type(error).__name__}: {error}"
                 log.exception("source %s: the index cannot be opened", connector.name)
                 continue
-            if self.embedder is not None and self._embedder_started:
+            if self.embedder is not None and self.embedder_started:
                 try:
                     if self._sync_factory == self._make_source_sync:
                         await self._open_vector_cache()
                     source.sync = self._sync_factory(connector, store, self.embedder, self.environ)
                 except PassagewayError as error:
                     source.error = str(error)
-        await self._open_removed_sources(factory)
-
-    async def _open_removed_sources(self, factory: Any) -> None:
-        """Serve the index files of sources no longer in the configuration, read as they are.
-
-        Only an index built with the running embedder can answer; another is left alone.
-        """
-        from passageway.kernel.config import SOURCE_NAME, ConnectorSettings
-
-        assert self.settings is not None
-        if self.embedder is None or not self._embedder_started:
-            return
-        for path in sorted(await asyncio.to_thread(lambda: list(self.settings.data_dir.glob("*.db")))):
-            name = path.stem
-            if name in self.sources or not SOURCE_NAME.match(name):
-                continue
-            store = None
-            try:
-                store = factory(path, name)
-                await store.open()
-                if await store.embedder() != (self.embedder.name, self.embedder.dim):
-                    await store.close()
-                    continue
-                counts = await store.counts()
-            except Exception as error:  # an unreadable leftover must not stop the server
-                log.warning("index file %s cannot be served: %s", path.name, error)
-                if store is not None:
-                    with contextlib.suppress(Exception):
-                        await store.close()
-                continue
-            settings = ConnectorSettings(name=name, command=("(removed from the configuration)",))
-            self.sources[name] = Source(settings, store=store, removed=True, counts=counts)
-            log.warning(
-                "source %s is no longer in the configuration; its index keeps serving %d items until "
-                "you delete %s", name, counts[0], path,
-            )
+        if self.embedder is not None and self.embedder_started:
+            self.sources.update(await removed_sources(
+                factory, StoreContext(self.settings.file.store, self.environ), self.settings.data_dir,
+                set(self.sources), (self.embedder.name, self.embedder.dim),
+            ))
 
     def _make_source_sync(
         self, connector: ConnectorSettings, store: Store, embedder: Embedder, environ: Mapping[str, str]
@@ -376,13 +316,13 @@ class Kernel:
         try:
             role = Role(self.replica)
             if isinstance(source.store, SharedStore):  # health shows which replica syncs it
-                role = self._roles.setdefault(source.name, role)
+                role = self.roles.setdefault(source.name, role)
             await run_source(source.sync, source.store, self.settings.poll_seconds,
                              self.settings.reconcile_seconds, role)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the sync's own bug: this source stops, the server does not
-            self._sync_errors[source.name] = f"the sync stopped: {type(error).__name__}: {error}"
+            self.sync_errors[source.name] = f"the sync stopped: {type(error).__name__}: {error}"
             log.exception("source %s: the sync stopped", source.name)
 
     async def stop_background_sync(self) -> None:
@@ -406,14 +346,14 @@ class Kernel:
             try:
                 await source.sync.sync_once()
             except PassagewayError as error:
-                self._sync_errors[source.name] = str(error)
+                self.sync_errors[source.name] = str(error)
                 return str(error)
             except Exception as error:
                 message = f"{type(error).__name__}: {error}"
-                self._sync_errors[source.name] = message
+                self.sync_errors[source.name] = message
                 log.exception("source %s: the sync failed", source.name)
                 return message
-            self._sync_errors.pop(source.name, None)
+            self.sync_errors.pop(source.name, None)
             return None
 
         sources = [source for source in self.sources.values() if not source.removed]
@@ -437,7 +377,7 @@ class Kernel:
         """
         if self.config_error is not None:
             raise PassagewayError(f"the configuration is broken: {self.config_error}")
-        if self.embedder is None or not self._embedder_started:
+        if self.embedder is None or not self.embedder_started:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
         from passageway.kernel.not_unicode import repaired
         from passageway.kernel.recall import recall as run_recall
@@ -484,68 +424,15 @@ class Kernel:
         return configured or self.environ.get("APP_VERSION") or __version__
 
     def health(self, include_errors: bool) -> dict[str, Any]:
-        """The health report: overall status, the embedder, and each source's state and counts.
+        """The health report (:func:`passageway.kernel.health.health_report`); error texts only when
+        ``include_errors`` (the caller showed the password)."""
+        from passageway.kernel.health import health_report
 
-        Error texts are included only when ``include_errors`` (the caller showed the password).
-        """
-        report: dict[str, Any] = {"status": "ok", "version": self.version}
-        report["instance"] = self.instance
-        if self.config_error is not None:
-            report["status"] = "error"
-            report["error"] = self.config_error if include_errors else "the configuration is broken"
-            return report
-
-        embedder: dict[str, Any] = {"state": "ok" if self.embedder_error is None else "failing"}
-        if self.embedder is not None and self._embedder_started:
-            embedder["name"] = self.embedder.name
-        elif self.settings is not None:
-            embedder["kind"] = self.settings.embedder.kind
-        if self.embedder_error is not None and include_errors:
-            embedder["error"] = self.embedder_error
-        report["embedder"] = embedder
-
-        sources: dict[str, Any] = {}
-        for name, source in self.sources.items():
-            sources[name] = self._source_health(source, include_errors)
-        report["sources"] = sources
-
-        states = {entry["state"] for entry in sources.values()}
-        if self.embedder_error is not None or "failing" in states:
-            report["status"] = "degraded"
-        elif "indexing" in states:
-            report["status"] = "indexing"
-        return report
-
-    def _source_health(self, source: Source, include_errors: bool) -> dict[str, Any]:
-        if source.removed:
-            items, passages = source.counts
-            return {"state": "ok", "items": items, "passages": passages, "removed": True}
-        entry: dict[str, Any] = {"state": "indexing", "items": 0, "passages": 0}
-        error = source.error or self._sync_errors.get(source.name)
-        if source.sync is not None:
-            health = source.sync.health()
-            entry = dict(health.full() if include_errors else health.public())
-            entry.pop("last_error", None)
-            error = error or health.last_error
-            if entry["state"] == "ok" and health.last_success is None and error is None:
-                entry["state"] = "indexing"  # not built yet: the first sync has not finished
-        elif self.embedder_error is not None and error is None:
-            error = f"waiting for the embedder: {self.embedder_error}"
-        if source.name in self._roles:  # a shared store: which replica syncs the source
-            entry.update(self._roles[source.name].view())
-        if error is not None:
-            entry["state"] = "failing"
-            entry["failing"] = True
-            if include_errors:
-                entry["error"] = str(error)
-        return entry
+        return health_report(self, include_errors)
 
     def authorize(self, request: Any) -> bool:
         """Whether ``request`` carries ``Authorization: Bearer <password>`` (constant-time)."""
         return password_matches(bearer_token(request), self.password)
-
-    def names(self) -> Sequence[str]:
-        return list(self.sources)
 
 
 def _password_or_none(environ: Mapping[str, str] | None) -> str | None:

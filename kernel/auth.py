@@ -2,7 +2,7 @@
 
 Every route but ``/health`` (and, with OAuth on, the OAuth routes themselves) requires
 ``Authorization: Bearer <PASSAGEWAY_LOGIN_PASSWORD>``. ``/mcp`` also accepts an OAuth access token
-when ``PASSAGEWAY_BASE_URL`` is set (:mod:`passageway.kernel.oauth`); ``/recall`` never does.
+when ``PASSAGEWAY_BASE_URL`` is set (:mod:`passageway.builtin.transport.oauth`); ``/recall`` never does.
 """
 
 from __future__ import annotations

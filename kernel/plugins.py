@@ -27,6 +27,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "passageway.builtin.embedders",
     "passageway.builtin.ranking",
     "passageway.builtin.transport",
+    "passageway.builtin.passage_index",
 )
 """What ships: each module is one plugin, registered under its last dotted name part."""
 
@@ -141,7 +142,7 @@ def _load_entry_points(manager: PluginManager, allow: set[str] | None, block: se
 
 @attrs.define
 class Registry:
-    """Named factories of one kind (stores, embedder kinds or rankers), each with its plugin."""
+    """Named factories of one kind (stores, embedder kinds, rankers or commands), each with its plugin."""
 
     kind: str
     factories: dict[str, Any] = attrs.field(factory=dict)
@@ -174,15 +175,19 @@ class Registries:
     stores: Registry
     embedders: Registry
     rankers: Registry
+    commands: Registry
 
 
 def collect_registries(manager: pluggy.PluginManager) -> Registries:
     """Call every registration hook, one implementation at a time, and keep who registered what."""
-    registries = Registries(Registry("store"), Registry("embedder kind"), Registry("ranker"))
+    registries = Registries(
+        Registry("store"), Registry("embedder kind"), Registry("ranker"), Registry("command")
+    )
     hooks = (
         (manager.hook.passageway_register_stores, registries.stores),
         (manager.hook.passageway_register_embedders, registries.embedders),
         (manager.hook.passageway_register_rankers, registries.rankers),
+        (manager.hook.passageway_register_commands, registries.commands),
     )
     for caller, registry in hooks:
         for implementation in caller.get_hookimpls():

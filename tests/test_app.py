@@ -90,15 +90,11 @@ async def test_embedder_failing_to_start_makes_recall_raise(tmp_path):
         assert "passageway model download" in kernel.health(include_errors=True)["embedder"]["error"]
 
 
-class _BadOffsetEmbedder(ToyEmbedder):
-    cross_language_offset = 1.5
-
-
 async def test_an_embedder_with_an_impossible_offset_fails_at_start_not_at_the_first_question(tmp_path):
     class Plugin:
         @hookimpl
         def passageway_register_embedders(self, register):  # type: ignore[no-untyped-def]
-            register("bad-offset", lambda settings, context: _BadOffsetEmbedder())
+            register("bad-offset", lambda settings, context: ToyEmbedder(cross_language_offset=1.5))
 
     environ = write_instance(tmp_path, config='[embedder]\nkind = "bad-offset"\n')
     manager = build_plugin_manager(environ, extra=(("bad", Plugin()),), load_entry_points=False)
@@ -288,3 +284,12 @@ async def test_a_removed_connectors_index_keeps_serving_until_its_file_is_delete
     assert set(kernel.sources) == {"other"}
     await kernel.close_stores()
     await kernel.close_embedder()
+
+
+def test_an_unknown_key_in_the_embedder_table_breaks_the_kernel_at_once(tmp_path):
+    """The kind checks its own keys when the kernel is made, like any other mistake in the file."""
+    environ = write_instance(tmp_path, config='[embedder]\nmodle = "multilingual-e5-small-q4"\n')
+    settings = load_settings(environ)
+    kernel = Kernel.create(settings, environ=environ)
+    assert kernel.config_error is not None and "unknown key 'modle' in [embedder]" in kernel.config_error
+    assert kernel.health(include_errors=False)["status"] == "error"

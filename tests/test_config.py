@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from passageway.builtin.embedders.options import CommandOptions, OnnxOptions
 from passageway.kernel.config import (
     ENVIRONMENT,
     ConnectorSettings,
@@ -13,10 +14,10 @@ from passageway.kernel.config import (
     load_password,
     load_settings,
     parse_config_text,
-    resolve_instance,
     resolve_secrets,
 )
 from passageway.kernel.errors import ConfigError
+from passageway.kernel.instances import resolve_instance
 
 FULL = """
 [embedder]
@@ -70,14 +71,17 @@ def test_every_key_is_read():
     assert wiki.timeout == 300 and wiki.max_delete_fraction == 0.3
     assert wiki.max_line_bytes == 4 * 1024 * 1024 and wiki.max_output_bytes == 64 * 1024 * 1024
     assert settings.embedder.kind == "command"
-    assert settings.embedder.secrets == {"API_KEY": "EMBED_KEY"}
-    assert (settings.embedder.batch_size, settings.embedder.timeout) == (16, 30)
+    command = CommandOptions.of(settings.embedder)
+    assert command.secrets == {"API_KEY": "EMBED_KEY"}
+    assert (command.batch_size, command.timeout) == (16, 30)
     assert settings.embedder.min_similarity == 0.8
     assert settings.embedder.cross_language_offset == 0.04
     e5 = settings.embedders["e5"]
     assert e5.cross_language_offset == 0.0 and isinstance(e5.cross_language_offset, float)
-    assert (e5.model, e5.device, e5.download, e5.threads) == ("multilingual-e5-base", "cpu", False, 2)
-    assert e5.model_dir == Path("~/models/e5").expanduser()
+    preset = OnnxOptions.of(e5)
+    assert (preset.model, preset.device, preset.download) == ("multilingual-e5-base", "cpu", False)
+    assert preset.threads == 2
+    assert preset.model_dir == Path("~/models/e5").expanduser()
 
 
 def test_defaults_without_an_embedder_table():
@@ -96,8 +100,11 @@ def test_defaults_without_an_embedder_table():
     ],
 )
 def test_an_unknown_key_names_the_key_and_the_table(text, named):
+    """The kernel's tables fail when read; an embedder table when its kind checks its keys."""
     with pytest.raises(ConfigError, match="unknown key") as caught:
-        parse_config_text(text)
+        file = parse_config_text(text)
+        for embedder in (file.embedder, *file.embedders.values()):
+            OnnxOptions.of(embedder)
     assert named in str(caught.value)
 
 
@@ -153,7 +160,8 @@ def test_wrong_values_name_the_key(line, fragment):
         ("kind = 'command'", "needs `command`"),
         ("device = 'gpu'", "`device`"),
         ("download = 'no'", "`download`"),
-        ("batch_size = 2000", "`batch_size`"),
+        ("kind = 'command'\ncommand = ['x']\nbatch_size = 2000", "`batch_size`"),
+        ("batch_size = 16", "unknown key 'batch_size' in [embedder]"),
         ("min_similarity = 1.2", "`min_similarity`"),
         ("cross_language_offset = 1.5", "`cross_language_offset` is a number from 0 to 1, got 1.5"),
         ("cross_language_offset = -0.01", "`cross_language_offset` is a number from 0 to 1"),
@@ -164,9 +172,23 @@ def test_wrong_values_name_the_key(line, fragment):
     ],
 )
 def test_embedder_values_are_checked(table, fragment):
+    """The kernel checks the gate numbers when it reads the file; the kind checks its own keys."""
     with pytest.raises(ConfigError) as caught:
-        parse_config_text(f"[embedder]\n{table}")
+        embedder = parse_config_text(f"[embedder]\n{table}").embedder
+        options = CommandOptions if embedder.kind == "command" else OnnxOptions
+        options.of(embedder)
     assert fragment in str(caught.value)
+
+
+def test_a_plugin_kind_keeps_keys_of_its_own_and_a_builtin_kind_names_an_unknown_one():
+    file = parse_config_text(
+        "[embedder]\nkind = 'remote'\nendpoint = 'https://example.org'\nmin_similarity = 0.7\n"
+        "[embedders.e5]\nmodle = 'multilingual-e5-base'\n", "my.toml"
+    )
+    assert file.embedder.options == {"endpoint": "https://example.org"}
+    assert file.embedder.min_similarity == 0.7
+    with pytest.raises(ConfigError, match=r"my\.toml: unknown key 'modle' in \[embedders\.e5\]"):
+        OnnxOptions.of(file.embedders["e5"])
 
 
 def test_embedders_default_is_reserved():
@@ -323,3 +345,10 @@ def test_cross_language_offset_is_unset_unless_written():
     assert parse_config_text("").embedder.cross_language_offset is None
     written = parse_config_text("[embedder]\ncross_language_offset = 0.06")
     assert written.embedder.cross_language_offset == 0.06
+
+
+def test_every_env_reference_in_a_table_is_found_for_the_log_mask():
+    from passageway.kernel.tables import referenced_variables
+
+    table = {"secrets": {"API_KEY": "env:EMBED_KEY"}, "nested": [{"token": "env:OTHER"}], "model": "env"}
+    assert referenced_variables(table) == ["EMBED_KEY", "OTHER"]

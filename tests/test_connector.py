@@ -347,9 +347,9 @@ async def test_long_and_many_stderr_lines_are_cut_and_capped(tmp_path, caplog):
 
 
 def test_a_secret_cut_in_half_is_masked():
-    from passageway.kernel.connector import _Masker
+    from passageway.kernel.connector_io import Masker
 
-    masker = _Masker(["abcdef123"])
+    masker = Masker(["abcdef123"])
     assert masker.cut("line with abcd") == "line with ***"
     assert masker.cut("abcdef123 and abc") == "*** and ***"
     assert masker("nothing here") == "nothing here"

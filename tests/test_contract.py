@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from passageway.kernel.cli import main as cli_main
-from passageway.protocol import Connector
 from passageway.testing import fake_connector
-from passageway.testing.contract import RULES, check_connector, check_connector_async, run_contract
+from passageway.testing.contract import RULES, Connector, check_connector, check_connector_async, run_contract
 
 ROOT = Path(__file__).resolve().parent.parent
 MISBEHAVING = ROOT / "tests" / "misbehaving"

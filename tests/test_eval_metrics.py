@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from passageway.kernel.eval.cases import Case
-from passageway.kernel.eval.metrics import FoundHit, Outcome, check_targets, percentile, score, wilson
+from passageway.kernel.eval.metrics import Outcome, check_targets, percentile, score, wilson
 from passageway.kernel.eval.report import choose_threshold
+from passageway.kernel.records import Hit
 
 
-def hit(item_id: str, text: str = "") -> FoundHit:
-    return FoundHit("notes", item_id, item_id.title(), f"https://x/{item_id}", None, text, 0.9)
+def hit(item_id: str, text: str = "") -> Hit:
+    return Hit("notes", item_id, item_id.title(), f"https://x/{item_id}", None, text, 0.9, 0.9)
 
 
 def outcome(case: Case, *ids: str, seconds: float = 0.01, embed: float = 0.004, text: str = "") -> Outcome:

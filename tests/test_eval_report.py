@@ -7,17 +7,10 @@ import re
 import attrs
 
 from passageway.kernel.eval.cases import Case
-from passageway.kernel.eval.metrics import FoundHit, Outcome
-from passageway.kernel.eval.report import (
-    IndexInfo,
-    RunResult,
-    SourceCount,
-    compare_json,
-    compare_markdown,
-    run_json,
-    run_markdown,
-    table,
-)
+from passageway.kernel.eval.markdown import compare_markdown, run_markdown, table
+from passageway.kernel.eval.metrics import Outcome
+from passageway.kernel.eval.report import IndexInfo, RunResult, SourceCount, compare_json, run_json
+from passageway.kernel.records import Hit
 
 ANSWERABLE = Case("where is the needle", expect=("haystack",), expect_text=("needle",), group="g")
 SILENT = Case("what about the moon", group="off")
@@ -26,7 +19,7 @@ SILENT = Case("what about the moon", group="off")
 def result(
     ranker: str = "hybrid", *, found: bool = True, quiet: bool = True, label: str | None = None
 ) -> RunResult:
-    hit = FoundHit("notes", "haystack", "The Haystack", "https://private.example/h", None, "a needle", 0.9)
+    hit = Hit("notes", "haystack", "The Haystack", "https://private.example/h", None, "a needle", 0.9, 0.9)
     outcomes = (
         Outcome(ANSWERABLE, (hit,) if found else (), 0.02, 0.01),
         Outcome(SILENT, () if quiet else (hit,), 0.03, 0.01),

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from passageway.kernel.hook_endpoint import (
+from passageway.builtin.transport.hook_endpoint import (
     MAX_BODY_BYTES,
     MAX_PROMPT_CHARS,
     SessionMemory,

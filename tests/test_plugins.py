@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
 from importlib import metadata
@@ -185,3 +186,71 @@ def test_every_hook_is_implemented_by_a_builtin():
         plugin = manager.get_plugin(dotted.rsplit(".", 1)[1])
         implemented |= {caller.name for caller in manager.get_hookcallers(plugin) or ()}
     assert implemented == spec_names()
+
+
+class _HelloCommand:
+    """A plugin's subcommand: ``passageway hello NAME``."""
+
+    HELP = "say hello"
+
+    @staticmethod
+    def add_arguments(parser):
+        parser.add_argument("who")
+
+    @staticmethod
+    def run(args):
+        print(f"hello {args.who} (instance {args.instance})")
+        return 3
+
+
+class _HelloPlugin:
+    @hookimpl
+    def passageway_register_commands(self, register):
+        register("hello", _HelloCommand)
+
+
+class _ServePlugin:
+    @hookimpl
+    def passageway_register_commands(self, register):
+        register("serve", _HelloCommand)
+
+
+def _with_plugin(monkeypatch, plugin):
+    """``cli.main`` builds its managers with ``plugin`` registered as well (no entry points)."""
+    from passageway.kernel import plugins as plugins_module
+
+    real = plugins_module.build_plugin_manager
+
+    def build(env=None, **options):
+        return real({}, extra=(("hello", plugin),), load_entry_points=False)
+
+    monkeypatch.setattr(plugins_module, "build_plugin_manager", build)
+
+
+def test_a_plugin_registers_a_command_that_the_command_line_runs(monkeypatch, capsys, tmp_path):
+    _with_plugin(monkeypatch, _HelloPlugin())
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cli.main(["hello", "world"]) == 3
+    assert capsys.readouterr().out == "hello world (instance None)\n"
+    assert "hello" in cli.build_parser()[1]
+    assert "say hello" in _help(capsys)
+
+
+def test_the_builtin_commands_come_from_their_plugins(monkeypatch):
+    monkeypatch.setenv("PASSAGEWAY_LOAD_PLUGINS", "")
+    assert {"model", "mcp", "index"} <= cli.build_parser()[1]
+    assert not {"model", "mcp", "index"} & cli.build_parser(plugin_commands=False)[1]
+    monkeypatch.setenv("PASSAGEWAY_DISABLE_PLUGINS", "embedders")
+    assert "model" not in cli.build_parser()[1]
+
+
+def test_a_plugin_command_may_not_take_a_kernel_commands_name(monkeypatch, capsys):
+    _with_plugin(monkeypatch, _ServePlugin())
+    assert cli.main(["--help"]) != 0
+    assert "registers the command 'serve', which is one of passageway's own" in capsys.readouterr().err
+
+
+def _help(capsys) -> str:
+    with contextlib.suppress(SystemExit):
+        cli.main(["--help"])
+    return capsys.readouterr().out

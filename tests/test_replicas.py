@@ -10,7 +10,7 @@ import attrs
 
 from passageway.kernel import replicas
 from passageway.kernel.replicas import Role, SharedStore, run_source
-from passageway.kernel.sync import SourceHealth
+from passageway.kernel.sync_health import SourceHealth
 
 
 class FakeSync:

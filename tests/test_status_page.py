@@ -7,7 +7,7 @@ import re
 
 import httpx2
 
-from passageway.kernel.status_page import REFRESH_SECONDS, render_page
+from passageway.builtin.transport.status_page import REFRESH_SECONDS, render_page
 from tests.cli_helpers import built_server
 from tests.server_helpers import PASSWORD, make_kernel, running_server, write_instance
 

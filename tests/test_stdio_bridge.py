@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from passageway.kernel.commands.mcp_stdio import explain, find_password, server_url
+from passageway.builtin.transport.stdio_bridge import explain, find_password, server_url
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.recall import NOTHING
 from tests.server_helpers import PASSWORD, free_port

@@ -7,20 +7,30 @@ format is in ``docs/reference/passage-index.md``; ``connectors/site`` serves the
 passageway's own recall.
 
 Why here: it is stage code (reading a format, chunking, embedding), which STYLE.md keeps out of
-``kernel/``, and it is not a pluggy plugin of the server's loop, so it is not in
-``BUILTIN_PLUGINS`` either. It holds its own implementation like the other builtin subpackages and
-borrows the kernel's contracts: the block splitter and digests of
-:mod:`passageway.kernel.chunking` (with a 2,000-character cap instead of recall's 1,000), the
-digest-keyed :class:`~passageway.kernel.vector_cache.VectorCache`, and embedders built from
-``[embedder]`` through the plugin registries. The command itself is
-:mod:`passageway.kernel.commands.index`, which only parses arguments.
+``kernel/``. It takes no part in the server's loop; as a plugin it only registers its command,
+``passageway index`` (:mod:`.command`, which parses the arguments). It holds its own
+implementation like the other builtin subpackages and borrows the kernel's contracts: the block
+splitter and digests of :mod:`passageway.kernel.chunking` (with a 2,000-character cap instead of
+recall's 1,000), the digest-keyed :class:`~passageway.kernel.vector_cache.VectorCache`, and
+embedders built from ``[embedder]`` through the plugin registries.
 
 Modules: :mod:`.site` reads and checks the input files, :mod:`.markdown` the bits of Markdown it
 needs, :mod:`.chunker` makes passages, :mod:`.prepared` their search content, :mod:`.vectors`
 the embeddings, :mod:`.build` ties them together.
 """
 
+from collections.abc import Callable
+from typing import Any
+
+from passageway import hookimpl
 from passageway.builtin.passage_index.build import build_index, chunks_document
 from passageway.builtin.passage_index.site import PassageIndexError
 
 __all__ = ["PassageIndexError", "build_index", "chunks_document"]
+
+
+@hookimpl
+def passageway_register_commands(register: Callable[[str, Any], None]) -> None:
+    from passageway.builtin.passage_index import command
+
+    register(command.NAME, command)

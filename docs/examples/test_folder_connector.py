@@ -1,8 +1,7 @@
 import sys
 from pathlib import Path
 
-from passageway.protocol import Connector
-from passageway.testing.contract import check_connector
+from passageway.testing.contract import Connector, check_connector
 
 
 def test_folder_connector(tmp_path):

@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from passageway.kernel.contract import Connector, parse_assignments, run_contract
     from passageway.kernel.errors import ConfigError
+    from passageway.testing.contract import Connector, parse_assignments, run_contract
 
     if not args.command:
         raise ConfigError(

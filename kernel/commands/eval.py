@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -270,7 +268,9 @@ async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> in
             print(f"passageway: eval: the embedder failed on a question: {error}", file=sys.stderr)
             return 1
         result = _run_result(settings, engine, ranker, threshold, index, outcomes, sweep, case_file)
-    _publish(args, [result], axis=None)
+    from passageway.kernel.eval.publish import publish
+
+    publish(args, [result], axis=None)
     return _enforce(args, result, case_file)
 
 
@@ -374,105 +374,7 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
                 )
     # One date for the whole comparison, so that its history lines belong together.
     results = [attrs.evolve(result, date=results[0].date, time=results[0].time) for result in results]
-    _publish(args, results, axis="ranker" if args.rankers else "embedder")
+    from passageway.kernel.eval.publish import publish
+
+    publish(args, results, axis="ranker" if args.rankers else "embedder")
     return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# Output
-# ---------------------------------------------------------------------------------------------
-
-
-def history_entry(result: Any, block: str | None) -> dict[str, Any]:
-    metrics = result.metrics
-    from passageway.kernel.eval.report import metrics_json
-
-    values = metrics_json(metrics)["metrics"]
-    return {
-        "date": result.date,
-        "time": result.time,
-        "passageway": result.version,
-        "embedder": result.embedder_name,
-        "dim": result.embedder_dim,
-        "ranker": result.ranker,
-        "threshold": result.threshold,
-        "block": block,
-        "label": result.label,
-        "questions": metrics.questions,
-        **{
-            name: values[name]
-            for name in ("hit_at_1", "hit_at_3", "mrr", "silence", "false_silence", "answer_at_3", "p95_ms")
-        },
-    }
-
-
-def _render(results: Sequence[Any], axis: str | None, history: str | None) -> str:
-    from passageway.kernel.eval.report import compare_markdown, run_markdown
-
-    if axis is None:
-        return run_markdown(results[0], history=history)
-    return compare_markdown(results, axis, history=history)
-
-
-def _publish(args: argparse.Namespace, results: Sequence[Any], axis: str | None) -> None:
-    from passageway.kernel.eval.page import (
-        add_history,
-        history_path,
-        history_table,
-        load_history,
-        save_history,
-    )
-    from passageway.kernel.eval.page import write_page as replace_page
-    from passageway.kernel.eval.report import compare_json, run_json
-
-    include = bool(args.include_cases)
-    markdown = _render(results, axis, None)
-    if include:
-        markdown += "\n" + _cases_markdown(results)
-    document = (
-        run_json(results[0], include_cases=include)
-        if axis is None
-        else compare_json(results, axis, include_cases=include)
-    )
-    if getattr(args, "json", False):
-        print(json.dumps(document, indent=2, ensure_ascii=False))
-    else:
-        print(markdown, end="")
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "report.json").write_text(
-            json.dumps(document, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8"
-        )
-        (args.out / "report.md").write_text(markdown, encoding="utf-8")
-    if args.write:
-        path = history_path(args.write)
-        runs = load_history(path)
-        for result in results:
-            runs = add_history(runs, history_entry(result, args.block))
-        save_history(path, runs)
-        block = _render(results, axis, history_table(runs, args.block))
-        replace_page(args.write, block, args.block)
-        print(f"passageway: eval: wrote {args.write} and {path}", file=sys.stderr)
-
-
-def _cases_markdown(results: Sequence[Any]) -> str:
-    from passageway.kernel.eval.report import table
-
-    parts = []
-    for result in results:
-        title = f"### Cases: {result.label or result.ranker} at {result.threshold:g}"
-        rows = []
-        for outcome in result.outcomes:
-            found = "; ".join(f"{hit.title} ({hit.item_id})" for hit in outcome.hits) or "(silent)"
-            rows.append(
-                [
-                    outcome.case.query.replace("|", "\\|"),
-                    outcome.case.group_label,
-                    str(outcome.rank or "-")
-                    if outcome.case.answerable
-                    else ("silent" if outcome.silent else "NOT silent"),
-                    found.replace("|", "\\|"),
-                ]
-            )
-        parts.append(title + "\n\n" + table(["Question", "Group", "Rank", "Found"], rows) + "\n")
-    return "\n".join(parts)

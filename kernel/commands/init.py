@@ -91,8 +91,8 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from passageway.kernel.config import base_config_dir, folder_name, resolve_instance
     from passageway.kernel.errors import ConfigError
+    from passageway.kernel.instances import base_config_dir, folder_name, resolve_instance
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ, creating=True)

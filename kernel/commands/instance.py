@@ -31,7 +31,7 @@ class ServerUnreachable(PassagewayError):
 
 def password_file(environ: Mapping[str, str], instance: str | None) -> Path:
     """Where ``passageway init`` writes the instance's password."""
-    from passageway.kernel.config import base_config_dir, folder_name
+    from passageway.kernel.instances import base_config_dir, folder_name
 
     return base_config_dir(environ) / folder_name(instance) / "password"
 

@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
 
     if getattr(args, "instance", None) or os.environ.get("PASSAGEWAY_INSTANCE"):
         # The plugins do not depend on the instance, but a misspelt name must not pass unnoticed.
-        from passageway.kernel.config import resolve_instance
+        from passageway.kernel.instances import resolve_instance
 
         resolve_instance(getattr(args, "instance", None), os.environ)
     manager = build_plugin_manager()

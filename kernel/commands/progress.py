@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from passageway.kernel.status_page import duration_text
+from passageway.kernel.durations import duration_text
 
 REDRAW_SECONDS = 0.25
 

@@ -67,7 +67,7 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
     from mcp.client.streamable_http import streamable_http_client
 
     from passageway.kernel.commands.instance import find_password, mcp_http_client, server_url
-    from passageway.kernel.config import resolve_instance
+    from passageway.kernel.instances import resolve_instance
     from passageway.kernel.recall import NOTHING
 
     environ = os.environ

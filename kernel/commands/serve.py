@@ -37,10 +37,12 @@ def run(args: argparse.Namespace) -> int:
     from passageway.kernel.app import Kernel
     from passageway.kernel.commands.instance import find_password, password_file
     from passageway.kernel.commands.problems import connector_problems, render_box
-    from passageway.kernel.config import load_settings, resolve_instance, resolve_secrets
+    from passageway.kernel.config import load_settings, resolve_secrets
     from passageway.kernel.errors import ConfigError, PassagewayError
+    from passageway.kernel.instances import resolve_instance
     from passageway.kernel.logging_setup import configure_logging
     from passageway.kernel.server import bind_socket, run_server
+    from passageway.kernel.tables import referenced_variables
 
     environ = dict(os.environ)
     options = (("host", "PASSAGEWAY_HOST"), ("port", "PASSAGEWAY_PORT"), ("config", "PASSAGEWAY_CONFIG"))
@@ -76,12 +78,13 @@ def run(args: argparse.Namespace) -> int:
             problems.append(kernel.config_error)
         problems.extend(connector_problems(settings, environ))
         host, port, level = settings.host, settings.port, settings.log_level
-        for owner in (*settings.connectors, settings.embedder):
-            for key, variable in owner.secrets.items():
-                try:
-                    secrets.extend(resolve_secrets({key: variable}, environ, "secret").values())
-                except PassagewayError:
-                    continue
+        variables = [variable for connector in settings.connectors for variable in connector.secrets.values()]
+        variables += referenced_variables(settings.embedder.options)
+        for variable in variables:
+            try:
+                secrets.extend(resolve_secrets({"secret": variable}, environ, "secret").values())
+            except PassagewayError:
+                continue
     listener = bind_socket(host, port)  # a port in use is one line, before anything else is printed
     configure_logging(level, secrets)
     import logging

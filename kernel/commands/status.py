@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from passageway.kernel.commands.instance import find_password, get_json, server_url
-    from passageway.kernel.config import resolve_instance
+    from passageway.kernel.instances import resolve_instance
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ)
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
 def source_line(name: str, entry: Mapping[str, Any]) -> str:
     """One source: state, counts, and the build's progress or the error when there is one."""
-    from passageway.kernel.status_page import duration_text
+    from passageway.kernel.durations import duration_text
 
     state = entry.get("state", "?")
     parts = [f"{entry.get('items', 0)} items, {entry.get('passages', 0)} passages"]

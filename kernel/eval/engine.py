@@ -24,7 +24,6 @@ import numpy as np
 from passageway.kernel.app import Kernel
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EvalError, PassagewayError
-from passageway.kernel.eval.metrics import FoundHit
 from passageway.kernel.eval.report import IndexInfo, SourceCount
 from passageway.kernel.eval.runner import Reply
 
@@ -270,8 +269,4 @@ class KernelEngine:
         elapsed = time.perf_counter() - started
         real = self.embedder.embed_seconds_real - real_before
         counted = self.embedder.embed_seconds_counted - counted_before
-        hits = tuple(
-            FoundHit(hit.source, hit.item_id, hit.title, hit.url, hit.heading, hit.text, hit.similarity)
-            for hit in answer.hits
-        )
-        return Reply(hits, elapsed - real + counted, counted)
+        return Reply(answer.hits, elapsed - real + counted, counted)

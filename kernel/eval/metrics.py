@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import attrs
 
 from passageway.kernel.eval.cases import Case, accepts, contains_answer
+from passageway.kernel.records import Hit
 
 Z_95 = 1.959963984540054
 
@@ -19,24 +20,12 @@ RATE_METRICS = ("hit_at_1", "hit_at_3", "silence", "false_silence", "answer_at_1
 
 
 @attrs.frozen
-class FoundHit:
-    """What eval keeps of one returned passage."""
-
-    source: str
-    item_id: str
-    title: str
-    url: str
-    heading: str | None
-    text: str
-    similarity: float
-
-
-@attrs.frozen
 class Outcome:
     """One question asked once: what came back and how long it took."""
 
     case: Case
-    hits: tuple[FoundHit, ...]
+    hits: tuple[Hit, ...]
+    """The passages recall returned, best first."""
     seconds: float
     embed_seconds: float
 

@@ -14,8 +14,9 @@ from typing import Protocol
 import attrs
 
 from passageway.kernel.eval.cases import Case
-from passageway.kernel.eval.metrics import FoundHit, Outcome
+from passageway.kernel.eval.metrics import Outcome
 from passageway.kernel.eval.report import IndexInfo
+from passageway.kernel.records import Hit
 
 WARM_UP_QUESTION = "warm-up question that is not counted"
 
@@ -24,7 +25,7 @@ WARM_UP_QUESTION = "warm-up question that is not counted"
 class Reply:
     """One answer: the hits in order, the time it took and the part spent embedding the question."""
 
-    hits: tuple[FoundHit, ...]
+    hits: tuple[Hit, ...]
     seconds: float
     embed_seconds: float
 

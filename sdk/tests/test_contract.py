@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 contract = pytest.importorskip("passageway.testing.contract", reason="the contract check is not written yet")
-protocol = pytest.importorskip("passageway.protocol", reason="passageway.protocol is not written yet")
 
 GUIDE_EXAMPLE = Path(__file__).with_name("folder_sdk.py")
 
@@ -18,7 +17,7 @@ def test_guide_example_passes_the_contract(tmp_path):
     (tmp_path / "deeper").mkdir()
     (tmp_path / "deeper" / "b.txt").write_text("Grüße.\n", encoding="utf-8")
     command = [sys.executable, str(GUIDE_EXAMPLE)]
-    connector = protocol.Connector("notes", command, env={"FOLDER": str(tmp_path)})
+    connector = contract.Connector("notes", command, env={"FOLDER": str(tmp_path)})
     report = contract.check_connector(connector)
     assert report.failed_rules == []
     assert report.status("fetch returns every listed item") == "pass"

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from passageway.builtin.transport.hook_endpoint import _session_key, folder_words, is_question
 from passageway.kernel.chunking import digest_of, passages_for, split_section
-from passageway.kernel.connector import _parse_lines, _Problem
+from passageway.kernel.connector_lines import LineProblem, parse_lines
 from passageway.kernel.errors import ConfigError
-from passageway.kernel.hook_endpoint import _session_key, folder_words, is_question
 from tests.reliability.conftest import scale
 
 EXAMPLES = scale(60, 2500)
@@ -76,8 +76,8 @@ def line_of(value: Any) -> bytes:
 def test_the_record_validator_refuses_or_accepts_never_crashes(lines, mode):
     counted("connector records")
     try:
-        parsed = _parse_lines(lines, 1, mode)
-    except _Problem:
+        parsed = parse_lines(lines, 1, mode)
+    except LineProblem:
         return
     for _number, _line, record, _note in parsed:
         if mode == "fetch" and record is not None:

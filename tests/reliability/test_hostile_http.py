@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from passageway.kernel.oauth import pkce_challenge
+from passageway.builtin.transport.oauth_state import pkce_challenge
 from tests.reliability.conftest import scale
 from tests.server_helpers import PASSWORD
 

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from passageway_connector_confluence import SETTINGS
 
-from passageway.protocol import Connector
-from passageway.testing.contract import check_connector
+from passageway.testing.contract import Connector, check_connector
 
 from .conftest import COMMAND, TOKEN
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 contract = pytest.importorskip("passageway.testing.contract", reason="the contract check is not written yet")
-protocol = pytest.importorskip("passageway.protocol", reason="passageway.protocol is not written yet")
 
 COMMAND = [sys.executable, "-m", "passageway_connector_markdown"]
 CORPUS = Path(__file__).resolve().parents[3] / "corpus"
@@ -21,13 +20,13 @@ def test_a_folder_of_notes_passes_the_contract(tmp_path):
         "See [[Deploy]].\n", encoding="utf-8")
     (tmp_path / "ops" / "deploy.md").write_text("# Deploy\n\nShip it.\n", encoding="utf-8")
     (tmp_path / "binary.md").write_bytes(b"\x00\x01")
-    report = contract.check_connector(protocol.Connector("notes", COMMAND, env={"FOLDER": str(tmp_path)}))
+    report = contract.check_connector(contract.Connector("notes", COMMAND, env={"FOLDER": str(tmp_path)}))
     assert report.failed_rules == []
     assert report.status("fetch returns every listed item") == "pass"
 
 
 def test_the_corpus_passes_the_contract():
-    connector = protocol.Connector("corpus-en", COMMAND, env={"FOLDER": str(CORPUS / "en")})
+    connector = contract.Connector("corpus-en", COMMAND, env={"FOLDER": str(CORPUS / "en")})
     report = contract.check_connector(connector)
     assert report.failed_rules == []
     assert report.status("fetch returns every listed item") == "pass"

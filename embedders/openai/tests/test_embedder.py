@@ -340,11 +340,12 @@ def test_runs_as_a_subprocess_and_keeps_stdout_clean(fake_api, api_key):
 
 
 def test_the_program_passes_the_embedder_contract(fake_api, api_key):
-    from passageway.embed_command import CommandEmbedder
+    from passageway.builtin.embedders.embed_command import CommandEmbedder
+    from passageway.testing.blocking import BlockingEmbedder
     from passageway.testing.embedder_contract import check_embedder
 
     fake_api.dim = 64
-    embedder = CommandEmbedder(
+    embedder = BlockingEmbedder(CommandEmbedder(
         "openai-fake",
         [sys.executable, "-m", "passageway_embedder_openai"],
         env={
@@ -355,7 +356,7 @@ def test_the_program_passes_the_embedder_contract(fake_api, api_key):
         },
         secrets={"API_KEY": api_key},
         timeout=30,
-    )
+    ))
     try:
         check_embedder(embedder)
         assert embedder.dim == 64

