@@ -191,16 +191,11 @@ def bench_kernel_class() -> Any:
     """The kernel with its vector cache in the shared data folder (as eval keeps it), so that a
     rerun does not embed the corpus again; questions are embedded every time they are asked."""
     from passageway.kernel.app import Kernel
-    from passageway.kernel.vector_cache import VectorCache
 
     class BenchKernel(Kernel):
-        async def _open_vector_cache(self) -> None:
-            if self.vector_cache is not None or self.embedder is None or self.settings is None:
-                return
-            settings, embedder = self.settings, self.embedder
-            cache = VectorCache.for_embedder(settings.shared_data_dir, embedder.name, embedder.dim)
-            await cache.open()
-            self.vector_cache = cache
+        async def _open_vector_cache(self, folder: Path | None = None) -> None:
+            if self.settings is not None:
+                await super()._open_vector_cache(folder or self.settings.shared_data_dir)
 
     return BenchKernel
 
