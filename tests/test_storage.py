@@ -14,6 +14,7 @@ import pytest
 from passageway_store_postgres.store import PostgresStore
 from passageway_store_postgres.testing import fresh_schema, server_uri
 
+from passageway import hookimpl
 from passageway.builtin.storage import SqliteStore
 from passageway.builtin.storage.keyword import similarities
 from passageway.builtin.storage.tables import MIGRATIONS
@@ -377,3 +378,67 @@ async def test_the_vector_cache_round_trips_and_belongs_to_one_embedder(tmp_path
     with pytest.raises(StoreError, match="belongs to the embedder"):
         await other.open()
     await other.close()
+
+
+class _CacheInMemory:
+    """A vector cache of a plugin's own (a store on a database server would keep a table)."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[str, np.ndarray] = {}
+        self.opened = self.closed = False
+
+    async def open(self) -> None:
+        self.opened = True
+
+    async def close(self) -> None:
+        self.closed = True
+
+    async def get_many(self, digests):
+        return {digest: self.vectors[digest] for digest in digests if digest in self.vectors}
+
+    async def put_many(self, vectors) -> None:
+        self.vectors.update(vectors)
+
+
+class _OwnCachePlugin:
+    """Answers the vector cache hook for its own store only."""
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+        self.cache = _CacheInMemory()
+
+    @hookimpl
+    def passageway_vector_cache(self, store, folder, embedder_name, dim):  # type: ignore[no-untyped-def]
+        return self.cache if store == self.store else None
+
+
+def test_the_builtin_vector_cache_answers_for_any_store_a_plugin_for_its_own(tmp_path):
+    from passageway.builtin.storage.vector_cache import SqliteVectorCache
+
+    plugin = _OwnCachePlugin("mine")
+    manager = build_plugin_manager({}, extra=(("mine", plugin),), load_entry_points=False)
+    ask = manager.hook.passageway_vector_cache
+    assert ask(store="mine", folder=tmp_path, embedder_name="org/m", dim=4) is plugin.cache
+    for store in ("sqlite", "postgres"):
+        default = ask(store=store, folder=tmp_path, embedder_name="org/m", dim=4)
+        assert isinstance(default, SqliteVectorCache)
+        assert default.path == tmp_path / "vectors" / "org_m-4.db"
+
+
+async def test_the_kernel_takes_its_vector_cache_from_the_hook(tmp_path):
+    from passageway.kernel.app import Kernel
+    from passageway.kernel.config import load_settings
+    from passageway.testing.toy_embedder import plugin as toy_plugin
+    from tests.server_helpers import write_instance
+
+    environ = write_instance(tmp_path)
+    plugin = _OwnCachePlugin("sqlite")  # the store this instance uses
+    manager = build_plugin_manager(environ, extra=(("toy", toy_plugin), ("mine", plugin)),
+                                   load_entry_points=False)
+    async with Kernel.open(load_settings(environ), manager, environ) as kernel:
+        assert await kernel.sync_once() == {"notes": None}
+        assert kernel.vector_cache is plugin.cache and plugin.cache.opened
+        counts = await kernel.sources["notes"].store.counts()
+    assert len(plugin.cache.vectors) == counts[1] > 0  # every passage's vector went to the plugin's cache
+    assert plugin.cache.closed
+    assert not (tmp_path / "data" / "vectors").exists()  # and no file of the builtin cache was made
