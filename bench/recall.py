@@ -21,10 +21,8 @@ the ``sqlite`` store and times recall with the query vector given, so the embedd
 (targets: p95 under 20 ms at 100k passages, under 50 ms at 1M).
 
 ``--budget-sweep`` also times each synthetic index at several keyword row budgets;
-``--compare-gather`` also times asking the stores in each way recall could (one hand-over with a
-store's searches one after the other or side by side, two hand-overs per store, no row cache,
-each keyword search in one query or in key ranges across processes), question by question, on
-the corpus and on each synthetic index.
+``--compare-gather`` also times asking the stores with and without their row caches, question by
+question, on the corpus and on each synthetic index.
 """
 
 from __future__ import annotations
@@ -191,16 +189,11 @@ def bench_kernel_class() -> Any:
     """The kernel with its vector cache in the shared data folder (as eval keeps it), so that a
     rerun does not embed the corpus again; questions are embedded every time they are asked."""
     from passageway.kernel.app import Kernel
-    from passageway.kernel.vector_cache import VectorCache
 
     class BenchKernel(Kernel):
-        async def _open_vector_cache(self) -> None:
-            if self.vector_cache is not None or self.embedder is None or self.settings is None:
-                return
-            settings, embedder = self.settings, self.embedder
-            cache = VectorCache.for_embedder(settings.shared_data_dir, embedder.name, embedder.dim)
-            await cache.open()
-            self.vector_cache = cache
+        async def _open_vector_cache(self, folder: Path | None = None) -> None:
+            if self.settings is not None:
+                await super()._open_vector_cache(folder or self.settings.shared_data_dir)
 
     return BenchKernel
 
@@ -251,7 +244,7 @@ async def corpus_part(
                 "",
             ]
             if compare_gather:
-                log("asking the stores: one hand-over against two per store ...")
+                log("asking the stores: with and without their row caches ...")
                 vectors = [(question, await kernel.embedder.embed([question], "query")) for question in asked]
                 stores = [source.store for source in kernel.sources.values()]
                 compared = await compare_gather_ways(stores, vectors * rounds)
@@ -302,95 +295,49 @@ async def corpus_part(
 
 GATHER_HEADER = (
     "Asking the stores for a question's candidates (`gather_candidates`, the question's vector "
-    "given) in three ways, taking turns question by question: one hand-over to recall's search "
-    "thread with each store's two searches one after the other there, the same with each store "
-    "running its vector search in its own reader thread meanwhile, and (the way before "
-    "`Store.search`) two hand-overs per store, to the store's reader threads, all at once; "
-    "then recall's way without the stores' row caches (`ROW_CACHE_LIMIT`); then recall's way with "
-    "each keyword search ranked in one query, and in key ranges side by side, one per core, all "
-    "but one in worker processes. \"Default\" is what recall does for that index "
-    "(`SIDE_BY_SIDE_FROM` and `KEYWORD_SPLIT_FROM` in `builtin/storage.py`).",
+    "given) with and without the stores' row caches (`ROW_CACHE_LIMIT` in "
+    "`builtin/storage/rows.py`), taking turns question by question.",
     "",
-    "| Index | one hand-over, one after the other p50 / p95 ms | one hand-over, side by side "
-    "p50 / p95 ms | two hand-overs per store p50 / p95 ms | default without row cache p50 / p95 ms "
-    "| keyword in one query p50 / p95 ms | keyword in key ranges p50 / p95 ms | default |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    "| Index | with row cache p50 / p95 ms | without row cache p50 / p95 ms |",
+    "| --- | ---: | ---: |",
 )
 
-
-async def _two_hand_overs_per_store(question: str, vector: np.ndarray, stores: Sequence[Any]) -> None:
-    """The way recall asked before ``Store.search``: each store's async keyword and vector
-    searches, each one hand-over to the store's reader threads, all at once."""
-    from passageway.kernel.recall import CANDIDATES, keyword_query
-
-    query = keyword_query(question)
-
-    async def ask(store: Any) -> Any:
-        if not query:
-            return [], await store.vector_search(vector, CANDIDATES)
-        return await asyncio.gather(store.keyword_search(query, vector, CANDIDATES),
-                                    store.vector_search(vector, CANDIDATES))
-
-    await asyncio.gather(*(ask(store) for store in stores))
-
-
-GATHER_WAYS = ("one after the other", "side by side", "two hand-overs per store", "no row cache",
-               "keyword in one query", "keyword in key ranges")
+GATHER_WAYS = ("with row cache", "without row cache")
 
 
 async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, Any]]
                               ) -> dict[str, list[float]]:
     """The time to ask ``stores`` in each of :data:`GATHER_WAYS`, taking turns question by
-    question (``SIDE_BY_SIDE_FROM`` out of reach, then 0; the row caches set aside; then the
-    default but ``keyword_split_from`` out of reach, then 1)."""
-    from passageway.builtin import storage
+    question (without: the row caches set aside and their limit 0)."""
+    from passageway.builtin.storage import rows
     from passageway.kernel.recall import gather_candidates
 
-    default, cache_limit = storage.SIDE_BY_SIDE_FROM, storage.ROW_CACHE_LIMIT
-    split_from = [store.keyword_split_from for store in stores]
+    limit = rows.ROW_CACHE_LIMIT
+    caches = [store._row_cache for store in stores]
     times: dict[str, list[float]] = {way: [] for way in GATHER_WAYS}
     try:
         for question, given in asked:
             vector = np.asarray(given, dtype=np.float32).reshape(-1)
             for way in GATHER_WAYS:
-                storage.SIDE_BY_SIDE_FROM = {"side by side": 0, "one after the other": 1 << 62,
-                                             "two hand-overs per store": 1 << 62}.get(way, default)
-                for store, own in zip(stores, split_from, strict=True):
-                    store.keyword_split_from = {"keyword in one query": 1 << 62,
-                                                "keyword in key ranges": 1}.get(way, own)
-                caches = [store._row_cache for store in stores]
-                if way == "no row cache":
-                    storage.ROW_CACHE_LIMIT = 0
-                    for store in stores:
-                        store._row_cache = {}
-                started = time.perf_counter()
-                if way == "two hand-overs per store":
-                    await _two_hand_overs_per_store(question, vector, stores)
-                else:
-                    await gather_candidates(question, vector, stores)
-                times[way].append(time.perf_counter() - started)
-                storage.ROW_CACHE_LIMIT = cache_limit
+                without = way == "without row cache"
+                rows.ROW_CACHE_LIMIT = 0 if without else limit
                 for store, cache in zip(stores, caches, strict=True):
-                    store._row_cache = cache
+                    store._row_cache = rows.RowCache() if without else cache
+                started = time.perf_counter()
+                await gather_candidates(question, vector, stores)
+                times[way].append(time.perf_counter() - started)
     finally:
-        storage.SIDE_BY_SIDE_FROM, storage.ROW_CACHE_LIMIT = default, cache_limit
-        for store, own in zip(stores, split_from, strict=True):
-            store.keyword_split_from = own
+        rows.ROW_CACHE_LIMIT = limit
+        for store, cache in zip(stores, caches, strict=True):
+            store._row_cache = cache
     return times
 
 
 async def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[float]]) -> str:
-    from passageway.builtin import storage
-
-    counts = [(await store.counts())[1] for store in stores]
-    default = "side by side" if all(count >= storage.SIDE_BY_SIDE_FROM for count in counts) else (
-        "one after the other" if all(count < storage.SIDE_BY_SIDE_FROM for count in counts) else "mixed")
-    if any(store._splits_keyword_search() for store in stores):
-        default += ", keyword in key ranges"
     cells = " | ".join(f"{ms(percentile(times[way], 0.5))} / {ms(percentile(times[way], 0.95))}"
                        for way in GATHER_WAYS)
     stores_text = "1 store" if len(stores) == 1 else f"{len(stores)} stores"
-    return f"| {name} ({stores_text}, {len(times[GATHER_WAYS[0]])} questions) | {cells} | {default} |"
+    return f"| {name} ({stores_text}, {len(times[GATHER_WAYS[0]])} questions) | {cells} |"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -529,8 +476,9 @@ def scale_questions(
 
 async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: int) -> dict[str, Any]:
     """Per question: the keyword search alone, both store searches, and the whole recall."""
+    from passageway.builtin.storage.textsearch import match_terms
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.recall import keyword_query, recall
+    from passageway.kernel.recall import CANDIDATES, keyword_query, recall
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
     embedder = GivenVectorEmbedder(dim)
@@ -539,10 +487,12 @@ async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: in
     result: dict[str, Any] = {"keyword": [], "searches": [], "recall": [], "lists": [], "hits": []}
     for question, vector in asked:
         embedder.next = vector
-        started = time.perf_counter()  # the store alone: both searches, as recall asks them
-        found = await store.keyword_search(keyword_query(question), vector, 50)
+        query = keyword_query(question)
+        started = time.perf_counter()  # the store alone, in this thread
+        found = store._keyword_search(match_terms(query), vector, CANDIDATES)
         result["keyword"].append(time.perf_counter() - started)
-        await store.vector_search(vector, 50)
+        started = time.perf_counter()
+        store.search(query, vector, CANDIDATES)  # both searches, as recall asks them
         result["searches"].append(time.perf_counter() - started)
         started = time.perf_counter()
         answer = await recall(question, [store], embedder, ranker)
@@ -588,7 +538,7 @@ async def scale_part(
             if budgets:
                 sweeps += await budget_sweep(store, asked, dim, size, budgets)
             if compare_gather:
-                log(f"  {size:,} passages: one hand-over against two ...")
+                log(f"  {size:,} passages: with and without the row cache ...")
                 gathers.append(await gather_rows(f"{size:,} passages", [store],
                                            await compare_gather_ways([store], asked)))
             await store.close()
@@ -601,10 +551,10 @@ async def budget_sweep(
     store: Any, asked: list[tuple[str, np.ndarray]], dim: int, size: int, budgets: Sequence[int]
 ) -> list[str]:
     """The keyword row budget's sweep: time against agreement with the unbudgeted search."""
-    from passageway.builtin.storage import KEYWORD_ROW_BUDGET
+    from passageway.builtin.storage import row_budget
 
-    default = store.keyword_row_budget
-    store.keyword_row_budget = 0
+    default = row_budget.KEYWORD_ROW_BUDGET
+    row_budget.KEYWORD_ROW_BUDGET = 0
     log(f"  budget sweep on {size:,} passages: the unbudgeted search first ...")
     exact = await measure_scale(store, asked, dim)
     lines = [
@@ -616,7 +566,7 @@ async def budget_sweep(
         "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for budget in budgets:
-        store.keyword_row_budget = budget
+        row_budget.KEYWORD_ROW_BUDGET = budget
         log(f"  budget {budget} ...")
         result = exact if budget == 0 else await measure_scale(store, asked, dim)
         kept = [
@@ -625,14 +575,14 @@ async def budget_sweep(
         ]
         same = sum(mine == theirs for mine, theirs in zip(result["hits"], exact["hits"], strict=True))
         answered = sum(1 for hits in result["hits"] if hits)
-        marker = " (default)" if budget == KEYWORD_ROW_BUDGET else ""
+        marker = " (default)" if budget == default else ""
         lines.append(
             f"| {budget:,}{marker} | {ms(percentile(result['keyword'], 0.5))} / "
             f"{ms(percentile(result['keyword'], 0.95))} | {ms(percentile(result['recall'], 0.5))} / "
             f"{ms(percentile(result['recall'], 0.95))} | {sum(kept) / max(1, len(kept)):.1%} | "
             f"{same}/{len(asked)} | {answered}/{len(asked)} |"
         )
-    store.keyword_row_budget = default
+    row_budget.KEYWORD_ROW_BUDGET = default
     return [*lines, ""]
 
 
@@ -654,7 +604,7 @@ def main() -> int:
     parser.add_argument("--budget-sweep", default="", metavar="N,N,...",
                         help="also time each synthetic index with these keyword row budgets (0 = none)")
     parser.add_argument("--compare-gather", action="store_true",
-                        help="also time asking the stores in one hand-over against two per store")
+                        help="also time asking the stores with and without their row caches")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep the synthetic indexes in DIR and reuse them on the next run")
     args = parser.parse_args()

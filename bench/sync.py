@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from passageway.builtin.storage import SqliteStore
+from passageway.builtin.storage.vector_cache import SqliteVectorCache
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.records import CheckReply, Item, ListEntry, Section
 from passageway.kernel.sync import SourceSync
-from passageway.kernel.vector_cache import VectorCache
 from passageway.testing.toy_embedder import ToyEmbedder
 
 WORDS = [
@@ -106,7 +106,7 @@ async def one_source(
 ) -> tuple[SourceSync, float]:
     store = SqliteStore(folder / "bench.db", "bench")
     await store.open()
-    cache = VectorCache.for_embedder(folder, embedder.name, embedder.dim)
+    cache = SqliteVectorCache.for_embedder(folder, embedder.name, embedder.dim)
     await cache.open()
     sync = SourceSync(ConnectorSettings(name="bench", command=("unused",)), store, embedder, runner, cache,
                       progress_seconds=3600)

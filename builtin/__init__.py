@@ -3,5 +3,5 @@
 ``passageway.kernel.plugins.BUILTIN_PLUGINS`` lists them. Each is a subpackage (or, while small,
 a module) that holds its own code and imports only the kernel, never another builtin:
 ``embedders``, ``ranking``, ``transport``, ``passage_index``, and the ``sqlite`` store in
-``storage`` (with ``keyword_workers``, the worker processes it ranks large keyword searches in).
+``storage``.
 """

@@ -39,6 +39,8 @@ from passageway.kernel.sources import Source, SourceSyncLike, SyncFactory, remov
 from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from passageway.kernel.config import ConnectorSettings, Settings
     from passageway.kernel.embedder import Embedder
     from passageway.kernel.plugins import PluginManager, Registries
@@ -282,13 +284,18 @@ class Kernel:
             connector, store, embedder, runner, self.vector_cache, **options
         )
 
-    async def _open_vector_cache(self) -> None:
-        """The cache of passage vectors by digest, shared by every source of this embedder."""
+    async def _open_vector_cache(self, folder: Path | None = None) -> None:
+        """The cache of passage vectors by digest, shared by every source of this embedder, from
+        the ``passageway_vector_cache`` hook, with its file (if any) in ``folder`` (by default
+        the data folder)."""
         if self.vector_cache is not None or self.embedder is None or self.settings is None:
             return
-        from passageway.kernel.vector_cache import VectorCache
+        from passageway.kernel.plugins import build_plugin_manager
 
-        cache = VectorCache.for_embedder(self.settings.data_dir, self.embedder.name, self.embedder.dim)
+        manager = self.manager or build_plugin_manager(self.environ)
+        cache = manager.hook.passageway_vector_cache(
+            store=self.settings.store, folder=folder or self.settings.data_dir,
+            embedder_name=self.embedder.name, dim=self.embedder.dim)
         await cache.open()
         self.vector_cache = cache
 

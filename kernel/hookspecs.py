@@ -23,6 +23,7 @@ A misspelt hook name fails at startup (``check_pending``) with the plugin's name
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from passageway.kernel.app import Kernel
+    from passageway.kernel.store import VectorCache
 
 hookspec = pluggy.HookspecMarker(PROJECT)
 
@@ -64,6 +66,27 @@ def passageway_register_stores(register: Register) -> None:
 
     The kernel uses the store named ``sqlite`` unless a plugin registers another one and
     ``PASSAGEWAY_STORE`` names it.
+    """
+
+
+@hookspec(firstresult=True)
+def passageway_vector_cache(store: str, folder: Path, embedder_name: str, dim: int) -> VectorCache | None:
+    """Make the cache of passage vectors by digest for one embedder.
+
+    Called when the kernel first needs the cache (before a source's first sync, and by
+    ``passageway eval``), for the plugins that implement it, the last registered first, until one
+    returns a cache (first non-None result wins).
+
+    :param store: the store the server uses (``PASSAGEWAY_STORE``): a store plugin may keep the
+        cache with its indexes and answer for its own store only.
+    :param folder: the folder the cache may keep a file in (the data folder; for ``eval``, the
+        shared data folder, so that the next run embeds nothing but the questions).
+    :param embedder_name: the embedder's name; with ``dim`` it names the cache, whose vectors
+        belong to that embedder alone.
+    :param dim: the embedder's vector dimension.
+    :returns: an unopened :class:`passageway.kernel.store.VectorCache`, or None to leave it to
+        another plugin. The builtin ``storage`` plugin, called last, always answers: a SQLite
+        file ``<folder>/vectors/<embedder name>-<dim>.db``, whatever the store.
     """
 
 

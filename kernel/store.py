@@ -2,8 +2,9 @@
 
 A store keeps a source's items, their passages, the passages' vectors and a keyword index. The
 kernel builds one per source through the factory registered under ``PASSAGEWAY_STORE``
-(``passageway_register_stores``, builtin ``sqlite``). Every method is ``async``; implementations
-run SQLite and vector search in a thread so the event loop never blocks.
+(``passageway_register_stores``, builtin ``sqlite``). The protocol holds what the kernel calls:
+every method is ``async`` but :meth:`Store.search`, which recall calls from a worker thread;
+implementations run their I/O in threads so the event loop never blocks.
 """
 
 from __future__ import annotations
@@ -100,10 +101,6 @@ class Store(Protocol):
         """Store updated items and delete items, all in one transaction."""
         ...
 
-    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]: ...
-
-    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]: ...
-
     def search(self, question: str, vector: np.ndarray, limit: int
                ) -> tuple[list[Candidate], list[Candidate]]:
         """Both searches at once, blocking: the ``limit`` best passages by keywords and by vector
@@ -129,6 +126,29 @@ class Store(Protocol):
         ...
 
     async def set_state(self, key: str, value: str) -> None: ...
+
+
+@runtime_checkable
+class VectorCache(Protocol):
+    """Passage vectors by digest for one embedder (name and dimension), so that no passage is
+    embedded twice: a passage's digest is the SHA-256 of its embedding input
+    (:mod:`passageway.kernel.chunking`), so a vector kept under it by the same embedder is the one
+    the passage would get again. It outlives every index (a rebuilt source, another source with
+    the same text, ``passageway eval``'s throwaway indexes). The kernel gets one through the
+    ``passageway_vector_cache`` hook and closes it when the stores close.
+    """
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def get_many(self, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        """The cached vectors among ``digests``; a digest with no vector is left out."""
+        ...
+
+    async def put_many(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Remember vectors by digest."""
+        ...
 
 
 @attrs.frozen

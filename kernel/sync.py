@@ -14,7 +14,7 @@ serving what it has.
 Every connector call that succeeds is stored in one transaction; a call that fails stores
 nothing. A failing fetch batch does not stop the ones after it, but two failing in a row stop
 the fetch until the next sync (ADR 0008). A passage whose digest already has a vector in the
-:class:`~passageway.kernel.vector_cache.VectorCache` is not embedded again.
+:class:`~passageway.kernel.store.VectorCache` is not embedded again.
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
 from passageway.kernel.fetch_run import FetchOutcome, FetchRun, latest_items
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
-from passageway.kernel.store import ItemUpdate, Store
+from passageway.kernel.store import ItemUpdate, Store, VectorCache
 from passageway.kernel.sync_health import BuildProgress, SourceHealth
-from passageway.kernel.vector_cache import VectorCache
 
 FETCH_BATCH = 50
 """Ids per ``fetch`` call; a failing call costs only these."""

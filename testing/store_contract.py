@@ -28,11 +28,15 @@ import pytest
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
 from passageway.kernel.records import Item, Passage, Section
-from passageway.kernel.store import ItemUpdate, Store
+from passageway.kernel.store import Candidate, ItemUpdate, Store
 from passageway.testing.toy_embedder import toy_vectors
 
 __all__ = [
-    "DIM", "doc", "numbered", "question_vector",
+    "DIM",
+    "doc",
+    "keyword_hits",
+    "numbered",
+    "question_vector",
     "test_a_closed_store_refuses_searches_and_lookups",
     "test_a_failing_apply_leaves_the_index_as_it_was",
     "test_apply_stores_versions_counts_items_and_deletes",
@@ -50,6 +54,7 @@ __all__ = [
     "test_vector_search_returns_the_nearest_passages_with_their_cosine",
     "test_vectors_of_the_wrong_dimension_are_refused",
     "update_for",
+    "vector_hits",
 ]
 
 DIM = 64
@@ -80,6 +85,16 @@ def update_for(entry: Item) -> ItemUpdate:
 
 def question_vector(text: str) -> np.ndarray:
     return toy_vectors([text], DIM)[0]
+
+
+async def keyword_hits(store: Store, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
+    """The keyword list of ``store.search``, asked from a worker thread as recall asks it."""
+    return (await asyncio.to_thread(store.search, question, vector, limit))[0]
+
+
+async def vector_hits(store: Store, vector: np.ndarray, limit: int) -> list[Candidate]:
+    """The vector list of ``store.search`` with no words to search for."""
+    return (await asyncio.to_thread(store.search, "", vector, limit))[1]
 
 
 async def test_the_store_satisfies_the_protocol(contract_store):
@@ -121,7 +136,7 @@ async def test_a_failing_apply_leaves_the_index_as_it_was(contract_store):
         await store.apply([good, bad], ["item-1"])
     assert await store.versions() == {"item-1": "1"}
     assert await store.counts() == (1, 2)
-    hits = await store.vector_search(question_vector("river"), 10)
+    hits = await vector_hits(store, question_vector("river"), 10)
     assert [hit.item_id for hit in hits] == ["item-1", "item-1"]
 
 
@@ -138,7 +153,7 @@ async def test_vector_search_returns_the_nearest_passages_with_their_cosine(cont
                doc("bread", "Bread", "flour water yeast salt oven")]
     await store.apply([update_for(entry) for entry in entries], [])
     vector = question_vector("induction motor current")
-    hits = await store.vector_search(vector, 2)
+    hits = await vector_hits(store, vector, 2)
     assert [hit.item_id for hit in hits] == ["tesla", "bread"]
     assert [hit.rank for hit in hits] == [0, 1]
     expected = toy_vectors([passages_for(entries[0])[0].embedding_input], DIM)[0]
@@ -152,7 +167,7 @@ async def test_every_keyword_candidate_gets_its_own_cosine(contract_store):
     entries = [doc(name, name.title(), f"the mill by the river {name}") for name in names]
     await store.apply([update_for(entry) for entry in entries], [])
     vector = question_vector("mill river")
-    hits = await store.keyword_search("mill river", vector, 5)
+    hits = await keyword_hits(store, "mill river", vector, 5)
     assert sorted(hit.item_id for hit in hits) == ["alpha", "beta", "gamma"]
     by_id = {entry.id: entry for entry in entries}
     for hit in hits:
@@ -171,8 +186,8 @@ async def test_search_gives_both_lists_from_any_thread(contract_store):
     thread.start()
     thread.join()
     keyword, by_vector = results[0]
-    assert keyword == await store.keyword_search("mill river", vector, 5)
-    assert by_vector == await store.vector_search(vector, 5)
+    assert (keyword, by_vector) == store.search("mill river", vector, 5)  # the same in this thread
+    assert {hit.item_id for hit in keyword} == {"alpha", "beta"}
     assert len(keyword) == 2 and len(by_vector) == 3
     # no words to search for: the vector list alone
     assert await asyncio.to_thread(store.search, "", vector, 5) == ([], by_vector)
@@ -217,7 +232,7 @@ async def test_a_closed_store_refuses_searches_and_lookups(contract_store):
     await store.close()  # twice is harmless
     with pytest.raises(StoreError, match="closed"):
         store.search("mill", question_vector("mill"), 5)
-    for later in (store.items(["alpha"]), store.counts(), store.vector_search(question_vector("x"), 5)):
+    for later in (store.items(["alpha"]), store.counts()):
         with pytest.raises(StoreError, match="closed"):
             await later
 
@@ -228,15 +243,15 @@ async def test_keyword_candidates_carry_the_cosine_and_a_positive_score(contract
                doc("b", "Gardens", "Roses need sun."), doc("c", "Rivers", "Rivers need rain.")]
     await store.apply([update_for(entry) for entry in entries], [])
     vector = question_vector("steam engine")
-    hits = await store.keyword_search("Who built the steam engine?", vector, 5)
+    hits = await keyword_hits(store, "Who built the steam engine?", vector, 5)
     assert [hit.item_id for hit in hits] == ["a"]
     stored = toy_vectors([passages_for(entries[0])[0].embedding_input], DIM)[0]
     assert hits[0].similarity == pytest.approx(float(stored @ vector), abs=1e-5)
     assert hits[0].keyword_score > 0
     assert hits[0].path == ("Tech", "History")
     # the path and the title are searchable too
-    assert [hit.item_id for hit in await store.keyword_search("history", vector, 5)] == ["a"]
-    assert [hit.item_id for hit in await store.keyword_search("gardens", vector, 5)] == ["b"]
+    assert [hit.item_id for hit in await keyword_hits(store, "history", vector, 5)] == ["a"]
+    assert [hit.item_id for hit in await keyword_hits(store, "gardens", vector, 5)] == ["b"]
 
 
 async def test_title_and_heading_words_weigh_more_than_body_words(contract_store):
@@ -244,7 +259,7 @@ async def test_title_and_heading_words_weigh_more_than_body_words(contract_store
         update_for(doc("body", "Misc", "a note about lighthouses and more words here")),
         update_for(doc("title", "Lighthouses", "a note about coasts and more words here")),
     ], [])
-    hits = await contract_store.keyword_search("lighthouses", question_vector("x"), 5)
+    hits = await keyword_hits(contract_store, "lighthouses", question_vector("x"), 5)
     assert [hit.item_id for hit in hits] == ["title", "body"]
 
 
@@ -255,7 +270,7 @@ async def test_title_and_heading_words_weigh_more_than_body_words(contract_store
 ])
 async def test_no_question_is_a_keyword_syntax_error(contract_store, question):
     await contract_store.apply([update_for(doc("a", "Engines", "The steam engine drove the mill."))], [])
-    hits = await contract_store.keyword_search(question, question_vector("steam"), 5)
+    hits = await keyword_hits(contract_store, question, question_vector("steam"), 5)
     assert isinstance(hits, list)
     if "steam" in question.lower():
         assert [hit.item_id for hit in hits] == ["a"]
@@ -268,7 +283,7 @@ async def test_german_umlauts_and_sharp_s(contract_store):
     vector = question_vector("x")
     for question in ("Brücke", "brucke", "BRÜCKE", "Straße", "strasse", "STRASSE", "muhle",
                      "Welche Straße führt zur Mühle?"):
-        hits = await contract_store.keyword_search(question, vector, 5)
+        hits = await keyword_hits(contract_store, question, vector, 5)
         assert [hit.item_id for hit in hits] == ["de"], question
 
 
@@ -278,11 +293,11 @@ async def test_cjk_text_is_found_by_words_inside_a_run(contract_store):
                        update_for(doc("zh", "北京", "北京是中国的首都。")),
                        update_for(doc("en", "Paris", "Paris is the capital of France."))], [])
     vector = question_vector("x")
-    assert {hit.item_id for hit in await store.keyword_search("首都", vector, 5)} == {"ja", "zh"}
-    hits = await store.keyword_search("日本の首都はどこですか", vector, 5)
+    assert {hit.item_id for hit in await keyword_hits(store, "首都", vector, 5)} == {"ja", "zh"}
+    hits = await keyword_hits(store, "日本の首都はどこですか", vector, 5)
     assert hits[0].item_id == "ja"
-    assert [hit.item_id for hit in await store.keyword_search("中国", vector, 5)] == ["zh"]
-    assert [hit.item_id for hit in await store.keyword_search("capital", vector, 5)] == ["en"]
+    assert [hit.item_id for hit in await keyword_hits(store, "中国", vector, 5)] == ["zh"]
+    assert [hit.item_id for hit in await keyword_hits(store, "capital", vector, 5)] == ["en"]
 
 
 async def test_the_store_state_table(contract_store):

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from passageway.builtin.storage import SqliteStore
+from passageway.builtin.storage.vector_cache import SqliteVectorCache
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.errors import ConnectorError
 from passageway.kernel.records import CheckReply, Item, ListEntry, Section, item_from_json, item_to_json
 from passageway.kernel.sync import SourceSync
-from passageway.kernel.vector_cache import VectorCache
 from passageway.testing.toy_embedder import ToyEmbedder
 
 WORDS = [
@@ -136,13 +136,13 @@ class Setup:
                                           max_delete_fraction=max_delete_fraction)
         self.sync_options = sync_options
         self.store: SqliteStore | None = None
-        self.cache: VectorCache | None = None
+        self.cache: SqliteVectorCache | None = None
         self.sync: SourceSync | None = None
 
     async def open(self) -> SourceSync:
         self.store = SqliteStore(self.folder / f"{self.name}.db", self.name)
         await self.store.open()
-        self.cache = VectorCache.for_embedder(self.folder, self.embedder.name, self.embedder.dim)
+        self.cache = SqliteVectorCache.for_embedder(self.folder, self.embedder.name, self.embedder.dim)
         await self.cache.open()
         self.sync = SourceSync(self.settings, self.store, self.embedder, self.runner, self.cache,
                                **self.sync_options)

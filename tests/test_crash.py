@@ -28,7 +28,7 @@ CHILD = textwrap.dedent(
     from passageway.kernel.config import ConnectorSettings
     from passageway.kernel.connector import ConnectorRunner
     from passageway.kernel.sync import SourceSync
-    from passageway.kernel.vector_cache import VectorCache
+    from passageway.builtin.storage.vector_cache import SqliteVectorCache
     from passageway.testing.toy_embedder import ToyEmbedder
 
 
@@ -42,7 +42,7 @@ CHILD = textwrap.dedent(
         embedder = SlowEmbedder()
         store = SqliteStore(folder / "notes.db", "notes")
         await store.open()
-        cache = VectorCache.for_embedder(folder, embedder.name, embedder.dim)
+        cache = SqliteVectorCache.for_embedder(folder, embedder.name, embedder.dim)
         await cache.open()
         settings = ConnectorSettings(
             name="notes", command=(sys.executable, "-m", "passageway.testing.fake_connector"),

@@ -14,14 +14,15 @@ import pytest
 from passageway_store_postgres.store import PostgresStore
 from passageway_store_postgres.testing import fresh_schema, server_uri
 
-from passageway.builtin import keyword_workers
-from passageway.builtin.storage import MIGRATIONS, SqliteStore, _similarities
+from passageway import hookimpl
+from passageway.builtin.storage import SqliteStore
+from passageway.builtin.storage.keyword import similarities
+from passageway.builtin.storage.tables import MIGRATIONS
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import ItemUpdate, Store
-from passageway.kernel.textsearch import match_terms
 from passageway.testing import store_contract
 from passageway.testing.store_contract import *  # noqa: F403  (the contract tests, run for both stores)
 from passageway.testing.toy_embedder import toy_vectors
@@ -116,12 +117,6 @@ async def test_writes_keep_the_file_intact_and_a_failing_one_rolls_back(store):
     assert await store.check_integrity() == []
 
 
-async def test_search_side_by_side_gives_the_same_lists(store, monkeypatch):
-    # 0: even this small index runs its vector search in the store's reader thread meanwhile
-    monkeypatch.setattr("passageway.builtin.storage.SIDE_BY_SIDE_FROM", 0)
-    await store_contract.test_search_gives_both_lists_from_any_thread(store)  # the contract test too
-
-
 def held_up(monkeypatch, store: SqliteStore, method: str) -> tuple[threading.Event, threading.Event]:
     """Make ``store.<method>`` wait, once started (``entered``), until ``release`` is set."""
     entered, release = threading.Event(), threading.Event()
@@ -168,7 +163,7 @@ async def test_close_waits_for_a_running_lookup_and_later_lookups_fail(store, mo
         await asyncio.sleep(0.01)
     await close_while_held(store, release)
     assert [found.item_id for found in await lookup] == ["alpha"]
-    for later in (store.items(["alpha"]), store.counts(), store.vector_search(question_vector("x"), 5)):
+    for later in (store.items(["alpha"]), store.counts()):
         with pytest.raises(StoreError, match="closed"):
             await later
 
@@ -177,43 +172,44 @@ async def test_vector_hits_come_from_the_row_cache_and_follow_updates(store):
     await store.apply([update_for(doc("tesla", "Tesla", "alternating current induction motor")),
                        update_for(doc("bread", "Bread", "flour water yeast salt oven"))], [])
     vector = question_vector("induction motor current")
-    first = await store.vector_search(vector, 2)
-    assert set(store._row_cache) == {hit.passage_key for hit in first}
-    assert await store.vector_search(vector, 2) == first  # the second time from the cache
+    first = await store_contract.vector_hits(store, vector, 2)
+    assert set(store._row_cache.rows) == {hit.passage_key for hit in first}
+    assert await store_contract.vector_hits(store, vector, 2) == first  # the second time from the cache
     # an update stores the item's passages under new keys; the old rows leave the cache
     await store.apply([update_for(doc("tesla", "Nikola Tesla", "alternating current induction motor"))], [])
-    updated = await store.vector_search(vector, 2)
+    updated = await store_contract.vector_hits(store, vector, 2)
     assert updated[0].title == "Nikola Tesla"
-    assert first[0].passage_key not in store._row_cache
+    assert first[0].passage_key not in store._row_cache.rows
     await store.apply([], ["bread"])
-    assert [hit.item_id for hit in await store.vector_search(vector, 2)] == ["tesla"]
-    assert set(store._row_cache) == {updated[0].passage_key}
+    assert [hit.item_id for hit in await store_contract.vector_hits(store, vector, 2)] == ["tesla"]
+    assert set(store._row_cache.rows) == {updated[0].passage_key}
     await store.reset("toy-hash-64", DIM)
-    assert store._row_cache == {} and await store.vector_search(vector, 2) == []
+    assert store._row_cache.rows == {} and await store_contract.vector_hits(store, vector, 2) == []
 
 
 async def test_a_full_row_cache_changes_no_result(store, monkeypatch):
     entries = [doc(f"n{number}", f"Note {number}", f"mill river wheel {number}") for number in range(6)]
     await store.apply([update_for(entry) for entry in entries], [])
     vector = question_vector("mill river wheel")
-    monkeypatch.setattr("passageway.builtin.storage.ROW_CACHE_LIMIT", 2)
-    hits = await store.vector_search(vector, 6)
-    assert len(store._row_cache) == 2 and len(hits) == 6
-    assert await store.vector_search(vector, 6) == hits
+    monkeypatch.setattr("passageway.builtin.storage.rows.ROW_CACHE_LIMIT", 2)
+    hits = await store_contract.vector_hits(store, vector, 6)
+    assert len(store._row_cache.rows) == 2 and len(hits) == 6
+    assert await store_contract.vector_hits(store, vector, 6) == hits
 
 
 def test_similarities_give_zero_for_a_missing_or_foreign_vector():
     vector = np.array([0.6, 0.8], dtype=np.float32)
     same = np.array([1.0, 0.0], dtype="<f4").tobytes()
     other = np.array([1.0, 0.0, 0.0], dtype="<f4").tobytes()
-    assert _similarities([same, same], vector) == pytest.approx([0.6, 0.6])
-    assert _similarities([same, other, None], vector) == pytest.approx([0.6, 0.0, 0.0])
-    assert _similarities([], vector) == []
+    assert similarities([same, same], vector) == pytest.approx([0.6, 0.6])
+    assert similarities([same, other, None], vector) == pytest.approx([0.6, 0.0, 0.0])
+    assert similarities([], vector) == []
 
 
-async def budget_store(tmp_path, budget: int) -> SqliteStore:
+async def budget_store(tmp_path, monkeypatch, budget: int) -> SqliteStore:
     """Five passages with "alpha", two with "gamma", one with "beta"."""
-    opened = SqliteStore(tmp_path / f"budget-{budget}.db", "budget", keyword_row_budget=budget)
+    monkeypatch.setattr("passageway.builtin.storage.row_budget.KEYWORD_ROW_BUDGET", budget)
+    opened = SqliteStore(tmp_path / f"budget-{budget}.db", "budget")
     await opened.open()
     await opened.reset("toy-hash-64", DIM)
     texts = ["alpha beta", "alpha gamma", "alpha gamma", "alpha", "alpha"]
@@ -221,12 +217,12 @@ async def budget_store(tmp_path, budget: int) -> SqliteStore:
     return opened
 
 
-async def test_the_row_budget_leaves_out_the_commonest_terms_of_a_large_index(tmp_path):
-    store = await budget_store(tmp_path, 3)  # five passages: more than the budget
+async def test_the_row_budget_leaves_out_the_commonest_terms_of_a_large_index(tmp_path, monkeypatch):
+    store = await budget_store(tmp_path, monkeypatch, 3)  # five passages: more than the budget
     vector = question_vector("x")
 
     async def found(question: str) -> set[str]:
-        return {hit.item_id for hit in await store.keyword_search(question, vector, 10)}
+        return {hit.item_id for hit in await store_contract.keyword_hits(store, question, vector, 10)}
 
     # beta (1 row) and gamma (2 rows) fit within 3 rows; alpha (5 rows) would exceed it
     assert await found("alpha beta gamma") == {"n0", "n1", "n2"}
@@ -236,170 +232,21 @@ async def test_the_row_budget_leaves_out_the_commonest_terms_of_a_large_index(tm
     await store.close()
 
 
-async def test_without_a_budget_or_within_it_every_term_is_searched(tmp_path):
+async def test_without_a_budget_or_within_it_every_term_is_searched(tmp_path, monkeypatch):
     vector = question_vector("x")
     for budget in (0, 5, 50):  # off; exactly the index's size; more than the index holds
-        store = await budget_store(tmp_path, budget)
-        hits = await store.keyword_search("alpha beta", vector, 10)
+        store = await budget_store(tmp_path, monkeypatch, budget)
+        hits = await store_contract.keyword_hits(store, "alpha beta", vector, 10)
         assert {hit.item_id for hit in hits} == {"n0", "n1", "n2", "n3", "n4"}, budget
         assert hits[0].item_id == "n0"  # the passage with both words ranks first
         await store.close()
-
-
-# -- a large index's keyword search in key ranges (worker processes) ---------------------------
-
-WORDS = ("mill", "river", "wheel", "stone", "flour", "bread", "oven", "salt", "water", "grain",
-         "barley", "rye", "wind", "sail", "gear", "shaft")
-
-
-@pytest.fixture
-def workers(monkeypatch):
-    """A pool of this test's own, and three key ranges however many cores run the test."""
-    pool = keyword_workers.Workers()
-    monkeypatch.setattr("passageway.builtin.storage.WORKERS", pool)
-    monkeypatch.setattr("passageway.builtin.storage.parts", lambda: 3)
-    monkeypatch.setattr("passageway.builtin.keyword_workers.parts", lambda: 3)
-    yield pool
-    pool.shutdown()
-
-
-async def many_words_store(path, seed: int = 3) -> SqliteStore:
-    """Forty items of one to three passages of random mill words (scores of every kind)."""
-    rng = np.random.default_rng(seed)
-    opened = SqliteStore(path, "mills")
-    await opened.open()
-    await opened.reset("toy-hash-64", DIM)
-    entries = [doc(f"m{n}", f"Mill {n} {WORDS[n % len(WORDS)]}",
-                   *(" ".join(rng.choice(WORDS, size=rng.integers(3, 30)))
-                     for _ in range(rng.integers(1, 4))))
-               for n in range(40)]
-    await opened.apply([update_for(entry) for entry in entries], [])
-    return opened
-
-
-QUESTIONS = ("mill", "river wheel", "bread oven salt", "barley rye wind sail", "gear shaft stone water",
-             "flour", "nothing matches this")
-
-
-async def keyword_lists(store: SqliteStore, split: bool) -> list[list[tuple[int, float]]]:
-    store.keyword_split_from = 1 if split else 1 << 62
-    vector = question_vector("x")
-    return [[(hit.passage_key, round(hit.keyword_score, 9))
-             for hit in await store.keyword_search(question, vector, 7)] for question in QUESTIONS]
-
-
-async def test_a_keyword_search_in_key_ranges_gives_the_list_of_one_query(tmp_path, workers):
-    store = await many_words_store(tmp_path / "mills.db")
-    whole = await keyword_lists(store, split=False)
-    assert sum(map(len, whole)) > 30 and any(len(found) == 7 for found in whole)
-    assert await keyword_lists(store, split=True) == whole
-    # the other ranges were ranked in a worker process: this one never opened a connection there
-    assert keyword_workers._open_files == {}
-    assert workers._pool is not None
-    assert any(process.is_alive() for process in workers._pool._processes.values())
-    # deleted items leave both lists alike
-    await store.apply([], ["m1", "m2", "m3"])
-    assert await keyword_lists(store, split=True) == await keyword_lists(store, split=False)
-    await store.close()
-
-
-async def test_a_dead_worker_costs_speed_not_answers(tmp_path, workers, caplog, monkeypatch):
-    store = await many_words_store(tmp_path / "mills.db")
-    whole = await keyword_lists(store, split=False)
-    assert await keyword_lists(store, split=True) == whole
-    first = workers._pool
-    for process in first._processes.values():
-        process.kill()
-    caplog.set_level(logging.WARNING, logger="passageway.storage")
-    assert await keyword_lists(store, split=True) == whole
-    assert "keyword worker process died" in caplog.text
-    # no new workers at once: the next searches rank in this process
-    assert await keyword_lists(store, split=True) == whole
-    assert workers._pool is None
-    # after the delay, a new pool takes over
-    monkeypatch.setattr(workers, "_restart_at", 0.0)
-    assert await keyword_lists(store, split=True) == whole
-    assert workers._pool is not None and workers._pool is not first
-    await store.close()
-
-
-async def test_a_part_that_fails_in_a_worker_runs_in_the_thread(tmp_path, workers, caplog):
-    store = await many_words_store(tmp_path / "mills.db")
-    vector = question_vector("x")
-
-    def keys(split: bool) -> list[list[int]]:  # in this thread, on its connection once opened
-        store.keyword_split_from = 1 if split else 1 << 62
-        return [[hit.passage_key for hit in store._keyword_search(match_terms(question), vector, 7)]
-                for question in QUESTIONS]
-
-    whole = keys(split=False)
-    store.path = tmp_path / "no such folder" / "mills.db"  # only the workers open it by its name
-    caplog.set_level(logging.WARNING, logger="passageway.storage")
-    assert keys(split=True) == whole
-    assert keys(split=True) == whole
-    assert caplog.text.count("failed in a worker process and ran in the server instead") == 1
-    assert "unable to open database file" in caplog.text
-    store.path = tmp_path / "mills.db"
-    await store.close()
-
-
-async def test_without_worker_processes_the_ranges_are_ranked_in_the_thread(tmp_path, workers, monkeypatch,
-                                                                           caplog):
-    def no_processes(*args, **kwargs):
-        raise OSError("no semaphores here")
-
-    monkeypatch.setattr("passageway.builtin.keyword_workers.ProcessPoolExecutor", no_processes)
-    caplog.set_level(logging.WARNING, logger="passageway.storage")
-    store = await many_words_store(tmp_path / "mills.db")
-    assert await keyword_lists(store, split=True) == await keyword_lists(store, split=False)
-    assert caplog.text.count("worker processes cannot start here (no semaphores here)") == 1
-    await store.close()
-
-
-async def test_workers_reopen_an_index_file_made_anew_at_the_same_path(tmp_path, workers):
-    path = tmp_path / "mills.db"
-    first = await many_words_store(path, seed=3)
-    await keyword_lists(first, split=True)  # a worker now has the file open
-    await first.close()
-    for stale in tmp_path.glob("mills.*"):
-        stale.unlink()
-    second = await many_words_store(path, seed=4)
-    assert await keyword_lists(second, split=True) == await keyword_lists(second, split=False)
-    await second.close()
-
-
-async def test_one_core_or_a_small_index_ranks_in_one_query(tmp_path, workers, monkeypatch):
-    store = await many_words_store(tmp_path / "mills.db")
-    store.keyword_split_from = 41  # more passages than the forty items' one to three each
-    assert store._splits_keyword_search()
-    store.keyword_split_from = 1_000
-    assert not store._splits_keyword_search()
-    store.keyword_split_from = 1
-    monkeypatch.setattr("passageway.builtin.storage.parts", lambda: 1)
-    assert not store._splits_keyword_search()
-    await store.close()
-
-
-async def test_a_split_search_counts_terms_in_workers_and_keeps_the_same_budget(tmp_path, workers):
-    store = await many_words_store(tmp_path / "mills.db")
-    kept: set[int] = set()
-    for budget in (20, 40, 60, 80, 120):  # below and above the words' match counts
-        store.keyword_row_budget = budget
-        for question in QUESTIONS:
-            store.keyword_split_from = 1 << 62
-            whole = store._budgeted_query(match_terms(question))
-            store.keyword_split_from = 1
-            assert store._budgeted_query(match_terms(question)) == whole, (budget, question)
-            kept.add(len(whole.split(" OR ")) if whole else 0)
-    assert kept >= {0, 1, 2}  # budgets that kept no term, one term, and more
-    await store.close()
 
 
 async def _results(path) -> list[tuple[str, float]]:
     reopened = SqliteStore(path, "notes")
     await reopened.open()
     try:
-        hits = await reopened.vector_search(question_vector("river engine garden"), 40)
+        hits = await store_contract.vector_hits(reopened, question_vector("river engine garden"), 40)
         assert await reopened.check_integrity() == []
         # ties between items of equal text come back in any order
         return sorted(((hit.item_id, round(hit.similarity, 5)) for hit in hits), key=lambda x: (-x[1], x[0]))
@@ -443,7 +290,7 @@ async def test_an_outdated_vector_file_catches_up_with_the_database(tmp_path, ca
     reopened = SqliteStore(filled.path, "notes")
     await reopened.open()
     # The process dies before it saves the vector file again: the file and its record stay old.
-    monkeypatch.setattr(reopened, "_save_vector_index", lambda: None)
+    monkeypatch.setattr(reopened.vectors, "save", lambda connection: None)
     await reopened.apply([update_for(item(n, "2", sections=1)) for n in range(10)], ["item-29"])
     await reopened.close()
     monkeypatch.undo()
@@ -462,21 +309,21 @@ async def test_searches_work_while_a_missing_vector_file_is_rebuilt_after_open(t
     filled.vector_path.unlink()
     reopened = SqliteStore(filled.path, "notes")
     release = threading.Event()
-    build = reopened._build_graph_from_flat
+    build = reopened.vectors.build_graph
 
-    def slow_build() -> None:
+    def slow_build(connection) -> None:
         release.wait(10)
-        build()
+        build(connection)
 
-    reopened._build_graph_from_flat = slow_build  # type: ignore[method-assign]
+    reopened.vectors.build_graph = slow_build  # type: ignore[method-assign]
     await reopened.open()  # returns before the graph is built
     try:
         assert not filled.vector_path.exists()
-        hits = await reopened.vector_search(question_vector("river engine garden"), 40)
+        hits = await store_contract.vector_hits(reopened, question_vector("river engine garden"), 40)
         during = sorted(((hit.item_id, round(hit.similarity, 5)) for hit in hits),
                         key=lambda pair: (-pair[1], pair[0]))
         assert during == before  # the exact stand-in answers the same
-        assert await reopened.keyword_search("river", question_vector("river"), 5)
+        assert await store_contract.keyword_hits(reopened, "river", question_vector("river"), 5)
         release.set()
         await reopened.wait_ready()
         assert filled.vector_path.exists()
@@ -513,11 +360,11 @@ def test_onnxruntime_can_load_after_a_store_has_used_usearch(tmp_path):
 
 
 async def test_the_vector_cache_round_trips_and_belongs_to_one_embedder(tmp_path):
-    from passageway.kernel.vector_cache import VectorCache, cache_path
+    from passageway.builtin.storage.vector_cache import SqliteVectorCache, cache_path
 
     path = cache_path(tmp_path, "org/model: v1", 4)
     assert path == tmp_path / "vectors" / "org_model_v1-4.db"
-    cache = VectorCache(path, "org/model: v1", 4)
+    cache = SqliteVectorCache(path, "org/model: v1", 4)
     await cache.open()
     vectors = {"a" * 64: np.array([1, 0, 0, 0], dtype=np.float32),
                "b" * 64: np.array([0, 1, 0, 0], dtype=np.float32)}
@@ -527,7 +374,71 @@ async def test_the_vector_cache_round_trips_and_belongs_to_one_embedder(tmp_path
     assert await cache.count() == 2
     await cache.close()
     await cache.close()
-    other = VectorCache(path, "another-model", 4)
+    other = SqliteVectorCache(path, "another-model", 4)
     with pytest.raises(StoreError, match="belongs to the embedder"):
         await other.open()
     await other.close()
+
+
+class _CacheInMemory:
+    """A vector cache of a plugin's own (a store on a database server would keep a table)."""
+
+    def __init__(self) -> None:
+        self.vectors: dict[str, np.ndarray] = {}
+        self.opened = self.closed = False
+
+    async def open(self) -> None:
+        self.opened = True
+
+    async def close(self) -> None:
+        self.closed = True
+
+    async def get_many(self, digests):
+        return {digest: self.vectors[digest] for digest in digests if digest in self.vectors}
+
+    async def put_many(self, vectors) -> None:
+        self.vectors.update(vectors)
+
+
+class _OwnCachePlugin:
+    """Answers the vector cache hook for its own store only."""
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+        self.cache = _CacheInMemory()
+
+    @hookimpl
+    def passageway_vector_cache(self, store, folder, embedder_name, dim):  # type: ignore[no-untyped-def]
+        return self.cache if store == self.store else None
+
+
+def test_the_builtin_vector_cache_answers_for_any_store_a_plugin_for_its_own(tmp_path):
+    from passageway.builtin.storage.vector_cache import SqliteVectorCache
+
+    plugin = _OwnCachePlugin("mine")
+    manager = build_plugin_manager({}, extra=(("mine", plugin),), load_entry_points=False)
+    ask = manager.hook.passageway_vector_cache
+    assert ask(store="mine", folder=tmp_path, embedder_name="org/m", dim=4) is plugin.cache
+    for store in ("sqlite", "postgres"):
+        default = ask(store=store, folder=tmp_path, embedder_name="org/m", dim=4)
+        assert isinstance(default, SqliteVectorCache)
+        assert default.path == tmp_path / "vectors" / "org_m-4.db"
+
+
+async def test_the_kernel_takes_its_vector_cache_from_the_hook(tmp_path):
+    from passageway.kernel.app import Kernel
+    from passageway.kernel.config import load_settings
+    from passageway.testing.toy_embedder import plugin as toy_plugin
+    from tests.server_helpers import write_instance
+
+    environ = write_instance(tmp_path)
+    plugin = _OwnCachePlugin("sqlite")  # the store this instance uses
+    manager = build_plugin_manager(environ, extra=(("toy", toy_plugin), ("mine", plugin)),
+                                   load_entry_points=False)
+    async with Kernel.open(load_settings(environ), manager, environ) as kernel:
+        assert await kernel.sync_once() == {"notes": None}
+        assert kernel.vector_cache is plugin.cache and plugin.cache.opened
+        counts = await kernel.sources["notes"].store.counts()
+    assert len(plugin.cache.vectors) == counts[1] > 0  # every passage's vector went to the plugin's cache
+    assert plugin.cache.closed
+    assert not (tmp_path / "data" / "vectors").exists()  # and no file of the builtin cache was made

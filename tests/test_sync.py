@@ -22,6 +22,14 @@ from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, write_items
 
 
+async def keyword_list(store, question, vector, limit):
+    return (await asyncio.to_thread(store.search, question, vector, limit))[0]
+
+
+async def vector_list(store, vector, limit):
+    return (await asyncio.to_thread(store.search, "", vector, limit))[1]
+
+
 def stamp(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
@@ -161,7 +169,7 @@ async def test_an_embedder_change_rebuilds_the_source(tmp_path):
         assert await sync.store.embedder() == ("toy-other-32", 32)
         assert other.texts_embedded == 10
         assert sum(len(call) for call in runner.fetch_calls) == 5
-        hits = await sync.store.vector_search(toy_vectors(["river"], 32)[0], 3)
+        hits = await vector_list(sync.store, toy_vectors(["river"], 32)[0], 3)
         assert hits and sync.health().passages == 10
 
 
@@ -206,7 +214,7 @@ async def test_a_refused_protocol_keeps_the_old_index_serving(tmp_path):
         assert sync.health().state == "failing"
         assert await sync.store.embedder() == ("toy-hash-64", 64)
         assert sync.health().items == 5
-        assert await sync.store.keyword_search("river", toy_vectors(["river"])[0], 5)
+        assert await keyword_list(sync.store, "river", toy_vectors(["river"])[0], 5)
 
 
 async def test_one_failing_source_leaves_the_other_ok_and_keeps_serving(tmp_path):
@@ -222,7 +230,7 @@ async def test_one_failing_source_leaves_the_other_ok_and_keeps_serving(tmp_path
         assert good_sync.health().state == "ok"
         assert bad_sync.health().state == "failing" and "told to fail" in bad_sync.health().last_error
         assert bad_sync.health().items == 20
-        hits = await bad_sync.store.keyword_search("river", toy_vectors(["river"])[0], 5)
+        hits = await keyword_list(bad_sync.store, "river", toy_vectors(["river"])[0], 5)
         assert hits and all(hit.source == "bad" for hit in hits)
 
 
@@ -275,7 +283,7 @@ async def test_the_vector_cache_means_a_second_build_embeds_nothing(tmp_path):
         await sync.sync_once()
         assert embedder.texts_embedded == 120  # a rebuilt source reuses every vector
         assert sync.health().items == 60
-        assert len(await sync.store.vector_search(toy_vectors(["river"])[0], 200)) == 120
+        assert len(await vector_list(sync.store, toy_vectors(["river"])[0], 200)) == 120
 
 
 async def test_embedding_is_batched(tmp_path):
@@ -470,7 +478,7 @@ async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_bat
     async with Setup(tmp_path, runner, embedder=Loud()) as sync:
         await sync.sync_once()
         # keyword candidates take the dot product of stored vectors: it is a cosine only at unit length
-        hits = await sync.store.keyword_search("note", toy_vectors(["note"])[0], 10)
+        hits = await keyword_list(sync.store, "note", toy_vectors(["note"])[0], 10)
         assert hits and all(-1.0001 <= hit.similarity <= 1.0001 for hit in hits)
 
     class Short(ToyEmbedder):

@@ -11,7 +11,7 @@ Why here: it is stage code (reading a format, chunking, embedding), which STYLE.
 ``passageway index`` (:mod:`.command`, which parses the arguments). It holds its own
 implementation like the other builtin subpackages and borrows the kernel's contracts: the block
 splitter and digests of :mod:`passageway.kernel.chunking` (with a 2,000-character cap instead of
-recall's 1,000), the digest-keyed :class:`~passageway.kernel.vector_cache.VectorCache`, and
+recall's 1,000), the digest-keyed :class:`~passageway.kernel.store.VectorCache`, and
 embedders built from ``[embedder]`` through the plugin registries.
 
 Modules: :mod:`.site` reads and checks the input files, :mod:`.markdown` the bits of Markdown it

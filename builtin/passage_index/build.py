@@ -93,7 +93,7 @@ async def _embed(
         space_of,
         vectors_for,
     )
-    from passageway.kernel.vector_cache import VectorCache
+    from passageway.builtin.storage.vector_cache import SqliteVectorCache
 
     chunks = document["chunks"]
     passages = [
@@ -104,7 +104,7 @@ async def _embed(
         await embedder.start()
         space = space_of(embedder, kind)
         previous = await asyncio.to_thread(previous_vectors, ai_dir, space)
-        cache = VectorCache.for_embedder(cache_dir, embedder.name, int(embedder.dim))
+        cache = SqliteVectorCache.for_embedder(cache_dir, embedder.name, int(embedder.dim))
         try:
             matrix, embedded = await vectors_for(passages, embedder, cache, previous)
         finally:

@@ -1,7 +1,7 @@
 """``--embed``: a unit vector per passage, written as ``ai/embeddings.json`` and ``ai/embeddings.bin``.
 
 A passage's vector is taken from the digest-keyed
-:class:`~passageway.kernel.vector_cache.VectorCache` of the embedder, else from the previous
+:class:`~passageway.kernel.store.VectorCache` of the embedder, else from the previous
 ``ai/embeddings.*`` of the site (when they were made in the same embedding space and dimension;
 such vectors are added to the cache), else from the embedder. Only
 the last counts as ``embedded``; the others are ``reused``. A digest is the SHA-256 of the
@@ -25,7 +25,7 @@ import numpy as np
 
 from passageway.builtin.passage_index.site import PassageIndexError
 from passageway.kernel.embedder import Embedder
-from passageway.kernel.vector_cache import VectorCache
+from passageway.kernel.store import VectorCache
 
 EMBEDDINGS_SCHEMA_VERSION = 1
 BATCH = 64

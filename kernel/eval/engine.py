@@ -105,14 +105,9 @@ class EvalKernel(Kernel):
     def _build_embedder(self) -> Any:
         return MeteredEmbedder(super()._build_embedder())
 
-    async def _open_vector_cache(self) -> None:
-        if self.vector_cache is not None or self.embedder is None or self.settings is None:
-            return
-        from passageway.kernel.vector_cache import VectorCache
-
-        cache = VectorCache.for_embedder(self.settings.shared_data_dir, self.embedder.name, self.embedder.dim)
-        await cache.open()
-        self.vector_cache = cache
+    async def _open_vector_cache(self, folder: Path | None = None) -> None:
+        if self.settings is not None:
+            await super()._open_vector_cache(folder or self.settings.shared_data_dir)
 
 
 def _stderr(message: str) -> None:

@@ -22,9 +22,9 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from passageway.builtin.storage.textsearch import CJK_CHARACTER, index_text, query_terms
 from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
-from passageway.kernel.textsearch import CJK_CHARACTER, index_text, query_terms
 from passageway_store_postgres import schema
 from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, within_budget
 from passageway_store_postgres.lead import Lead, lead_key, leader_of

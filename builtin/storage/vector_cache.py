@@ -1,4 +1,5 @@
-"""Vectors by digest, per embedder, so that no passage is embedded twice.
+"""The default vector cache (:class:`passageway.kernel.store.VectorCache`): vectors by digest, per
+embedder, in a SQLite file, so that no passage is embedded twice.
 
 A passage's digest is the SHA-256 of its embedding input (see :mod:`passageway.kernel.chunking`),
 so a vector stored under that digest by the same embedder is the vector the passage would get
@@ -34,7 +35,7 @@ def cache_path(data_dir: Path, embedder_name: str, dim: int) -> Path:
     return Path(data_dir) / "vectors" / f"{safe}-{dim}.db"
 
 
-class VectorCache:
+class SqliteVectorCache:
     """A digest → vector map in a SQLite file, for one embedder (name and dimension)."""
 
     def __init__(self, path: Path, embedder_name: str, dim: int) -> None:
@@ -46,7 +47,7 @@ class VectorCache:
         self._closed = False
 
     @classmethod
-    def for_embedder(cls, data_dir: Path, embedder_name: str, dim: int) -> VectorCache:
+    def for_embedder(cls, data_dir: Path, embedder_name: str, dim: int) -> SqliteVectorCache:
         return cls(cache_path(data_dir, embedder_name, dim), embedder_name, dim)
 
     async def _run(self, function, *args):  # type: ignore[no-untyped-def]

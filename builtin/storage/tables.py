@@ -1,0 +1,212 @@
+"""The SQLite side of the ``sqlite`` store: the schema and its migrations, state, and writes.
+
+Everything here takes an open connection and runs in the caller's thread (the store's writer
+thread for writes). ``PRAGMA user_version`` is the number of the last migration applied, see
+:data:`MIGRATIONS`:
+
+* ``items(id, title, url, version, weight, path, labels, links, updated)``; the tuples are JSON.
+* ``passages(key, item, ordinal, heading, text, digest, vector)``; ``key`` is the passage's
+  stable number (never reused), used as the usearch key and the FTS rowid; ``vector`` is
+  little-endian float32 of unit length.
+* ``passage_words`` (FTS5, ``unicode61 remove_diacritics 2``) over title, path, heading and text.
+* ``state(key, value)``: ``embedder_name``, ``embedder_dim``, ``generation`` (raised by every
+  write), ``usearch_generation`` / ``usearch_size`` / ``usearch_checksum`` (the saved vector file,
+  see :mod:`passageway.builtin.storage.vector_file`), and whatever the sync keeps (``last_poll``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from passageway.builtin.storage.textsearch import index_text
+from passageway.kernel.errors import StoreError
+from passageway.kernel.store import ItemUpdate
+
+PATH_SEPARATOR = " › "
+"""Between the parts of an item's path in the keyword index, so that each part is its own words."""
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: the first schema
+    (
+        """CREATE TABLE items (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            url TEXT NOT NULL,
+            version TEXT NOT NULL,
+            weight REAL NOT NULL DEFAULT 1.0,
+            path TEXT NOT NULL DEFAULT '[]',
+            labels TEXT NOT NULL DEFAULT '[]',
+            links TEXT NOT NULL DEFAULT '[]',
+            updated TEXT
+        )""",
+        """CREATE TABLE passages (
+            key INTEGER PRIMARY KEY AUTOINCREMENT,
+            item TEXT NOT NULL REFERENCES items(id),
+            ordinal INTEGER NOT NULL,
+            heading TEXT,
+            text TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            UNIQUE (item, ordinal)
+        )""",
+        """CREATE VIRTUAL TABLE passage_words USING fts5(
+            title, path, heading, text, tokenize = 'unicode61 remove_diacritics 2'
+        )""",
+        "CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+)
+
+_CHUNK = 500  # ids per statement, below SQLite's bound-parameter limit
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in autocommit mode: transactions are explicit (:func:`transaction`)."""
+    connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    connection.execute("PRAGMA busy_timeout = 30000")
+    return connection
+
+
+def migrate(connection: sqlite3.Connection, path: Path) -> None:
+    """Apply the migrations the file at ``path`` lacks, each in one transaction."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise StoreError(
+            f"the index {path} was written by a newer passageway (schema {version}, this one "
+            f"knows {len(MIGRATIONS)}); upgrade passageway or delete the file to rebuild it"
+        )
+    for number in range(version + 1, len(MIGRATIONS) + 1):
+        with transaction(connection):
+            for statement in MIGRATIONS[number - 1]:
+                connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {number}")
+
+
+@contextmanager
+def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, or ``ROLLBACK`` when the block raises."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield connection
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def get_state(connection: sqlite3.Connection, key: str) -> str | None:
+    row = connection.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+    return None if row is None else row[0]
+
+
+def set_state(connection: sqlite3.Connection, key: str, value: str) -> None:
+    connection.execute("INSERT OR REPLACE INTO state (key, value) VALUES (?, ?)", (key, value))
+
+
+def generation(connection: sqlite3.Connection) -> int:
+    """How many writes the index has seen (the vector file records the one it was saved at)."""
+    return int(get_state(connection, "generation") or 0)
+
+
+def recorded_embedder(connection: sqlite3.Connection) -> tuple[str, int] | None:
+    name, dim = get_state(connection, "embedder_name"), get_state(connection, "embedder_dim")
+    return None if name is None or dim is None else (name, int(dim))
+
+
+def empty(connection: sqlite3.Connection, embedder_name: str, dim: int) -> None:
+    """Delete everything and record the embedder that will fill the index (one transaction)."""
+    with transaction(connection):
+        following = generation(connection) + 1
+        for table in ("passage_words", "passages", "items", "state"):
+            connection.execute(f"DELETE FROM {table}")  # noqa: S608 (fixed names)
+        set_state(connection, "embedder_name", embedder_name)
+        set_state(connection, "embedder_dim", str(dim))
+        set_state(connection, "generation", str(following))
+
+
+def check_updates(updates: Sequence[ItemUpdate], dim: int | None, source: str) -> None:
+    """Refuse updates whose vectors do not fit their passages or the index's dimension."""
+    for update in updates:
+        if len(update.passages) != len(update.vectors):
+            raise StoreError(
+                f"item {update.item.id!r}: {len(update.passages)} passages but {len(update.vectors)} vectors"
+            )
+        if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
+            raise StoreError(
+                f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
+                f"of {source!r} was set up for {dim}; the sync must reset it first"
+            )
+
+
+def write(connection: sqlite3.Connection, updates: Sequence[ItemUpdate], deletions: Sequence[str]
+          ) -> tuple[list[int], list[int], list[np.ndarray]]:
+    """Delete ``deletions`` and the updated items' old rows, insert the updates, raise the
+    generation: one transaction. Returns the removed passage keys, and the added keys with their
+    vectors, for the vector index to follow."""
+    removed: list[int] = []
+    added_keys: list[int] = []
+    added_vectors: list[np.ndarray] = []
+    with transaction(connection):
+        gone = list(dict.fromkeys([*deletions, *(update.item.id for update in updates)]))
+        for start in range(0, len(gone), _CHUNK):
+            chunk = gone[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            keys = [row[0] for row in connection.execute(
+                f"SELECT key FROM passages WHERE item IN ({marks})", chunk)]  # noqa: S608
+            removed.extend(keys)
+            connection.executemany("DELETE FROM passage_words WHERE rowid = ?", [(key,) for key in keys])
+            connection.execute(f"DELETE FROM passages WHERE item IN ({marks})", chunk)  # noqa: S608
+            connection.execute(f"DELETE FROM items WHERE id IN ({marks})", chunk)  # noqa: S608
+        for update in updates:
+            item = update.item
+            connection.execute(
+                "INSERT INTO items (id, title, url, version, weight, path, labels, links, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (item.id, item.title, item.url, item.version, float(item.weight),
+                 json.dumps(list(item.path), ensure_ascii=False),
+                 json.dumps(list(item.labels), ensure_ascii=False),
+                 json.dumps(list(item.links), ensure_ascii=False), item.updated),
+            )
+            path_text = PATH_SEPARATOR.join(item.path)
+            vectors = np.asarray(update.vectors, dtype="<f4")
+            for passage, vector in zip(update.passages, vectors, strict=True):
+                cursor = connection.execute(
+                    "INSERT INTO passages (item, ordinal, heading, text, digest, vector)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
+                     vector.tobytes()),
+                )
+                key = int(cursor.lastrowid or 0)
+                connection.execute(
+                    "INSERT INTO passage_words (rowid, title, path, heading, text) VALUES (?, ?, ?, ?, ?)",
+                    (key, index_text(item.title), index_text(path_text),
+                     index_text(passage.heading or ""), index_text(passage.text)),
+                )
+                added_keys.append(key)
+                added_vectors.append(vector)
+        set_state(connection, "generation", str(generation(connection) + 1))
+    return removed, added_keys, added_vectors
+
+
+def table_problems(connection: sqlite3.Connection) -> tuple[list[str], int]:
+    """What SQLite's and FTS5's integrity checks and a comparison of the tables find, and how
+    many passages the index holds."""
+    problems = [row[0] for row in connection.execute("PRAGMA integrity_check") if row[0] != "ok"]
+    try:
+        connection.execute("INSERT INTO passage_words (passage_words) VALUES ('integrity-check')")
+    except sqlite3.DatabaseError as error:
+        problems.append(f"keyword index: {error}")
+    orphans = connection.execute(
+        "SELECT count(*) FROM passages WHERE item NOT IN (SELECT id FROM items)").fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} passages without an item")
+    words = connection.execute("SELECT count(*) FROM passage_words").fetchone()[0]
+    passages = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
+    if words != passages:
+        problems.append(f"{words} keyword rows for {passages} passages")
+    return problems, int(passages)
