@@ -52,6 +52,10 @@ ENV PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1
 USER passageway
 WORKDIR /data
+# The built-in model converted for onnxruntime now rather than at the first start (docs/models.md).
+# Before VOLUME, because Docker drops what a later step writes under a volume path; a new named
+# volume at /data starts as a copy of this, a bind mount converts on first use instead.
+RUN passageway model convert
 VOLUME ["/data"]
 EXPOSE 8082
 HEALTHCHECK --interval=60s --timeout=5s --start-period=30s --retries=3 \

@@ -51,6 +51,19 @@ def test_the_image_runs_as_an_unprivileged_user_and_checks_health():
     assert ("EXPOSE", "8082") in instructions()
 
 
+def test_the_model_is_converted_as_the_server_user_before_the_data_volume():
+    # Docker discards what a step writes under a path declared VOLUME earlier, and a conversion
+    # made as root would leave files the server's user cannot replace when a check fails.
+    steps = instructions()
+    convert = next(i for i, (keyword, rest) in enumerate(steps)
+                   if keyword == "RUN" and "passageway model convert" in rest)
+    user = max(i for i, (keyword, rest) in enumerate(steps) if keyword == "USER")
+    volume = next(i for i, (keyword, rest) in enumerate(steps) if keyword == "VOLUME")
+    home = " ".join(rest for keyword, rest in steps[:convert] if keyword == "ENV")
+    assert user < convert < volume
+    assert "HOME=/data" in home and '"/data"' in steps[volume][1]
+
+
 def test_the_container_defaults_are_the_documented_ones():
     env = " ".join(rest for keyword, rest in instructions() if keyword == "ENV")
     for setting in ("PASSAGEWAY_HOST=0.0.0.0", "PASSAGEWAY_DATA_DIR=/data",
