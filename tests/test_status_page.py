@@ -34,6 +34,21 @@ async def test_the_page_shows_every_source_and_does_not_reload_when_built(tmp_pa
         assert _self_contained(page)
 
 
+async def test_a_foreign_host_sees_only_the_status(tmp_path):
+    # The rule of /health (tests/test_auth.py): a page reached through DNS rebinding must not let
+    # a web page's script read source names and counts from a server on the loopback address.
+    from tests.test_auth import raw_request
+
+    async with built_server(tmp_path) as (_kernel, url):
+        for host, shown in (("attacker.example", False), ("localhost.attacker.example:80", False),
+                            ("127.0.0.1", True), ("localhost:8082", True)):
+            answer = await raw_request(url, (
+                f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").encode())
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:100]
+            assert b"<title>passageway: ok</title>" in answer
+            assert (b"<td>notes</td>" in answer) is shown, host
+
+
 async def test_errors_only_with_the_password(tmp_path):
     failing = built_server(tmp_path, fail="check,list,fetch")
     async with failing as (kernel, url), httpx2.AsyncClient() as client:

@@ -1,9 +1,10 @@
 """``GET /``: the health report as a small HTML page a person opens in a browser.
 
 It shows what ``/health`` reports (the instance, the version, the embedder, each source's state,
-counts, build progress and last success) under the same rule: open to anyone, with error texts
-only for a request that carries the bearer password. One page, inline CSS, no script, nothing
-fetched from elsewhere; while a source builds it reloads itself every few seconds.
+counts, build progress and last success) under the same rules: open to anyone, with error texts
+only for a request that carries the bearer password, and only the status for a ``Host`` that
+``/health`` would not show more to (a page reached through DNS rebinding). One page, inline CSS,
+no script, nothing fetched from elsewhere; while a source builds it reloads itself every few seconds.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from passageway.kernel.durations import duration_text
+from passageway.kernel.server import host_allowed
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
@@ -111,6 +113,8 @@ def status_page_handler(kernel: Kernel) -> Callable[[web.Request], Awaitable[web
 
     async def status_page(request: web.Request) -> web.Response:
         report = kernel.health(include_errors=kernel.authorize(request))
+        if not host_allowed(kernel, request.host):
+            report = {"status": report["status"]}
         return web.Response(
             text=render_page(report),
             content_type="text/html",
