@@ -451,6 +451,7 @@ class Kernel:
             answer = await run_recall(
                 question, stores, self.questions or self.embedder, self.ranker,
                 boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
+                vector_cache=self.vector_cache,
             )
         except EmbedderError as error:
             self.embedder_error = str(error)  # health says so until a recall succeeds again

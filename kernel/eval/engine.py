@@ -266,7 +266,10 @@ class KernelEngine:
         real_before = self.embedder.embed_seconds_real
         counted_before = self.embedder.embed_seconds_counted
         started = time.perf_counter()
-        answer = await recall(question, stores, self.embedder, chosen, min_similarity=threshold)
+        answer = await recall(
+            question, stores, self.embedder, chosen,
+            min_similarity=threshold, vector_cache=self.kernel.vector_cache,
+        )
         elapsed = time.perf_counter() - started
         real = self.embedder.embed_seconds_real - real_before
         counted = self.embedder.embed_seconds_counted - counted_before
