@@ -47,7 +47,7 @@ import numpy as np
 from passageway.kernel.duplicates import distinct
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.excerpts import VectorLookup, anchors, cut, flat, word_start
+from passageway.kernel.excerpts import VectorLookup, anchors, cut, flat, with_neighbour, word_start
 from passageway.kernel.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.records import Answer, Hit, Related
@@ -300,6 +300,8 @@ async def recall(
         attrs.evolve(_hit(entry), also_in=copies.get((entry.candidate.source, entry.candidate.item_id), ()))
         for entry in ranked
     )
+    if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/excerpts.py)
+        hits = (attrs.evolve(hits[0], text=with_neighbour(ranked[0].candidate, [*by_vector, *keyword])),)
     starts = await anchors([hit.text for hit in hits], vector, vector_cache)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 

@@ -71,11 +71,14 @@ async def window_cache(text: str, best: str, question_vector: np.ndarray) -> Dic
 
 
 def test_windows_are_runs_of_two_sentences_over_the_flat_text():
-    text = flat("One here.  Two there.\nThree now. four stays in three. Five!")
+    text = flat("One here.  Two there.\nThree now.  four stays in three. Five!")
     starts = sentence_starts(text)
-    assert [text[start:] for start in starts][:2] == [text, "Two there. Three now. four stays in three. Five!"]
+    second = "Two there. Three now. four stays in three. Five!"
+    assert [text[start:] for start in starts][:2] == [text, second]
     assert [text[a:b].strip() for a, b in windows(text)] == [
-        "One here. Two there.", "Two there. Three now. four stays in three.", "Three now. four stays in three. Five!",
+        "One here. Two there.",
+        "Two there. Three now. four stays in three.",
+        "Three now. four stays in three. Five!",
     ]
     assert windows("Only one sentence") == [(0, len("Only one sentence"))]
 
@@ -110,7 +113,8 @@ async def test_a_missing_window_vector_falls_back_to_the_word_rule():
     cache.vectors.pop(digest_of(window_texts(ENGLISH)[-1]))
     candidate = Candidate("corpus-en", 1, "tesla", "Tesla", "u", None, ENGLISH, 0.9, 0)
 
-    answer = await recall(question, [OneStore([candidate])], embedder, FusionRanker("vector"), vector_cache=cache)
+    answer = await recall(question, [OneStore([candidate])], embedder, FusionRanker("vector"),
+                          vector_cache=cache)
 
     assert ANSWER in answer.hits[0].text  # the words rule found it; part 2's window was not used
     assert cache.asked, "the windows' vectors were looked up"
@@ -122,7 +126,8 @@ async def test_an_excerpt_that_reaches_the_end_starts_earlier_to_fill_its_share(
     cache = await window_cache(ENGLISH, FILLER[22], question_vector)
     candidate = Candidate("corpus-en", 1, "tesla", "Tesla", "u", None, ENGLISH, 0.9, 0)
 
-    answer = await recall("last part", [OneStore([candidate])], embedder, FusionRanker("vector"), vector_cache=cache)
+    answer = await recall("last part", [OneStore([candidate])], embedder, FusionRanker("vector"),
+                          vector_cache=cache)
 
     text = answer.hits[0].text
     assert text.startswith("… ") and text.endswith(FILLER[23])
@@ -143,3 +148,16 @@ async def test_embed_windows_embeds_only_what_the_cache_lacks_shortest_first():
     assert first == len(window_texts(ENGLISH)) and again == 0
     assert len(embedded) == 1
     assert [len(text) for text in embedded[0]] == sorted(len(text) for text in embedded[0])
+
+
+async def test_a_lone_hit_shows_its_items_next_passage_in_the_items_order():
+    first = Candidate("corpus-en", 7, "tesla", "Tesla", "u", None, "Tesla was born in Smiljan.", 0.9, 0)
+    second = Candidate("corpus-en", 8, "tesla", "Tesla", "u", None, "He funded his work by patents.", 0.8, 1)
+    other = Candidate("corpus-en", 9, "edison", "Edison", "v", None, "Edison funded his own lab.", 0.85, 2)
+    store = OneStore([second, first, other])
+    lone = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.89), FusionRanker("vector"))
+    assert [hit.item_id for hit in lone.hits] == ["tesla"]
+    assert lone.hits[0].text == f"{first.text} {second.text}"  # both, in the item's order
+    several = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
+    assert [hit.item_id for hit in several.hits] == ["tesla", "edison"]
+    assert several.hits[0].text == first.text  # two hits share the budget: one passage each
