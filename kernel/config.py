@@ -20,6 +20,7 @@ from typing import Any
 import attrs
 
 from passageway.kernel.errors import ConfigError
+from passageway.kernel.gate_levels import check_level
 
 SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 INSTANCE_NAME = SOURCE_NAME
@@ -47,6 +48,7 @@ ENVIRONMENT: dict[str, str | None] = {
     "PASSAGEWAY_INSTRUCTIONS": None,
     "PASSAGEWAY_LOG_LEVEL": "INFO",
     "PASSAGEWAY_RANKER": "hybrid",
+    "PASSAGEWAY_GATE": "balanced",
     "PASSAGEWAY_STORE": "sqlite",
     "PASSAGEWAY_LOAD_PLUGINS": None,
     "PASSAGEWAY_DISABLE_PLUGINS": None,
@@ -81,6 +83,8 @@ class EmbedderSettings:
     min_similarity: float | None = None
     cross_language_offset: float | None = None
     """None: the preset's (``onnx``), 0 for ``command``; a plugin kind's factory decides its own."""
+    gate: str = "balanced"
+    """The gate's named level (kernel/gate_levels.py); ``PASSAGEWAY_GATE`` overrides it."""
     # kind = "onnx": a built-in preset
     model: str = DEFAULT_MODEL
     device: str = "auto"
@@ -116,7 +120,7 @@ CONNECTOR_KEYS = {
 }
 EMBEDDER_KEYS = {
     "kind", "min_similarity", "cross_language_offset", "model", "device", "download", "model_dir",
-    "threads", "command", "env", "secrets", "batch_size", "timeout", "engine",
+    "threads", "command", "env", "secrets", "batch_size", "timeout", "engine", "gate",
 }
 TOP_LEVEL_KEYS = {"connector", "embedder", "embedders", "store"}
 DEVICES = ("auto", "cpu", "coreml", "cuda")
@@ -222,6 +226,10 @@ def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
     cross_language_offset = raw.get("cross_language_offset")
     if cross_language_offset is not None:
         cross_language_offset = _number(raw, "cross_language_offset", 0.0, where, origin, low=0.0, high=1.0)
+    gate = check_level(raw.get("gate", defaults.gate), f"{origin}: {where}")
+    if gate != defaults.gate and min_similarity is not None:
+        raise ConfigError(f"{origin}: {where}: set `gate` or `min_similarity`, not both (a level is a "
+                          "measured min_similarity)")
     device = raw.get("device", defaults.device)
     if device not in DEVICES:
         raise ConfigError(f"{origin}: {where}: `device` is one of {', '.join(DEVICES)}, got {device!r}")
@@ -244,6 +252,7 @@ def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
         kind=kind,
         min_similarity=min_similarity,
         cross_language_offset=cross_language_offset,
+        gate=gate,
         model=model,
         device=device,
         download=download,
@@ -500,6 +509,12 @@ def load_settings(
         )
     else:
         file_settings = FileSettings()
+    if environ.get("PASSAGEWAY_GATE"):
+        gate = check_level(environ["PASSAGEWAY_GATE"], "PASSAGEWAY_GATE")
+        if gate != "balanced" and file_settings.embedder.min_similarity is not None:
+            raise ConfigError(f"PASSAGEWAY_GATE={gate} and [embedder] min_similarity are both set; "
+                              "unset one (a level is a measured min_similarity)")
+        file_settings = attrs.evolve(file_settings, embedder=attrs.evolve(file_settings.embedder, gate=gate))
 
     port_text = environ.get("PASSAGEWAY_PORT") or "8082"
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:

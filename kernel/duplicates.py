@@ -35,11 +35,12 @@ DUPLICATE_COSINE = 0.97
 article reach 0.939 with the built-in model (``bench/duplicate_cut.py``), so only a copy with small
 edits passes this."""
 
-DUPLICATE_ACROSS = 0.87
+DUPLICATE_ACROSS = 0.88
 """Two passages in different languages at least this similar are one content (a translation).
 A model's cosines between languages run lower (the gate's offset): on the sample corpus the en/de
 translations lie from 0.864 to 0.944 and different paragraphs of one article across languages up
-to 0.876 (``bench/duplicate_cut.py``)."""
+to 0.876 (``bench/duplicate_cut.py``). The cut is the lowest that takes no different pair for one:
+it recognises 91 of the 95 translations."""
 
 MAX_ROUNDS = 6
 """How often the ranker is asked again at most: each round removes one copy."""

@@ -146,7 +146,13 @@ class KernelEngine:
 
     @property
     def default_threshold(self) -> float:
-        return self.embedder.min_similarity
+        """The threshold the server would use: the configured gate level's, else the model's own."""
+        from passageway.kernel.gate_levels import gate_threshold
+
+        settings = self.kernel.settings
+        level = settings.embedder.gate if settings is not None else "balanced"
+        threshold = gate_threshold(self.embedder.inner, level)
+        return self.embedder.min_similarity if threshold is None else threshold
 
     @classmethod
     @contextlib.asynccontextmanager
