@@ -122,7 +122,8 @@ def best_windows(asked: Sequence[Asked], found: dict[str, np.ndarray]) -> dict[t
     best = {}
     for number, entry in enumerate(asked):
         for candidate in {(c.source, c.passage_key): c for c in entry.keyword + entry.by_vector}.values():
-            vectors = [found[digest_of(text)] for text in window_texts(candidate.text) if digest_of(text) in found]
+            digests = [digest_of(text) for text in window_texts(candidate.text)]
+            vectors = [found[digest] for digest in digests if digest in found]
             if vectors:
                 best[(number, candidate.source, candidate.passage_key)] = max(
                     float(vector @ entry.vector) for vector in vectors
@@ -130,7 +131,8 @@ def best_windows(asked: Sequence[Asked], found: dict[str, np.ndarray]) -> dict[t
     return best
 
 
-def signal(name: str, weight: float, number: int, entry: Asked, windows: dict) -> Callable[[Candidate], float]:
+def signal(name: str, weight: float, number: int, entry: Asked, windows: dict
+           ) -> Callable[[Candidate], float]:
     pool = {(c.source, c.passage_key): c for c in entry.keyword + entry.by_vector}.values()
     if name == "window":
         return lambda c: max(c.similarity, windows.get((number, c.source, c.passage_key), 0.0) - weight)
@@ -228,7 +230,8 @@ async def main() -> int:
         asked, vectors = [], {}
         for case, half in zip(cases, halves(cases), strict=True):
             question = question_for(case.query, engine.embedder).text
-            vector = np.asarray(await engine.embedder.embed([question], "query"), dtype=np.float32).reshape(-1)
+            embedded = await engine.embedder.embed([question], "query")
+            vector = np.asarray(embedded, dtype=np.float32).reshape(-1)
             vectors[question] = vector
             keyword, by_vector, _ = await gather_candidates(question, vector, stores)
             asked.append(Asked(case, question, vector, keyword, by_vector, half))
@@ -270,7 +273,8 @@ async def main() -> int:
             for weight in tries[name]:
                 def adjust(number: int, entry: Asked, name: str = name, weight: float = weight):
                     return signal(name, weight, number, entry, windows)
-                signal_sweep = {t: await replay(asked, embedder, ranker, cache, t, adjust) for t in THRESHOLDS}
+                signal_sweep = {t: await replay(asked, embedder, ranker, cache, t, adjust)
+                                for t in THRESHOLDS}
                 chosen = pick(signal_sweep, "balanced", 0)
                 held = rates(signal_sweep[chosen], 1)
                 print(f"| {name} | {weight} | {chosen} | {held.hit3:.1f} | {held.answer3:.1f} | "
