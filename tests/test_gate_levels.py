@@ -3,6 +3,8 @@ choose a measured threshold of the model, never a raw number."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
 from passageway import hookimpl
@@ -57,12 +59,12 @@ def test_the_built_in_model_has_measured_levels_around_its_own_gate():
 
 def test_a_model_without_measured_levels_accepts_balanced_only():
     assert gate_threshold(ToyEmbedder(), "balanced") is None
-    with pytest.raises(ConfigError, match="has no measured 'answers' level.*min_similarity"):
+    with pytest.raises(ConfigError, match=r"has no measured 'answers' level.*min_similarity"):
         gate_threshold(ToyEmbedder(), "answers")
 
 
 class LevelledToy(ToyEmbedder):
-    gate_levels = {"answers": 0.01, "silence": 0.999}
+    gate_levels: ClassVar[dict[str, float]] = {"answers": 0.01, "silence": 0.999}
 
 
 class LevelledPlugin:
