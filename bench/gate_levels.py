@@ -211,6 +211,54 @@ def pick(sweep: dict[float, object], level: str, half: int | None) -> float:
     return best
 
 
+def paragraphs() -> dict[tuple[str, str], list[str]]:
+    """(folder, file name) → the article's paragraphs."""
+    found = {}
+    for language in ("en", "de"):
+        for path in sorted((ROOT / "corpus" / language).glob("*.md")):
+            body = path.read_text(encoding="utf-8").split("---\n", 2)[2]
+            found[(f"corpus-{language}", path.name)] = [
+                part.strip() for part in body.split("\n\n") if part.strip() and not part.startswith("# ")
+            ]
+    return found
+
+
+async def slots(asked: Sequence[Asked], embedder, ranker, cache, threshold: float) -> None:  # type: ignore[no-untyped-def]
+    """How many answers spend two slots on one content: two hits of one article, one per language,
+    holding the same paragraph (by its number), with the duplicate rule and without it."""
+    import passageway.kernel.recall as recall_module
+    from passageway.kernel.duplicates import distinct
+
+    articles = paragraphs()
+
+    def held(hit) -> frozenset[int]:  # type: ignore[no-untyped-def]
+        """The paragraphs the excerpt's first and last 50 characters come from."""
+        shown = hit.text.removeprefix("… ").removesuffix(" …")
+        ends = (shown[:50], shown[-50:])
+        return frozenset(number for number, text in enumerate(articles.get((hit.source, hit.item_id), []))
+                         if any(end in " ".join(text.split()) for end in ends))
+
+    print("\n## Two slots on one content (the balanced threshold, every question)\n")
+    print("| Duplicate rule | Answers with two or more hits | of them spending two slots on one paragraph |")
+    print("| --- | ---: | ---: |")
+    store = Replay()
+    for label, rule in (("off (the same digest only)", lambda rank, question, vectors: distinct(
+            rank, question, vectors, cut=2.0, across=2.0)), ("on", distinct)):
+        recall_module.distinct = rule  # type: ignore[assignment]
+        several = twice = 0
+        for entry in asked:
+            store.lists = (entry.keyword, entry.by_vector)
+            answer = await recall(entry.question, [store], embedder, ranker, min_similarity=threshold,
+                                  vector_cache=cache)
+            if len(answer.hits) < 2:
+                continue
+            several += 1
+            seen = [(hit.item_id, held(hit)) for hit in answer.hits]
+            twice += any(a[0] == b[0] and a[1] & b[1] for i, a in enumerate(seen) for b in seen[i + 1:])
+        print(f"| {label} | {several} | {twice} |")
+    recall_module.distinct = distinct  # type: ignore[assignment]
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=None)
@@ -257,6 +305,8 @@ async def main() -> int:
             held = rates(sweep[on_half], 1)
             print(f"| {level} | {hits} : {quiet} | {on_all} | {on_half} | "
                   f"{held.hit3:.1f} / {held.answer3:.1f} / {held.silence:.1f} |")
+
+        await slots(asked, embedder, ranker, cache, engine.default_threshold)
 
         digests = list({digest_of(text) for entry in asked for c in entry.keyword + entry.by_vector
                         for text in window_texts(flat(c.text))})

@@ -26,8 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from passageway.kernel.chunking import digest_of, embedding_input
-from passageway.kernel.excerpts import VectorLookup
+from passageway.kernel.excerpts import VectorLookup, candidate_digest
 from passageway.kernel.stopwords import language_of
 
 DUPLICATE_COSINE = 0.97
@@ -44,15 +43,6 @@ it recognises 91 of the 95 translations."""
 
 MAX_ROUNDS = 6
 """How often the ranker is asked again at most: each round removes one copy."""
-
-
-def candidate_digest(candidate: object) -> str:
-    """The digest of a candidate's passage, as the sync computed it (``kernel/chunking.py``)."""
-    return digest_of(
-        embedding_input(
-            candidate.title, candidate.path, candidate.heading, candidate.text  # type: ignore[attr-defined]
-        )
-    )
 
 
 def _duplicates(a: str, b: str, vectors: dict[str, np.ndarray], cut: float) -> bool:
@@ -77,11 +67,13 @@ async def distinct(
     *,
     cut: float = DUPLICATE_COSINE,
     across: float = DUPLICATE_ACROSS,
+    first: Sequence | None = None,
 ) -> tuple[list, dict[tuple[str, str], tuple[str, ...]]]:
     """The hits of ``rank`` with no two duplicates, and the sources each kept hit stands for.
 
     :param rank: the ranker's hits (``Ranked``, best first) with the given ``(source, item_id)``
         pairs left out.
+    :param first: ``rank(frozenset())`` when the caller has it already.
     :returns: the hits, and ``(source, item_id)`` of a kept hit → the sources of its dropped
         copies, in the order they were dropped.
     """
@@ -89,7 +81,7 @@ async def distinct(
     also: dict[tuple[str, str], list[str]] = {}
     vectors: dict[str, np.ndarray] = {}
     language = language_of(question)
-    ranked = list(rank(frozenset()))
+    ranked = list(first) if first is not None else list(rank(frozenset()))
     for _ in range(MAX_ROUNDS):
         if len(ranked) < 2:
             break

@@ -30,12 +30,14 @@ cost a build; the numbers are on the measurements page (docs/measurements.md, "E
 from __future__ import annotations
 
 import re
+import weakref
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
 
-from passageway.kernel.chunking import digest_of
+from passageway.kernel.chunking import digest_of, embedding_input
 from passageway.kernel.stopwords import content_words, words
 from passageway.kernel.store import Candidate
 
@@ -53,6 +55,57 @@ class VectorLookup(Protocol):
     """What recall needs of the vector cache: vectors by digest (missing digests left out)."""
 
     async def get_many(self, digests: Sequence[str]) -> Mapping[str, np.ndarray]: ...
+
+
+def candidate_digest(candidate: Candidate) -> str:
+    """The digest of a candidate's passage, as the sync computed it (``kernel/chunking.py``)."""
+    return digest_of(embedding_input(candidate.title, candidate.path, candidate.heading, candidate.text))
+
+
+RECENT_VECTORS = 4096
+"""Vectors kept in memory per cache for the next questions (about 6 MB at 384 dimensions): the
+same passages come back often, and each call into the cache's thread costs a hand-over."""
+
+_recent: weakref.WeakKeyDictionary[object, OrderedDict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+class Prefetched:
+    """The vectors one question needs, fetched before the duplicate rule and the excerpts look
+    them up: a digest that was not fetched counts as missing (compared by digest, word rule)."""
+
+    def __init__(self, found: Mapping[str, np.ndarray]) -> None:
+        self.found = dict(found)
+
+    async def get_many(self, digests: Sequence[str]) -> Mapping[str, np.ndarray]:
+        return {digest: self.found[digest] for digest in digests if digest in self.found}
+
+
+async def prefetch(cache: VectorLookup | None, hits: Sequence[Candidate], candidates: Sequence[Candidate]
+                   ) -> Prefetched | None:
+    """In one lookup (none for vectors used recently): ``hits``' passage vectors and the windows
+    of their passages and of a lone hit's neighbour (:func:`with_neighbour`). None without a cache."""
+    if cache is None:
+        return None
+    texts = {hit.text for hit in hits}
+    for hit in hits:
+        texts.update(neighbour.text for neighbour in _neighbours(hit, candidates)[:1])
+    wanted = [candidate_digest(hit) for hit in hits]
+    wanted += [digest_of(window) for text in texts for window in window_texts(text)]
+    try:
+        recent = _recent.setdefault(cache, OrderedDict())
+    except TypeError:  # a lookup that cannot be weakly referenced: nothing kept
+        recent = OrderedDict()
+    found = {digest: recent[digest] for digest in wanted if digest in recent}
+    missing = [digest for digest in dict.fromkeys(wanted) if digest not in found]
+    if missing:
+        fetched = await cache.get_many(missing)
+        found.update(fetched)
+        recent.update(fetched)
+    for digest in found:
+        recent.move_to_end(digest)
+    while len(recent) > RECENT_VECTORS:
+        recent.popitem(last=False)
+    return Prefetched(found)
 
 
 def flat(text: str) -> str:
@@ -149,16 +202,19 @@ def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> str:
     in the item's order. One hit has the whole budget (about 1,400 characters), room for two
     passages, and the answer is often in the item's next-best passage when the question matches
     the article better than its paragraph (on the public set, most misses of a right article)."""
-    neighbour = None
-    for candidate in candidates:
-        same_item = (candidate.source, candidate.item_id) == (hit.source, hit.item_id)
-        better = neighbour is None or candidate.similarity > neighbour.similarity
-        if same_item and candidate.text != hit.text and better:
-            neighbour = candidate
-    if neighbour is None:
+    neighbours = _neighbours(hit, candidates)
+    if not neighbours:
         return hit.text
-    pair = sorted((hit, neighbour), key=lambda candidate: candidate.passage_key)
+    pair = sorted((hit, neighbours[0]), key=lambda candidate: candidate.passage_key)
     return "\n\n".join(candidate.text for candidate in pair)
+
+
+def _neighbours(hit: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The other candidate passages of ``hit``'s item, most similar first."""
+    item = (hit.source, hit.item_id)
+    found = {candidate.text: candidate for candidate in candidates
+             if (candidate.source, candidate.item_id) == item and candidate.text != hit.text}
+    return sorted(found.values(), key=lambda candidate: -candidate.similarity)
 
 
 def word_start(text: str, question: str, limit: int) -> int:

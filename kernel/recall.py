@@ -47,7 +47,15 @@ import numpy as np
 from passageway.kernel.duplicates import distinct
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.excerpts import VectorLookup, anchors, cut, flat, with_neighbour, word_start
+from passageway.kernel.excerpts import (
+    VectorLookup,
+    anchors,
+    cut,
+    flat,
+    prefetch,
+    with_neighbour,
+    word_start,
+)
 from passageway.kernel.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.records import Answer, Hit, Related
@@ -292,7 +300,9 @@ async def recall(
             kept_vector = [c for c in by_vector if (c.source, c.item_id) not in left_out]
         return ranker.rank(question, vector, kept_keyword, kept_vector, gate)[:MAX_HITS]
 
-    ranked, copies = await distinct(rank, question, vector_cache)
+    first = rank(frozenset())
+    lookup = await prefetch(vector_cache, [entry.candidate for entry in first], [*by_vector, *keyword])
+    ranked, copies = await distinct(rank, question, lookup, first=first)
     if not ranked:
         return Answer()
     related = await _related(ranked, stores)
@@ -302,7 +312,7 @@ async def recall(
     )
     if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/excerpts.py)
         hits = (attrs.evolve(hits[0], text=with_neighbour(ranked[0].candidate, [*by_vector, *keyword])),)
-    starts = await anchors([hit.text for hit in hits], vector, vector_cache)
+    starts = await anchors([hit.text for hit in hits], vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 
 
