@@ -115,12 +115,20 @@ def flat(text: str) -> str:
 
 def sentence_starts(text: str) -> list[int]:
     """Where the sentences of flat ``text`` start: 0, and after ``". "``, ``"! "`` or ``"? "``
-    when a capital or a digit follows."""
+    when a capital or a digit follows, but not after an initial or a one- or two-digit number
+    ("T. T. Tsui", "am 12. Mai") or a short dotted abbreviation ("U.S.", "z.B.")."""
     starts = [0]
     for gap in _SENTENCE_GAP.finditer(text):
         following = text[gap.end()]
-        if following.isupper() or following.isdigit():
-            starts.append(gap.end())
+        if not (following.isupper() or following.isdigit()):
+            continue
+        before = text[: gap.start()].rsplit(" ", 1)[-1].lstrip("(\"'„“«")
+        word = before.rstrip(".")
+        if text[gap.start() - 1] == "." and (
+            len(word) == 1 or (word.isdigit() and len(word) <= 2) or ("." in word and len(before) <= 5)
+        ):
+            continue
+        starts.append(gap.end())
     return starts
 
 

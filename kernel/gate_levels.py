@@ -6,10 +6,10 @@ nothing does. ``[embedder] gate`` (or ``PASSAGEWAY_GATE``) names a point on the 
 curve instead of a number the user must guess:
 
 * ``balanced`` (the default): the model's own ``min_similarity``, the threshold with the highest
-  hit@3 + silence;
-* ``answers``: the threshold with the highest 2 × hit@3 + silence: more answers, more passages
+  hit@3 + silence on the published question set;
+* ``answers``: the threshold with the highest 3 × hit@3 + silence: more answers, more passages
   shown when nothing answers;
-* ``silence``: the threshold with the highest hit@3 + 2 × silence: fewer wrong passages, more
+* ``silence``: the threshold with the highest hit@3 + 3 × silence: fewer wrong passages, more
   questions left without an answer that had one.
 
 The thresholds are a property of the model's cosine scale, measured by ``bench/gate_levels.py``

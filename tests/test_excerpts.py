@@ -161,3 +161,10 @@ async def test_a_lone_hit_shows_its_items_next_passage_in_the_items_order():
     several = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
     assert [hit.item_id for hit in several.hits] == ["tesla", "edison"]
     assert several.hits[0].text == first.text  # two hits share the budget: one passage each
+
+
+def test_an_initial_or_an_ordinal_does_not_end_a_sentence():
+    text = "Die T. T. Tsui Galerie wurde am 12. Mai eröffnet. Sie zeigt Kunst aus den U.S. Sammlungen. Ende."
+    assert [text[start:] for start in sentence_starts(text)] == [
+        text, "Sie zeigt Kunst aus den U.S. Sammlungen. Ende.", "Ende.",
+    ]
