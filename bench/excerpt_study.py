@@ -12,7 +12,7 @@
 
 Run::
 
-    uv run python bench/excerpt_study.py [--rounds 2] [--window-sizes 1,2,3]
+    uv run python bench/excerpt_study.py [--rounds 2] [--window-sizes 1,2,3] [--sizes-only]
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--window-sizes", default=f"{WINDOW_SENTENCES}")
+    parser.add_argument("--sizes-only", action="store_true", help="the sizes table, no embedding")
     args = parser.parse_args()
     paths = [path for language in ("en", "de") for path in sorted((CORPUS / language).glob("*.md"))]
     items = [read_item(path) for path in paths]
@@ -100,6 +101,8 @@ async def main() -> int:
         print(f"| {size} | {len(lengths)} | {int(np.median(lengths))} | {int(np.percentile(lengths, 95))} | "
               f"{int(lengths.max())} | {over} ({100 * over / len(lengths):.0f} %) |")
 
+    if args.sizes_only:
+        return 0
     async with KernelEngine.open(settings, data_dir=folder / "data", progress=lambda line: None) as engine:
         embedder = engine.embedder.inner
         print(f"\n## Cost of a first build ({embedder.name}, {args.rounds} rounds, taking turns)\n")
