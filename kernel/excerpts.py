@@ -243,10 +243,14 @@ def word_start(text: str, question: str, limit: int) -> int:
 
 
 def cut(text: str, start: int, limit: int) -> str:
-    """At most ``limit`` characters of flat ``text`` from the sentence at ``start``; when the rest
-    of the text is shorter than ``limit``, the excerpt starts at an earlier sentence so that the
-    whole share is used. Cut at a word boundary with "…"; "…" in front when it does not start at
-    the beginning."""
+    """At most ``limit`` characters of flat ``text`` from the sentence before the one at ``start``
+    (when it takes at most a third of ``limit``: the sentence that matched often answers with the
+    one before it); when the rest of the text is shorter than ``limit``, the excerpt starts at an
+    earlier sentence so that the whole share is used. Cut at a word boundary with "…"; "…" in
+    front when it does not start at the beginning."""
+    before = [earlier for earlier in sentence_starts(text) if earlier < start]
+    if before and start - before[-1] <= limit // 3:  # the sentence before, for its context
+        start = before[-1]
     if len(text) - start < limit:
         for earlier in sentence_starts(text):
             if earlier <= start and len(text) - earlier <= limit:

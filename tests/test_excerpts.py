@@ -105,12 +105,13 @@ async def test_a_german_question_gets_the_english_sentence_that_answers_it():
     assert ANSWER not in without.hits[0].text and without.hits[0].text.startswith(FILLER[0])
 
 
-async def test_a_missing_window_vector_falls_back_to_the_word_rule():
+async def test_missing_window_vectors_fall_back_to_the_word_rule():
     embedder = ToyEmbedder(min_similarity=0.0)
     question = "When was the first patent for alternating current received by the engineer?"
     question_vector = np.asarray(await embedder.embed([question], "query"), dtype=np.float32)[0]
     cache = await window_cache(ENGLISH, FILLER[2], question_vector)  # meaning would pick part 2
-    cache.vectors.pop(digest_of(window_texts(ENGLISH)[-1]))
+    for window in window_texts(ENGLISH)[::2]:  # half the windows were never made (an older index)
+        cache.vectors.pop(digest_of(window))
     candidate = Candidate("corpus-en", 1, "tesla", "Tesla", "u", None, ENGLISH, 0.9, 0)
 
     answer = await recall(question, [OneStore([candidate])], embedder, FusionRanker("vector"),
