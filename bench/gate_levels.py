@@ -242,8 +242,8 @@ async def slots(asked: Sequence[Asked], embedder, ranker, cache, threshold: floa
     print("| Duplicate rule | Answers with two or more hits | of them spending two slots on one paragraph |")
     print("| --- | ---: | ---: |")
     store = Replay()
-    for label, rule in (("off (the same digest only)", lambda rank, question, vectors: distinct(
-            rank, question, vectors, cut=2.0, across=2.0)), ("on", distinct)):
+    for label, rule in (("off (the same digest only)", lambda rank, question, vectors, **options: distinct(
+            rank, question, vectors, cut=2.0, across=2.0, **options)), ("on", distinct)):
         recall_module.distinct = rule  # type: ignore[assignment]
         several = twice = 0
         for entry in asked:

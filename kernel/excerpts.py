@@ -6,7 +6,7 @@ of its text, and with it, often, the answer. Where the cut falls is decided here
 
 * **At index time** (:func:`embed_windows`, called by the sync for every passage it stores), a
   passage longer than :data:`SHORT_PASSAGE` characters is cut into *windows* of
-  :data:`WINDOW_SENTENCES` consecutive sentences, and each window is embedded with the source's
+  :data:`WINDOW_SENTENCES` consecutive sentences side by side, and each window is embedded with the source's
   embedder (``kind="passage"``) into the embedder's digest vector cache
   (:class:`~passageway.kernel.vector_cache.VectorCache`), under the SHA-256 of the window's
   text. The cache is the store of these vectors because it already belongs to the embedder,
@@ -133,12 +133,17 @@ def sentence_starts(text: str) -> list[int]:
 
 
 def windows(text: str, size: int = WINDOW_SENTENCES) -> list[tuple[int, int]]:
-    """``(start, end)`` of every run of ``size`` consecutive sentences of flat ``text`` (one
-    window, the whole text, when it has fewer sentences)."""
+    """``(start, end)`` of the runs of ``size`` consecutive sentences of flat ``text`` that cover
+    it side by side (the last one overlapping the one before when the count does not divide; one
+    window, the whole text, when it has fewer sentences). Windows starting at every sentence
+    would cost twice the embedding for the same answers (docs/measurements.md, "Excerpts")."""
     starts = sentence_starts(text)
     ends = [*starts[1:], len(text)]
     count = max(1, len(starts) - size + 1)
-    return [(starts[first], ends[min(first + size, len(starts)) - 1]) for first in range(count)]
+    firsts = list(range(0, count, size))
+    if firsts[-1] != count - 1:  # the last sentences, in a window that overlaps the one before
+        firsts.append(count - 1)
+    return [(starts[first], ends[min(first + size, len(starts)) - 1]) for first in firsts]
 
 
 def window_texts(passage_text: str) -> list[str]:
