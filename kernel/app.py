@@ -32,6 +32,7 @@ from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
+from passageway.kernel.gate_levels import gate_threshold
 from passageway.kernel.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 from passageway.kernel.replicas import Role, SharedStore, replica_name, run_source
@@ -195,6 +196,7 @@ class Kernel:
             if self.embedder is None:
                 self.embedder = self._build_embedder()
             cross_language_offset_of(self.embedder)  # a bad value fails now, not at the first question
+            gate_threshold(self.embedder, self.settings.embedder.gate)  # so does an unmeasured level
             await self.embedder.start()
         except PassagewayError as error:
             self.embedder_error = str(error)
@@ -397,7 +399,9 @@ class Kernel:
         try:
             answer = await run_recall(
                 question, stores, self.questions or self.embedder, self.ranker,
+                min_similarity=gate_threshold(self.embedder, self.settings.embedder.gate),
                 boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
+                vector_cache=self.vector_cache,
             )
         except EmbedderError as error:
             self.embedder_error = str(error)  # health says so until a recall succeeds again

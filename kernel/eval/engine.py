@@ -140,7 +140,13 @@ class KernelEngine:
 
     @property
     def default_threshold(self) -> float:
-        return self.embedder.min_similarity
+        """The threshold the server would use: the configured gate level's, else the model's own."""
+        from passageway.kernel.gate_levels import gate_threshold
+
+        settings = self.kernel.settings
+        level = settings.embedder.gate if settings is not None else "balanced"
+        threshold = gate_threshold(self.embedder.inner, level)
+        return self.embedder.min_similarity if threshold is None else threshold
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -260,7 +266,10 @@ class KernelEngine:
         real_before = self.embedder.embed_seconds_real
         counted_before = self.embedder.embed_seconds_counted
         started = time.perf_counter()
-        answer = await recall(question, stores, self.embedder, chosen, min_similarity=threshold)
+        answer = await recall(
+            question, stores, self.embedder, chosen,
+            min_similarity=threshold, vector_cache=self.kernel.vector_cache,
+        )
         elapsed = time.perf_counter() - started
         real = self.embedder.embed_seconds_real - real_before
         counted = self.embedder.embed_seconds_counted - counted_before

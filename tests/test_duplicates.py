@@ -1,0 +1,110 @@
+"""One slot per content (kernel/duplicates.py): a copy of a better hit from another source or
+item is left out, the question's language is kept, and the kept hit names the other source."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from passageway.builtin.ranking import FusionRanker
+from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, candidate_digest
+from passageway.kernel.recall import recall, render_answer
+from passageway.kernel.store import Candidate
+from passageway.testing.toy_embedder import ToyEmbedder
+from tests.test_excerpts import DictCache, unit
+
+ENGLISH = Candidate("corpus-en", 1, "steam.md", "Steam engine", "https://w/steam", None,
+                    "The steam engine converts the heat of steam into work.", 0.93, 0)
+GERMAN = Candidate("corpus-de", 1, "steam.md", "Dampfmaschine", "https://w/steam", None,
+                   "Die Dampfmaschine wandelt die Wärme des Dampfes in Arbeit um.", 0.92, 1)
+OTHER = Candidate("corpus-en", 2, "turbine.md", "Turbine", "https://w/turbine", None,
+                  "A turbine extracts energy from a fluid flow.", 0.90, 2)
+ENGLISH_QUESTION = "How does the steam engine turn the heat of steam into work?"
+GERMAN_QUESTION = "Wie wandelt die Dampfmaschine die Wärme des Dampfes in Arbeit um?"
+
+
+class Sources:
+    """One store per source name, each returning its own candidates."""
+
+    def __init__(self, source, candidates):
+        self.source = source
+        self.candidates = [c for c in candidates if c.source == source]
+
+    def search(self, question, vector, limit):
+        return [], list(self.candidates)
+
+    async def items(self, item_ids):
+        return []
+
+
+def stores(*candidates):
+    return [Sources(name, candidates) for name in ("corpus-en", "corpus-de")]
+
+
+def cache_with(cosine: float) -> DictCache:
+    """Passage vectors: ENGLISH and GERMAN at ``cosine`` to each other, OTHER far from both."""
+    base, away = unit(1), unit(2)
+    away = away - (away @ base) * base
+    away /= np.linalg.norm(away)
+    twin = cosine * base + np.sqrt(1 - cosine**2) * away
+    return DictCache({
+        candidate_digest(ENGLISH): base,
+        candidate_digest(GERMAN): twin.astype(np.float32),
+        candidate_digest(OTHER): unit(3),
+    })
+
+
+async def ask(question, cache, *candidates):
+    embedder = ToyEmbedder(min_similarity=0.5)
+    return await recall(question, stores(*candidates), embedder, FusionRanker("vector"), vector_cache=cache)
+
+
+async def test_a_translation_fills_one_slot_and_the_kept_hit_names_the_other_source():
+    answer = await ask(ENGLISH_QUESTION, cache_with(DUPLICATE_ACROSS + 0.01), ENGLISH, GERMAN, OTHER)
+    assert [(hit.source, hit.item_id) for hit in answer.hits] == [
+        ("corpus-en", "steam.md"), ("corpus-en", "turbine.md"),
+    ]
+    assert answer.hits[0].also_in == ("corpus-de",) and answer.hits[1].also_in == ()
+    assert "also in: corpus-de" in render_answer(answer).splitlines()[1]
+
+
+async def test_the_copy_in_the_questions_language_is_kept_even_when_ranked_lower():
+    answer = await ask(GERMAN_QUESTION, cache_with(DUPLICATE_ACROSS + 0.01), ENGLISH, GERMAN, OTHER)
+    assert [hit.source for hit in answer.hits] == ["corpus-de", "corpus-en"]
+    assert answer.hits[0].title == "Dampfmaschine" and answer.hits[0].also_in == ("corpus-en",)
+    assert answer.hits[1].item_id == "turbine.md"
+
+
+async def test_passages_below_the_cut_are_different_content_and_both_stay():
+    answer = await ask(ENGLISH_QUESTION, cache_with(DUPLICATE_ACROSS - 0.05), ENGLISH, GERMAN, OTHER)
+    assert [hit.source for hit in answer.hits] == ["corpus-en", "corpus-de", "corpus-en"]
+    assert all(hit.also_in == () for hit in answer.hits)
+
+
+async def test_the_same_text_in_two_sources_is_one_content_without_any_vector():
+    copy = Candidate("corpus-de", 5, "copied-note", ENGLISH.title, "https://elsewhere", None, ENGLISH.text,
+                     0.92, 1)
+    answer = await ask(ENGLISH_QUESTION, None, ENGLISH, copy, OTHER)
+    assert [hit.item_id for hit in answer.hits] == ["steam.md", "turbine.md"]
+    assert answer.hits[0].also_in == ("corpus-de",)
+
+
+async def test_the_freed_slot_goes_to_the_next_passage_that_passes_the_gate():
+    fourth = Candidate("corpus-en", 3, "boiler.md", "Boiler", "https://w/boiler", None,
+                       "A boiler heats water.", 0.88, 3)
+    cache = cache_with(DUPLICATE_ACROSS + 0.01)
+    cache.vectors[candidate_digest(fourth)] = unit(4)
+    answer = await ask(ENGLISH_QUESTION, cache, ENGLISH, GERMAN, OTHER, fourth)
+    assert [hit.item_id for hit in answer.hits] == ["steam.md", "turbine.md", "boiler.md"]
+
+
+async def test_one_language_needs_a_near_copy_different_paragraphs_of_an_article_stay_apart():
+    close = Candidate("corpus-de", 4, "steam-notes.md", "Steam notes", "https://n/steam", None,
+                      "The steam engine of Watt added a separate condenser to save heat.", 0.92, 1)
+    cache = cache_with(DUPLICATE_ACROSS + 0.05)  # would be one content across languages
+    cache.vectors[candidate_digest(close)] = cache.vectors.pop(candidate_digest(GERMAN))
+    apart = await ask(ENGLISH_QUESTION, cache, ENGLISH, close, OTHER)
+    assert [hit.item_id for hit in apart.hits] == ["steam.md", "steam-notes.md", "turbine.md"]
+    cache = cache_with(DUPLICATE_COSINE + 0.01)
+    cache.vectors[candidate_digest(close)] = cache.vectors.pop(candidate_digest(GERMAN))
+    copied = await ask(ENGLISH_QUESTION, cache, ENGLISH, close, OTHER)
+    assert [hit.item_id for hit in copied.hits] == ["steam.md", "turbine.md"]

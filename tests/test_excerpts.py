@@ -1,0 +1,172 @@
+"""Excerpts chosen by meaning: windows at index time, the window most like the question at
+recall, the word rule where window vectors are missing (kernel/excerpts.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from passageway.builtin.ranking import FusionRanker
+from passageway.kernel.chunking import digest_of
+from passageway.kernel.excerpts import (
+    SHORT_PASSAGE,
+    embed_windows,
+    flat,
+    sentence_starts,
+    window_texts,
+    windows,
+)
+from passageway.kernel.recall import recall
+from passageway.kernel.store import Candidate
+from passageway.testing.toy_embedder import ToyEmbedder
+
+FILLER = [
+    f"Paragraph part {number} describes the river banks and the old harbour walls in detail."
+    for number in range(24)
+]
+ANSWER = "The engineer received his first patent for alternating current in the spring of 1888."
+ENGLISH = " ".join([*FILLER[:20], ANSWER, *FILLER[20:]])
+GERMAN_QUESTION = "Wann erhielt der Erfinder das erste Schutzrecht für Wechselstrom?"
+
+
+class DictCache:
+    """The vector cache's lookup, in memory; records what was asked and put."""
+
+    def __init__(self, vectors: dict[str, np.ndarray] | None = None) -> None:
+        self.vectors = dict(vectors or {})
+        self.asked: list[list[str]] = []
+
+    async def get_many(self, digests):
+        self.asked.append(list(digests))
+        return {digest: self.vectors[digest] for digest in digests if digest in self.vectors}
+
+    async def put_many(self, vectors):
+        self.vectors.update(vectors)
+
+
+class OneStore:
+    source = "corpus-en"
+
+    def __init__(self, candidates):
+        self.candidates = candidates
+
+    def search(self, question, vector, limit):
+        return [], list(self.candidates)
+
+    async def items(self, item_ids):
+        return []
+
+
+def unit(seed: int, dim: int = 64) -> np.ndarray:
+    vector = np.random.default_rng(seed).normal(size=dim).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+async def window_cache(text: str, best: str, question_vector: np.ndarray) -> DictCache:
+    """Window vectors: the window ``best`` starts with points at the question, the others away."""
+    cache = DictCache()
+    for number, window in enumerate(window_texts(text)):
+        vector = question_vector if window.startswith(best) else unit(number + 100)
+        cache.vectors[digest_of(window)] = vector
+    return cache
+
+
+def test_windows_are_runs_of_two_sentences_over_the_flat_text():
+    text = flat("One here.  Two there.\nThree now.  four stays in three. Five!")
+    starts = sentence_starts(text)
+    second = "Two there. Three now. four stays in three. Five!"
+    assert [text[start:] for start in starts][:2] == [text, second]
+    assert [text[a:b].strip() for a, b in windows(text)] == [
+        "One here. Two there.",
+        "Three now. four stays in three. Five!",
+    ]
+    four = "One. Two. Three. Four. Five."
+    assert [four[a:b].strip() for a, b in windows(four)] == ["One. Two.", "Three. Four.", "Four. Five."]
+    assert windows("Only one sentence") == [(0, len("Only one sentence"))]
+
+
+def test_a_short_passage_has_no_windows_a_long_one_has_one_per_two_sentences():
+    assert window_texts("A short passage. It is shown whole.") == []
+    assert len(ENGLISH) > SHORT_PASSAGE
+    assert len(window_texts(ENGLISH)) == -(-len(sentence_starts(flat(ENGLISH))) // 2)
+
+
+async def test_a_german_question_gets_the_english_sentence_that_answers_it():
+    embedder = ToyEmbedder(min_similarity=0.0)
+    question_vector = np.asarray(await embedder.embed([GERMAN_QUESTION], "query"), dtype=np.float32)[0]
+    candidate = Candidate("corpus-en", 1, "tesla", "Tesla", "u", None, ENGLISH, 0.9, 0)
+    cache = await window_cache(ENGLISH, ANSWER, question_vector)
+
+    by_meaning = await recall(GERMAN_QUESTION, [OneStore([candidate])], embedder, FusionRanker("vector"),
+                              vector_cache=cache)
+    without = await recall(GERMAN_QUESTION, [OneStore([candidate])], embedder, FusionRanker("vector"))
+
+    assert len(ENGLISH) > 1600  # longer than any share: the excerpt must choose
+    assert ANSWER in by_meaning.hits[0].text
+    # the German question shares no word with the text: the word rule starts at the beginning
+    assert ANSWER not in without.hits[0].text and without.hits[0].text.startswith(FILLER[0])
+
+
+async def test_missing_window_vectors_fall_back_to_the_word_rule():
+    embedder = ToyEmbedder(min_similarity=0.0)
+    question = "When was the first patent for alternating current received by the engineer?"
+    question_vector = np.asarray(await embedder.embed([question], "query"), dtype=np.float32)[0]
+    cache = await window_cache(ENGLISH, FILLER[2], question_vector)  # meaning would pick part 2
+    for window in window_texts(ENGLISH)[::2]:  # half the windows were never made (an older index)
+        cache.vectors.pop(digest_of(window))
+    candidate = Candidate("corpus-en", 1, "tesla", "Tesla", "u", None, ENGLISH, 0.9, 0)
+
+    answer = await recall(question, [OneStore([candidate])], embedder, FusionRanker("vector"),
+                          vector_cache=cache)
+
+    assert ANSWER in answer.hits[0].text  # the words rule found it; part 2's window was not used
+    assert cache.asked, "the windows' vectors were looked up"
+
+
+async def test_an_excerpt_that_reaches_the_end_starts_earlier_to_fill_its_share():
+    embedder = ToyEmbedder(min_similarity=0.0)
+    question_vector = np.asarray(await embedder.embed(["last part"], "query"), dtype=np.float32)[0]
+    cache = await window_cache(ENGLISH, FILLER[22], question_vector)
+    candidate = Candidate("corpus-en", 1, "tesla", "Tesla", "u", None, ENGLISH, 0.9, 0)
+
+    answer = await recall("last part", [OneStore([candidate])], embedder, FusionRanker("vector"),
+                          vector_cache=cache)
+
+    text = answer.hits[0].text
+    assert text.startswith("… ") and text.endswith(FILLER[23])
+    assert FILLER[20] in text  # started before the best window, since the rest was too short
+
+
+async def test_embed_windows_embeds_only_what_the_cache_lacks_shortest_first():
+    cache = DictCache()
+    embedded: list[list[str]] = []
+
+    async def embed(pairs):
+        embedded.append([text for _, text in pairs])
+        await cache.put_many({digest: unit(len(text)) for digest, text in pairs})
+
+    first = await embed_windows([ENGLISH, "Too short to cut."], cache, embed)
+    again = await embed_windows([ENGLISH], cache, embed)
+
+    assert first == len(window_texts(ENGLISH)) and again == 0
+    assert len(embedded) == 1
+    assert [len(text) for text in embedded[0]] == sorted(len(text) for text in embedded[0])
+
+
+async def test_a_lone_hit_shows_its_items_next_passage_in_the_items_order():
+    first = Candidate("corpus-en", 7, "tesla", "Tesla", "u", None, "Tesla was born in Smiljan.", 0.9, 0)
+    second = Candidate("corpus-en", 8, "tesla", "Tesla", "u", None, "He funded his work by patents.", 0.8, 1)
+    other = Candidate("corpus-en", 9, "edison", "Edison", "v", None, "Edison funded his own lab.", 0.85, 2)
+    store = OneStore([second, first, other])
+    lone = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.89), FusionRanker("vector"))
+    assert [hit.item_id for hit in lone.hits] == ["tesla"]
+    assert lone.hits[0].text == f"{first.text} {second.text}"  # both, in the item's order
+    several = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
+    assert [hit.item_id for hit in several.hits] == ["tesla", "edison"]
+    assert several.hits[0].text == first.text  # two hits share the budget: one passage each
+
+
+def test_an_initial_or_an_ordinal_does_not_end_a_sentence():
+    text = "Die T. T. Tsui Galerie wurde am 12. Mai eröffnet. Sie zeigt Kunst aus den U.S. Sammlungen. Ende."
+    assert [text[start:] for start in sentence_starts(text)] == [
+        text, "Sie zeigt Kunst aus den U.S. Sammlungen. Ende.", "Ende.",
+    ]
