@@ -163,9 +163,10 @@ async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
 
 
 async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[str]
-                               ) -> tuple[Any, dict[str, float]]:
+                               ) -> tuple[Any, dict[str, float], np.ndarray]:
     """The synthetic index of ``size`` passages in a new schema, bulk-loaded (the same items as
-    the sqlite store's, from the same seed); the store and the seconds its steps took."""
+    the sqlite store's, from the same seed); the store, the seconds its steps took, and a sample
+    of its vectors."""
     from passageway_store_postgres.store import PostgresStore
 
     store = PostgresStore(dsn, "scale", schema_name=schema_name())
@@ -176,7 +177,8 @@ async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[s
     started = time.perf_counter()
     await asyncio.to_thread(bulk.begin)
     try:
-        batches = recall_bench.synthetic_batches(size, dim, vocabulary, size, [])
+        samples: list[np.ndarray] = []
+        batches = recall_bench.synthetic_batches(size, dim, vocabulary, size, samples)
         pending: asyncio.Task[None] | None = None
         while True:  # the next batch is generated while the last one is copied
             generating = time.perf_counter()
@@ -196,7 +198,7 @@ async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[s
     finally:
         bulk.close()
     seconds["total"] = time.perf_counter() - started
-    return store, seconds
+    return store, seconds, np.stack(samples)
 
 
 async def measure_side_by_side(stores: dict[str, Any], asked: list[tuple[str, np.ndarray]], dim: int
@@ -231,7 +233,8 @@ async def measure_side_by_side(stores: dict[str, Any], asked: list[tuple[str, np
     return results
 
 
-async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None) -> list[str]:
+async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None,
+                     stores: tuple[str, ...] = STORES) -> list[str]:
     vocabulary = recall_bench.synthetic_vocabulary(random.Random(11))
     lines = ["| Synthetic index | Store | build s | store searches p50 / p95 ms | recall p50 ms "
              "| recall p95 ms | answered | same top hit as sqlite |",
@@ -243,30 +246,36 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None
         with tempfile.TemporaryDirectory(prefix=f"passageway-bench-pg-{size}-") as temporary:
             folder = keep or Path(temporary)
             folder.mkdir(parents=True, exist_ok=True)
-            sqlite, sqlite_seconds, samples = await recall_bench.scale_index(folder, size, dim, vocabulary)
-            log(f"bulk-loading {size:,} synthetic passages into the postgres store ...")
-            postgres, postgres_seconds = await postgres_scale_index(dsn, size, dim, vocabulary)
+            opened: dict[str, Any] = {}
+            built: dict[str, str] = {}
+            if "sqlite" in stores:
+                opened["sqlite"], sqlite_seconds, samples = await recall_bench.scale_index(
+                    folder, size, dim, vocabulary)
+                built["sqlite"] = "reused" if sqlite_seconds is None else f"{sqlite_seconds:.0f}"
+            if "postgres" in stores:
+                log(f"bulk-loading {size:,} synthetic passages into the postgres store ...")
+                opened["postgres"], seconds, samples = await postgres_scale_index(dsn, size, dim, vocabulary)
+                built["postgres"] = f"{seconds['total']:.0f}"
+                notes.append(
+                    f"postgres build of {size:,} passages: {seconds['copy']:.0f} s to generate and copy the "
+                    f"rows (of which {seconds['generate']:.0f} s generating them, overlapped), "
+                    f"{seconds['indexes']:.0f} s to build the word index and the HNSW graph and vacuum.")
             asked = recall_bench.scale_questions(random.Random(size), vocabulary, samples, queries, dim)
-            log(f"  {queries} questions, each to both stores in turn ...")
-            measured = await measure_side_by_side({"sqlite": sqlite, "postgres": postgres}, asked, dim)
-            await sqlite.close()
-            await postgres.close()
-            built = {"sqlite": "reused" if sqlite_seconds is None else f"{sqlite_seconds:.0f}",
-                     "postgres": f"{postgres_seconds['total']:.0f}"}
+            log(f"  {queries} questions, each to {' and '.join(opened)} in turn ...")
+            measured = await measure_side_by_side(opened, asked, dim)
+            for store in opened.values():
+                await store.close()
             for name, result in measured.items():
                 answered = sum(1 for hits in result["hits"] if hits)
-                pairs = zip(measured["sqlite"]["hits"], result["hits"], strict=True)
-                same = "—" if name == "sqlite" else f"{sum(1 for a, b in pairs if a[:1] == b[:1])}/{queries}"
+                same = "—"
+                if name != "sqlite" and "sqlite" in measured:
+                    pairs = zip(measured["sqlite"]["hits"], result["hits"], strict=True)
+                    same = f"{sum(1 for a, b in pairs if a[:1] == b[:1])}/{queries}"
                 searches, latencies = result["searches"], result["recall"]
                 lines.append(
                     f"| {size:,} passages | {name} | {built[name]} | {ms(percentile(searches, 0.5))} / "
                     f"{ms(percentile(searches, 0.95))} | {ms(percentile(latencies, 0.5))} | "
                     f"{ms(percentile(latencies, 0.95))} | {answered}/{queries} | {same} |")
-            notes.append(
-                f"postgres build of {size:,} passages: {postgres_seconds['copy']:.0f} s to generate and "
-                f"copy the rows (of which {postgres_seconds['generate']:.0f} s generating them, "
-                f"overlapped), {postgres_seconds['indexes']:.0f} s to build the word index and the "
-                "HNSW graph and analyse.")
     return [*lines, "", *notes]
 
 
@@ -278,6 +287,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the corpus questions")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
     parser.add_argument("--dsn-env", metavar="NAME", help="a variable holding the DSN of a server to use")
+    parser.add_argument("--stores", default=",".join(STORES), metavar="NAME,NAME",
+                        help="the stores of the synthetic indexes (default both)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep (and reuse) the sqlite store's synthetic indexes in DIR, as "
                              "bench/recall.py --keep does")
@@ -303,7 +314,8 @@ def main() -> int:
     sizes = [int(size) for size in args.scale.split(",") if size.strip()]
     if sizes:
         sections += ["Synthetic indexes, embedding excluded:", "",
-                     *asyncio.run(scale_rows(sizes, args.scale_queries, dsn, args.keep)), ""]
+                     *asyncio.run(scale_rows(sizes, args.scale_queries, dsn, args.keep,
+                                             tuple(args.stores.split(",")))), ""]
     print("\n".join(sections))
     return 0
 
