@@ -162,15 +162,20 @@ async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
 # -- part 2: synthetic indexes ----------------------------------------------------------------
 
 
-async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[str]
-                               ) -> tuple[Any, dict[str, float], np.ndarray]:
-    """The synthetic index of ``size`` passages in a new schema, bulk-loaded (the same items as
-    the sqlite store's, from the same seed); the store, the seconds its steps took, and a sample
-    of its vectors."""
+async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[str], keep: Path | None
+                               ) -> tuple[Any, dict[str, float] | None, np.ndarray]:
+    """The synthetic index of ``size`` passages, bulk-loaded (the same items as the sqlite
+    store's, from the same seed); the store, the seconds its steps took (None: reused), and a
+    sample of its vectors. With ``keep`` (and a server of yours, ``--dsn-env``) it goes into the
+    schema ``bench_keep_<size>`` and is reused by the next run when complete."""
     from passageway_store_postgres.store import PostgresStore
 
-    store = PostgresStore(dsn, "scale", schema_name=schema_name())
+    kept = None if keep is None else keep / f"postgres-{size}.samples.npy"
+    store = PostgresStore(dsn, "scale", schema_name=schema_name() if kept is None else f"bench_keep_{size}")
     await store.open()
+    if kept is not None and kept.exists() and await store.counts() == (size // 5 + bool(size % 5), size):
+        log(f"reusing the postgres synthetic index {store.schema_name}")
+        return store, None, np.load(kept)
     await store.reset("random-unit", dim)
     bulk = store.bulk_load(maintenance_work_mem=MAINTENANCE_WORK_MEM, parallel_workers=2)
     seconds = {"generate": 0.0, "copy": 0.0, "indexes": 0.0}
@@ -198,6 +203,8 @@ async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[s
     finally:
         bulk.close()
     seconds["total"] = time.perf_counter() - started
+    if kept is not None:
+        np.save(kept, np.stack(samples))  # written last: it marks a complete index
     return store, seconds, np.stack(samples)
 
 
@@ -234,7 +241,7 @@ async def measure_side_by_side(stores: dict[str, Any], asked: list[tuple[str, np
 
 
 async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None,
-                     stores: tuple[str, ...] = STORES) -> list[str]:
+                     stores: tuple[str, ...] = STORES, keep_postgres: bool = False) -> list[str]:
     vocabulary = recall_bench.synthetic_vocabulary(random.Random(11))
     lines = ["| Synthetic index | Store | build s | store searches p50 / p95 ms | recall p50 ms "
              "| recall p95 ms | answered | same top hit as sqlite |",
@@ -254,8 +261,10 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None
                 built["sqlite"] = "reused" if sqlite_seconds is None else f"{sqlite_seconds:.0f}"
             if "postgres" in stores:
                 log(f"bulk-loading {size:,} synthetic passages into the postgres store ...")
-                opened["postgres"], seconds, samples = await postgres_scale_index(dsn, size, dim, vocabulary)
-                built["postgres"] = f"{seconds['total']:.0f}"
+                opened["postgres"], seconds, samples = await postgres_scale_index(
+                    dsn, size, dim, vocabulary, keep if keep_postgres else None)
+                built["postgres"] = "reused" if seconds is None else f"{seconds['total']:.0f}"
+            if "postgres" in stores and seconds is not None:
                 notes.append(
                     f"postgres build of {size:,} passages: {seconds['copy']:.0f} s to generate and copy the "
                     f"rows (of which {seconds['generate']:.0f} s generating them, overlapped), "
@@ -291,7 +300,7 @@ def main() -> int:
                         help="the stores of the synthetic indexes (default both)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep (and reuse) the sqlite store's synthetic indexes in DIR, as "
-                             "bench/recall.py --keep does")
+                             "bench/recall.py --keep does; with --dsn-env also the postgres ones")
     args = parser.parse_args()
     if args.dsn_env:
         dsn = os.environ[args.dsn_env]
@@ -315,7 +324,7 @@ def main() -> int:
     if sizes:
         sections += ["Synthetic indexes, embedding excluded:", "",
                      *asyncio.run(scale_rows(sizes, args.scale_queries, dsn, args.keep,
-                                             tuple(args.stores.split(",")))), ""]
+                                             tuple(args.stores.split(",")), bool(args.dsn_env))), ""]
     print("\n".join(sections))
     return 0
 

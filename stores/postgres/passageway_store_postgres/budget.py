@@ -22,6 +22,8 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from passageway_store_postgres.schema import Names
+
 KEYWORD_ROW_BUDGET = 5_000
 """At most this many matching passages are ranked per keyword search (docs/scale-out.md)."""
 STATISTICS_SECONDS = 60.0
@@ -77,3 +79,22 @@ def within_budget(terms: list[str], rows: float, fractions: dict[str, float],
         kept.add(number)
         total += count
     return [term for number, term in enumerate(terms) if number in kept]
+
+
+def statistics_of(connection: Any, names: Names) -> tuple[float, dict[str, float], float]:
+    """A source's passage count, common-word fractions and average length, from PostgreSQL's
+    statistics of its passages table; counted exactly on a small or never analysed table."""
+    row = connection.execute(
+        "SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_stats s "
+        "ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words' "
+        "WHERE n.nspname = %s AND c.relname = %s",
+        (names.schema_name, names.passages_name)).fetchone()
+    fractions = dict(zip(row[1] or [], row[2] or [], strict=False)) if row else {}
+    if row is None or row[0] is None or row[0] < LENGTH_SAMPLE:  # small, or never analysed: count
+        counted = connection.execute(names.format("SELECT count(*), avg(length) FROM {passages}")).fetchone()
+        return float(counted[0]), fractions, float(counted[1] or 1.0)
+    share = 100.0 * LENGTH_SAMPLE / float(row[0])
+    sampled = connection.execute(names.format(
+        "SELECT avg(length) FROM {passages} TABLESAMPLE SYSTEM (%s)"), (share,)).fetchone()
+    return float(row[0]), fractions, float(sampled[0]) if sampled and sampled[0] else 1.0

@@ -102,6 +102,7 @@ class Names:
         self.schema = sql.Identifier(schema)
         self.items = sql.Identifier(schema, f"items:{source}")
         self.passages = sql.Identifier(schema, f"passages:{source}")
+        self.passages_name = f"passages:{source}"
         self.words_index = sql.Identifier(f"passages:{source}:words")
         self.vector_index = sql.Identifier(f"passages:{source}:vector")
         self.vector_index_qualified = sql.Identifier(schema, f"passages:{source}:vector")

@@ -26,7 +26,7 @@ from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.kernel.textsearch import query_terms
 from passageway_store_postgres import keyword, schema
-from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, LENGTH_SAMPLE, Statistics, within_budget
+from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, statistics_of, within_budget
 from passageway_store_postgres.bulk import BulkLoad
 from passageway_store_postgres.lead import Lead, lead_key, leader_of
 from passageway_store_postgres.schema import PATH_SEPARATOR, Names
@@ -37,6 +37,10 @@ EF_SEARCH = 100
 """pgvector's ``hnsw.ef_search`` (candidate list of the graph walk): at least recall's 50
 candidates, with room for accuracy."""
 CONNECT_TIMEOUT = 10.0
+SIDE_BY_SIDE_FROM = 50_000
+"""From this many passages on, a search runs its keyword and vector queries on two connections at
+once; below, both queries go in one round trip on one connection, which costs less than a second
+connection's hand-over when each query takes a millisecond or two."""
 
 def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
@@ -62,7 +66,7 @@ class PostgresStore:
         self._closed = False
         self._lock = threading.Lock()
         self.keyword_row_budget = KEYWORD_ROW_BUDGET  # 0: none (bench/postgres.py compares)
-        self._word_statistics = Statistics(self._statistics)
+        self._word_statistics = Statistics(lambda connection: statistics_of(connection, self.names))
         self._lead_key = lead_key(schema_name, source)
         self._lead = Lead(dsn, self._lead_key, int(CONNECT_TIMEOUT))
         self._config = sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}")
@@ -121,7 +125,9 @@ class PostgresStore:
             pool = ConnectionPool(
                 self._dsn, min_size=1, max_size=self._pool_size, open=False,
                 configure=self._configure, name=f"passageway-{self.source}",
-                kwargs={"application_name": f"passageway {self.source}"},
+                # autocommit: a read is no transaction, so handing a connection back to the pool
+                # costs no ROLLBACK round trip (writes open theirs with connection.transaction())
+                kwargs={"application_name": f"passageway {self.source}", "autocommit": True},
             )
             pool.open(wait=True, timeout=CONNECT_TIMEOUT)
             self._pool = pool
@@ -179,11 +185,8 @@ class PostgresStore:
         return None if name is None or dim is None else (name, int(dim))
 
     def _read(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
-        with self._connection() as connection:
-            try:
-                return function(connection)
-            finally:
-                connection.rollback()
+        with self._connection() as connection:  # autocommit: nothing to end afterwards
+            return function(connection)
 
     def _write(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``function`` in one transaction: all of it is stored, or nothing."""
@@ -266,51 +269,53 @@ class PostgresStore:
             tuple(links or ()), updated,
         )
 
-    def _statistics(self, connection: psycopg.Connection[Any]) -> tuple[float, dict[str, float], float]:
-        """The passage count, common-word fractions and average length (see :mod:`.budget`)."""
-        row = connection.execute(
-            "SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
-            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_stats s "
-            "ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words' "
-            "WHERE n.nspname = %s AND c.relname = %s",
-            (self.schema_name, f"passages:{self.source}")).fetchone()
-        if row is None or row[0] is None or row[0] < LENGTH_SAMPLE:  # small, or never analysed: count
-            counted = connection.execute(self.names.format(
-                "SELECT count(*), avg(length) FROM {passages}")).fetchone()
-            assert counted is not None
-            fractions = dict(zip(row[1] or [], row[2] or [], strict=False)) if row else {}
-            return float(counted[0]), fractions, float(counted[1] or 1.0)
-        share = 100.0 * LENGTH_SAMPLE / float(row[0])
-        sampled = connection.execute(self.names.format(
-            "SELECT avg(length) FROM {passages} TABLESAMPLE SYSTEM (%s)"), (share,)).fetchone()
-        words, fractions = row[1] or [], row[2] or []
-        average = float(sampled[0]) if sampled and sampled[0] else 1.0
-        return float(row[0]), dict(zip(words, fractions, strict=False)), average
-
-    def _keyword_rows(self, connection: psycopg.Connection[Any], question: str, vector: str,
-                      limit: int) -> list[Candidate]:
-        """The BM25 search of :mod:`.keyword` for the question's terms within the row budget."""
+    def _keyword_query(self, connection: psycopg.Connection[Any], question: str, vector: str,
+                       limit: int) -> tuple[sql.Composed, dict[str, object]] | None:
+        """The BM25 search of :mod:`.keyword` for the question's terms within the row budget, or
+        None when no term is left."""
         terms = query_terms(question)
         if not terms:
-            return []
+            return None
         rows, fractions, average = self._word_statistics.current(connection)
         kept = within_budget(terms, rows, fractions, self.keyword_row_budget)
         texts = [text for term in kept if (text := keyword.tsquery_text([term])) is not None]
         if not texts:
-            return []
+            return None
         statement = keyword.bm25_statement(self.names.passages, self.names.items, self._config)
-        found = connection.execute(
-            statement, keyword.bm25_parameters(texts, rows, average, vector, limit)).fetchall()
-        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(found)]
+        return statement, keyword.bm25_parameters(texts, rows, average, vector, limit)
 
-    def _vector_rows(self, connection: psycopg.Connection[Any], vector: str, limit: int) -> list[Candidate]:
-        statement = sql.SQL(
+    def _vector_query(self, vector: str, limit: int) -> tuple[sql.Composed, dict[str, object]]:
+        return sql.SQL(
             "SELECT " + keyword.COLUMNS + ", 1 - (p.vector <=> %(vector)s::vector) AS similarity "
             "FROM {passages} p JOIN {items} i ON i.id = p.item "
             "ORDER BY p.vector <=> %(vector)s::vector LIMIT %(limit)s"
-        ).format(passages=self.names.passages, items=self.names.items)
-        rows = connection.execute(statement, {"vector": vector, "limit": limit}).fetchall()
+        ).format(passages=self.names.passages, items=self.names.items), {"vector": vector, "limit": limit}
+
+    def _keyword_rows(self, connection: psycopg.Connection[Any], question: str, vector: str,
+                      limit: int) -> list[Candidate]:
+        query = self._keyword_query(connection, question, vector, limit)
+        return [] if query is None else self._keyword_candidates(connection.execute(*query).fetchall())
+
+    def _keyword_candidates(self, rows: list[Any]) -> list[Candidate]:
+        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(rows)]
+
+    def _vector_rows(self, connection: psycopg.Connection[Any], vector: str, limit: int) -> list[Candidate]:
+        return self._vector_candidates(connection.execute(*self._vector_query(vector, limit)).fetchall())
+
+    def _vector_candidates(self, rows: list[Any]) -> list[Candidate]:
         return [self._candidate(row[:-1], rank, 0.0, row[-1]) for rank, row in enumerate(rows)]
+
+    def _both_rows(self, connection: psycopg.Connection[Any], question: str, vector: str, limit: int
+                   ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both searches on one connection, sent together (psycopg's pipeline mode): one round
+        trip to the server."""
+        keyword_query = self._keyword_query(connection, question, vector, limit)
+        with connection.pipeline():
+            found = None if keyword_query is None else connection.execute(*keyword_query)
+            nearest = connection.execute(*self._vector_query(vector, limit))
+            keyword_rows = [] if found is None else found.fetchall()
+            vector_rows = nearest.fetchall()
+        return self._keyword_candidates(keyword_rows), self._vector_candidates(vector_rows)
 
     def _searching(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``function`` on a pooled connection, tried once more on a fresh one when the connection
@@ -336,15 +341,17 @@ class PostgresStore:
 
     def search(self, question: str, vector: np.ndarray, limit: int
                ) -> tuple[list[Candidate], list[Candidate]]:
-        """Both searches at once on two connections: the keyword search in the calling thread
-        (recall's), the vector search in one of the store's (PostgreSQL runs each in its own
-        process, so they share the cores)."""
+        """Both searches in the calling thread (recall's), sent together on one connection; on an
+        index of :data:`SIDE_BY_SIDE_FROM` passages or more, at once on two connections instead
+        (PostgreSQL runs each in a process of its own, so they share the cores)."""
         question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if self._closed:
             raise StoreError(f"the index of source {self.source!r} is closed")
         if limit <= 0:
             return [], []
         literal = vector_literal(question_vector)
+        if self._word_statistics.rows < SIDE_BY_SIDE_FROM:
+            return self._searching(lambda connection: self._both_rows(connection, question, literal, limit))
         nearest = self._threads.submit(
             self._searching, lambda connection: self._vector_rows(connection, literal, limit))
         try:
