@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -119,43 +120,41 @@ def quality_rows(folder: Path, dsn: str) -> tuple[list[str], bool]:
 
 
 async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
-    """Recall with the question vectors given, against the corpus index in each store."""
+    """Recall with the question vectors given, against the corpus index in each store, each
+    question to both stores in turn (see :func:`measure_side_by_side`)."""
     from passageway.kernel.app import Kernel
     from passageway.kernel.config import load_settings
-    from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.recall import recall
+    from passageway.kernel.plugins import build_plugin_manager
 
     asked = recall_bench.questions()
     lines = ["| Store | recall p50 ms | recall p95 ms | questions answered |", "| --- | ---: | ---: | ---: |"]
-    vectors: np.ndarray | None = None
-    for store in STORES:
-        with tempfile.TemporaryDirectory(prefix="passageway-bench-pg-") as folder:
-            config = Path(folder) / "passageway.toml"
-            config.write_text(config_text(("en", "de"), store), encoding="utf-8")
-            environ = {**store_environ(store, dsn), "PASSAGEWAY_CONFIG": str(config),
-                       "PASSAGEWAY_DATA_DIR": folder, "PASSAGEWAY_LOGIN_PASSWORD": "bench-not-secret"}
-            settings = load_settings(environ)
-            async with Kernel.open(settings, build_plugin_manager(environ), environ) as kernel:
+    with tempfile.TemporaryDirectory(prefix="passageway-bench-pg-") as folder:
+        async with contextlib.AsyncExitStack() as stack:
+            opened: dict[str, list[Any]] = {}
+            vectors, model = None, None
+            for store in STORES:
+                config = Path(folder) / f"{store}.toml"
+                config.write_text(config_text(("en", "de"), store), encoding="utf-8")
+                data = Path(folder) / store
+                data.mkdir()
+                environ = {**store_environ(store, dsn), "PASSAGEWAY_CONFIG": str(config),
+                           "PASSAGEWAY_DATA_DIR": str(data), "PASSAGEWAY_LOGIN_PASSWORD": "bench-not-secret"}
+                kernel = await stack.enter_async_context(
+                    Kernel.open(load_settings(environ), build_plugin_manager(environ), environ))
                 await kernel.sync_once()
                 assert kernel.embedder is not None
                 if vectors is None:
-                    vectors = await kernel.embedder.embed(asked, "query")
-                ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get(
-                    "hybrid")()
-                stores = [source.store for source in kernel.sources.values()]
-                given = recall_bench.GivenVectorEmbedder(int(vectors.shape[1]))
-                given.min_similarity = kernel.embedder.min_similarity
-                times, answered = [], 0
-                for _ in range(rounds):
-                    answered = 0
-                    for question, vector in zip(asked, vectors, strict=True):
-                        given.next = vector
-                        started = time.perf_counter()
-                        answer = await recall(question, stores, given, ranker)
-                        times.append(time.perf_counter() - started)
-                        answered += bool(answer.hits)
-        lines.append(f"| {store} | {recall_bench.ms(recall_bench.percentile(times, 0.5))} | "
-                     f"{recall_bench.ms(recall_bench.percentile(times, 0.95))} | {answered}/{len(asked)} |")
+                    vectors, model = await kernel.embedder.embed(asked, "query"), kernel.embedder
+                opened[store] = [source.store for source in kernel.sources.values()]
+            assert vectors is not None
+            pairs = list(zip(asked, vectors, strict=True))
+            questions = [pair for _ in range(rounds) for pair in pairs]
+            measured = await measure_side_by_side(opened, questions, int(vectors.shape[1]), model)
+    for store, result in measured.items():
+        answered = sum(1 for hits in result["hits"][:len(asked)] if hits)
+        lines.append(f"| {store} | {recall_bench.ms(recall_bench.percentile(result['recall'], 0.5))} | "
+                     f"{recall_bench.ms(recall_bench.percentile(result['recall'], 0.95))} | "
+                     f"{answered}/{len(asked)} |")
     return lines
 
 
@@ -208,16 +207,19 @@ async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[s
     return store, seconds, np.stack(samples)
 
 
-async def measure_side_by_side(stores: dict[str, Any], asked: list[tuple[str, np.ndarray]], dim: int
-                               ) -> dict[str, dict[str, list[Any]]]:
-    """Each question against each store in turn (the first store alternating), so both share the
-    machine's moments alike: the store's two searches as recall asks them, and the whole recall
-    with the question's vector given."""
+async def measure_side_by_side(stores: dict[str, list[Any]], asked: list[tuple[str, np.ndarray]],
+                               dim: int, model: Any = None) -> dict[str, dict[str, list[Any]]]:
+    """Each question against each store's sources in turn (the first store alternating), so both
+    share the machine's moments alike: the sources' two searches as recall asks them, and the
+    whole recall with the question's vector given (and ``model``'s gate, when given)."""
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
     from passageway.kernel.recall import keyword_query, recall
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
     embedder = recall_bench.GivenVectorEmbedder(dim)
+    if model is not None:
+        embedder.min_similarity = model.min_similarity
+        embedder.cross_language_offset = getattr(model, "cross_language_offset", 0.0)  # type: ignore[attr-defined]
     results: dict[str, dict[str, list[Any]]] = {
         name: {"searches": [], "recall": [], "hits": []} for name in stores}
     names = list(stores)
@@ -225,13 +227,14 @@ async def measure_side_by_side(stores: dict[str, Any], asked: list[tuple[str, np
         warming = round_number == 0
         order = names if round_number % 2 else names[::-1]
         for name in order:
-            store, result = stores[name], results[name]
+            sources, result = stores[name], results[name]
             embedder.next = vector
             started = time.perf_counter()
-            await asyncio.to_thread(store.search, keyword_query(question), vector, 50)
+            for source in sources:
+                await asyncio.to_thread(source.search, keyword_query(question), vector, 50)
             searched = time.perf_counter() - started
             started = time.perf_counter()
-            answer = await recall(question, [store], embedder, ranker)
+            answer = await recall(question, sources, embedder, ranker)
             elapsed = time.perf_counter() - started
             if not warming:
                 result["searches"].append(searched)
@@ -271,7 +274,8 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None
                     f"{seconds['indexes']:.0f} s to build the word index and the HNSW graph and vacuum.")
             asked = recall_bench.scale_questions(random.Random(size), vocabulary, samples, queries, dim)
             log(f"  {queries} questions, each to {' and '.join(opened)} in turn ...")
-            measured = await measure_side_by_side(opened, asked, dim)
+            measured = await measure_side_by_side(
+                {name: [store] for name, store in opened.items()}, asked, dim)
             for store in opened.values():
                 await store.close()
             for name, result in measured.items():
