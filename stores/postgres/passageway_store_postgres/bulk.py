@@ -18,7 +18,7 @@ the load are slow (no indexes) but correct.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,11 +58,14 @@ class BulkLoad:
     :param maintenance_work_mem: PostgreSQL's memory for building the indexes (the HNSW graph is
         built fastest when it fits: about dimension × 4 + 200 bytes a passage).
     :param parallel_workers: ``max_parallel_maintenance_workers`` for the builds.
+    :param finished: called when the load is complete (the store forgets its word statistics).
     """
 
     def __init__(self, dsn: str, names: Names, source: str, text_config: sql.Composable, *,
-                 maintenance_work_mem: str = "1GB", parallel_workers: int = 2) -> None:
+                 finished: Callable[[], None] = lambda: None, maintenance_work_mem: str = "1GB",
+                 parallel_workers: int = 2) -> None:
         self._dsn, self._names, self._source, self._text_config = dsn, names, source, text_config
+        self._finished = finished
         self._settings = {"maintenance_work_mem": maintenance_work_mem,
                           "max_parallel_maintenance_workers": str(int(parallel_workers)),
                           "synchronous_commit": "off"}
@@ -139,6 +142,7 @@ class BulkLoad:
         connection.execute(names.format(
             "UPDATE {state} SET value = (value::bigint + 1)::text WHERE source = %s AND key = 'generation'"),
             (self._source,))
+        self._finished()
 
     def close(self) -> None:
         if self._connection is not None:

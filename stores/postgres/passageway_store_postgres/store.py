@@ -42,6 +42,7 @@ SIDE_BY_SIDE_FROM = 50_000
 once; below, both queries go in one round trip on one connection, which costs less than a second
 connection's hand-over when each query takes a millisecond or two."""
 
+
 def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
     return "[" + ",".join(repr(float(value)) for value in np.asarray(vector, dtype=np.float32)) + "]"
@@ -195,6 +196,7 @@ class PostgresStore:
 
     async def reset(self, embedder_name: str, dim: int) -> None:
         await self._run(self._write, lambda connection: self._reset(connection, embedder_name, dim))
+        self._word_statistics.forget()  # after the commit, or a search between could keep the old
 
     def _reset(self, connection: psycopg.Connection[Any], embedder_name: str, dim: int) -> None:
         generation = int(self._state(connection, "generation") or 0) + 1
@@ -203,7 +205,6 @@ class PostgresStore:
         self._set_state(connection, "embedder_name", embedder_name)
         self._set_state(connection, "embedder_dim", str(dim))
         self._set_state(connection, "generation", str(generation))
-        self._word_statistics.forget()
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -216,6 +217,7 @@ class PostgresStore:
             return
         await self._run(
             self._write, lambda connection: self._apply(connection, list(updates), list(deletions)))
+        self._word_statistics.forget()
 
     def _apply(self, connection: psycopg.Connection[Any], updates: list[ItemUpdate],
                deletions: list[str]) -> None:
@@ -257,7 +259,6 @@ class PostgresStore:
                 cursor.executemany(insert, rows)
         generation = int(self._state(connection, "generation") or 0) + 1
         self._set_state(connection, "generation", str(generation))
-        self._word_statistics.forget()
 
     # -- searches -----------------------------------------------------------------------------
 
@@ -409,7 +410,8 @@ class PostgresStore:
     def bulk_load(self, **options: Any) -> BulkLoad:
         """A :class:`~passageway_store_postgres.bulk.BulkLoad` into this source (for a large first
         load; ``options`` are its settings)."""
-        return BulkLoad(self._dsn, self.names, self.source, self._config, **options)
+        return BulkLoad(self._dsn, self.names, self.source, self._config,
+                        finished=self._word_statistics.forget, **options)
 
     async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
         """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
