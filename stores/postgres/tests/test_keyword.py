@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
 from passageway_store_postgres.keyword import RANK_WEIGHTS, words_text
 from passageway_store_postgres.store import PostgresStore
-from passageway_store_postgres.testing import fresh_schema, server_uri
+from passageway_store_postgres.testing import fresh_schema
 
 from passageway.builtin.storage import SqliteStore
 from passageway.testing.store_contract import DIM, doc, question_vector, update_for
@@ -22,14 +21,6 @@ ITEMS = [
     doc("long", "Long", " ".join(["filler words about nothing in particular"] * 12) + " mill."),
 ]
 QUESTIONS = ["mill river", "grain boats", "mühle strasse", "water mill history", "flour", "md"]
-
-
-@pytest.fixture
-def dsn():
-    try:
-        return server_uri()
-    except RuntimeError as error:
-        pytest.skip(str(error))
 
 
 def test_words_are_split_where_fts5_splits_them():

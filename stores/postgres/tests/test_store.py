@@ -9,18 +9,10 @@ import numpy as np
 import psycopg
 import pytest
 from passageway_store_postgres.store import PostgresStore
-from passageway_store_postgres.testing import fresh_schema, server_uri
+from passageway_store_postgres.testing import fresh_schema
 
 from passageway.kernel.errors import StoreError
 from passageway.testing.store_contract import DIM, doc, question_vector, update_for
-
-
-@pytest.fixture
-def dsn():
-    try:
-        return server_uri()
-    except RuntimeError as error:
-        pytest.skip(str(error))
 
 
 @pytest.fixture
