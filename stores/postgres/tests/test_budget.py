@@ -28,9 +28,12 @@ def test_lexemes_are_lower_case_without_accents():
     assert lexeme("Brücke") == "brucke" and lexeme("ÉCOLE") == "ecole"
 
 
-def test_statistics_are_read_once_per_interval():
+def test_statistics_are_read_once_per_interval_and_again_after_a_write():
     reads = []
-    statistics = Statistics(lambda connection: (reads.append(connection), (10.0, {"a": 0.5}))[1])
-    assert statistics.current("first") == (10.0, {"a": 0.5})
-    assert statistics.current("second") == (10.0, {"a": 0.5})
+    statistics = Statistics(lambda connection: (reads.append(connection), (10.0, {"a": 0.5}, 40.0))[1])
+    assert statistics.current("first") == (10.0, {"a": 0.5}, 40.0)
+    assert statistics.current("second") == (10.0, {"a": 0.5}, 40.0)
     assert reads == ["first"]
+    statistics.forget()
+    statistics.current("third")
+    assert reads == ["first", "third"]

@@ -1,0 +1,15 @@
+"""The PostgreSQL server of this test run (see :mod:`passageway_store_postgres.testing`)."""
+
+from __future__ import annotations
+
+import pytest
+from passageway_store_postgres.testing import server_uri
+
+
+@pytest.fixture
+def dsn() -> str:
+    """The test server's URI; the test is skipped, with the reason, where it cannot start."""
+    try:
+        return server_uri()
+    except RuntimeError as error:
+        pytest.skip(str(error))
