@@ -345,11 +345,13 @@ class SourceSync:
                 missing.setdefault(passage.digest, passage.embedding_input)
         if self._progress is not None:
             self._progress.chunked_items(len(items), len(all_passages), len(missing))
-        if missing:
-            vectors.update(await self._embed(list(missing.items())))
-        # The windows that excerpts are chosen by (kernel/excerpts.py), into the same cache.
+        # The windows that excerpts are chosen by (kernel/excerpts.py), into the same cache, before
+        # the passages: their time then counts in the passages/s rate and the time left, rather
+        # than showing as a last stretch with every passage ready and "0 s left".
         await embed_windows([passage.text for passage in all_passages], self.vector_cache,
                             functools.partial(self._embed, counted=False))
+        if missing:
+            vectors.update(await self._embed(list(missing.items())))
         updates = []
         for item, passages in chunked:
             if passages:
@@ -369,8 +371,8 @@ class SourceSync:
         result: dict[str, np.ndarray] = {}
         for start in range(0, len(pairs), self.embed_batch):
             chunk = pairs[start : start + self.embed_batch]
-            if self._progress is not None and counted:
-                self._progress.embedding()
+            if self._progress is not None:
+                self._progress.embedding()  # the rate counts from the first call, windows' too
             began = time.perf_counter()
             matrix = np.asarray(await self.embedder.embed([text for _, text in chunk], "passage"),
                                 dtype=np.float32)
