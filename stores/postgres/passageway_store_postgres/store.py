@@ -22,6 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
+from passageway.builtin.storage.tables import check_updates
 from passageway.builtin.storage.textsearch import query_terms
 from passageway.kernel.errors import StoreError
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
@@ -45,7 +46,7 @@ connection's hand-over when each query takes a millisecond or two."""
 
 def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
-    return "[" + ",".join(repr(float(value)) for value in np.asarray(vector, dtype=np.float32)) + "]"
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
 
 
 class PostgresStore:
@@ -222,16 +223,7 @@ class PostgresStore:
     def _apply(self, connection: psycopg.Connection[Any], updates: list[ItemUpdate],
                deletions: list[str]) -> None:
         recorded = self._embedder(connection)
-        dim = None if recorded is None else recorded[1]
-        for update in updates:
-            if len(update.passages) != len(update.vectors):
-                raise StoreError(
-                    f"item {update.item.id!r}: {len(update.passages)} passages "
-                    f"but {len(update.vectors)} vectors")
-            if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
-                raise StoreError(
-                    f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
-                    f"of {self.source!r} was set up for {dim}; the sync must reset it first")
+        check_updates(updates, None if recorded is None else recorded[1], self.source)
         gone = list(dict.fromkeys([*deletions, *(update.item.id for update in updates)]))
         names = self.names
         if gone:  # passages go with their item (ON DELETE CASCADE)
