@@ -53,10 +53,9 @@ def _duplicates(a: str, b: str, vectors: dict[str, np.ndarray], cut: float) -> b
     return float(np.dot(vectors[a], vectors[b])) >= cut
 
 
-def _cut(first: object, second: object, same: float, across: float) -> float:
-    """The cut for two candidates: ``across`` when their languages differ, else ``same``."""
-    one = language_of(first.text)  # type: ignore[attr-defined]
-    other = language_of(second.text)  # type: ignore[attr-defined]
+def _cut(one: str | None, other: str | None, same: float, across: float) -> float:
+    """The cut for two candidates of languages ``one`` and ``other``: ``across`` when they differ,
+    else ``same``."""
     return across if one is not None and other is not None and one != other else same
 
 
@@ -86,6 +85,7 @@ async def distinct(
         if len(ranked) < 2:
             break
         digests = [candidate_digest(entry.candidate) for entry in ranked]
+        languages = [language_of(entry.candidate.text) for entry in ranked]
         wanted = [digest for digest in digests if digest not in vectors]
         if cache is not None and wanted:
             vectors.update({digest: np.asarray(vector, dtype=np.float32)
@@ -93,12 +93,12 @@ async def distinct(
         pair = next(
             ((first, second) for first, second in _pairs(len(ranked))
              if _duplicates(digests[first], digests[second], vectors,
-                            _cut(ranked[first].candidate, ranked[second].candidate, cut, across))),
+                            _cut(languages[first], languages[second], cut, across))),
             None,
         )
         if pair is None:
             break
-        keep, drop = _choice(ranked, pair, language)
+        keep, drop = _choice(languages, pair, language)
         kept, dropped = ranked[keep].candidate, ranked[drop].candidate
         dropped_key = (dropped.source, dropped.item_id)
         left_out.add(dropped_key)
@@ -114,12 +114,13 @@ def _pairs(count: int) -> list[tuple[int, int]]:
     return [(first, second) for second in range(count) for first in range(second)]
 
 
-def _choice(ranked: Sequence, pair: tuple[int, int], language: str | None) -> tuple[int, int]:
+def _choice(languages: Sequence[str | None], pair: tuple[int, int], language: str | None
+            ) -> tuple[int, int]:
     """``(keep, drop)``: the one in the question's language, else the better-ranked one."""
     first, second = pair
     if language is not None:
-        in_first = language_of(ranked[first].candidate.text) == language
-        in_second = language_of(ranked[second].candidate.text) == language
+        in_first = languages[first] == language
+        in_second = languages[second] == language
         if in_second and not in_first:
             return second, first
     return first, second

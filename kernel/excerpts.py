@@ -122,7 +122,7 @@ def sentence_starts(text: str) -> list[int]:
         following = text[gap.end()]
         if not (following.isupper() or following.isdigit()):
             continue
-        before = text[: gap.start()].rsplit(" ", 1)[-1].lstrip("(\"'„“«")
+        before = text[text.rfind(" ", 0, gap.start()) + 1 : gap.start()].lstrip("(\"'„“«")
         word = before.rstrip(".")
         if text[gap.start() - 1] == "." and (
             len(word) == 1 or (word.isdigit() and len(word) <= 2) or ("." in word and len(before) <= 5)
@@ -253,11 +253,12 @@ def cut(text: str, start: int, limit: int) -> str:
     one before it); when the rest of the text is shorter than ``limit``, the excerpt starts at an
     earlier sentence so that the whole share is used. Cut at a word boundary with "…"; "…" in
     front when it does not start at the beginning."""
-    before = [earlier for earlier in sentence_starts(text) if earlier < start]
+    starts = sentence_starts(text)
+    before = [earlier for earlier in starts if earlier < start]
     if before and start - before[-1] <= limit // 3:  # the sentence before, for its context
         start = before[-1]
     if len(text) - start < limit:
-        for earlier in sentence_starts(text):
+        for earlier in starts:
             if earlier <= start and len(text) - earlier <= limit:
                 start = earlier
                 break

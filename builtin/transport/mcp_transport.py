@@ -23,6 +23,7 @@ from multidict import CIMultiDict
 
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.recall import render_answer
+from passageway.kernel.server import LOOPBACK_NAMES
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
@@ -121,7 +122,7 @@ class McpTransport:
 
         settings = self.kernel.settings
         host = settings.host if settings is not None else "127.0.0.1"
-        if host not in ("127.0.0.1", "localhost", "::1"):
+        if host not in LOOPBACK_NAMES:
             return None
         hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
         origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
