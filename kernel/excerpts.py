@@ -48,6 +48,10 @@ SHORT_PASSAGE = 240
 """A passage of at most this many characters is always shown whole (two thirds of the smallest
 share three hits get), so it needs no windows."""
 
+LEAD = 1 / 3
+"""How much of an excerpt may come before the sentence it was chosen for. Measured against 0 to
+1/2 by ``bench/excerpt_cut.py`` (docs/measurements.md, "Excerpts")."""
+
 _SENTENCE_GAP = re.compile(r"(?<=[.!?]) (?=.)")
 
 
@@ -180,46 +184,51 @@ async def embed_windows(
 
 
 async def anchors(
-    passage_texts: Sequence[str], question_vector: np.ndarray, cache: VectorLookup | None
+    hits: Sequence[Sequence[str]], question_vector: np.ndarray, cache: VectorLookup | None
 ) -> dict[str, int]:
-    """For each long passage whose windows all have vectors: where its best window starts in its
-    flat text (the window most similar to the question; the first on a tie). Others are left out."""
+    """For each hit, given as its passage texts (one, or a lone hit's two, :func:`with_neighbour`),
+    where its best window starts in the flat text of those passages joined: the window most
+    similar to the question, the first on a tie. Each passage is cut into windows on its own, as
+    :func:`embed_windows` cut it, so the windows' digests are the ones stored. A hit is left out
+    (the word rule) when none of its passages is long or any long one lacks a window vector."""
     if cache is None:
         return {}
-    plans: dict[str, tuple[list[tuple[int, int]], list[str]]] = {}
-    for passage_text in passage_texts:
-        text = flat(passage_text)
+    plans: dict[str, list[tuple[int, str]]] = {}
+    for parts in hits:
+        text = flat("\n\n".join(parts))
         if len(text) <= SHORT_PASSAGE or text in plans:
             continue
-        spans = windows(text)
-        plans[text] = (spans, [digest_of(text[start:end].strip()) for start, end in spans])
+        plan, offset = [], 0
+        for part in map(flat, parts):
+            if len(part) > SHORT_PASSAGE:
+                plan += [(offset + start, digest_of(part[start:end].strip())) for start, end in windows(part)]
+            offset += len(part) + 1  # the space that joins it to the next passage
+        if plan:
+            plans[text] = plan
     if not plans:
         return {}
-    vectors = await cache.get_many([digest for _, digests in plans.values() for digest in digests])
+    vectors = await cache.get_many([digest for plan in plans.values() for _, digest in plan])
     query = np.asarray(question_vector, dtype=np.float32).reshape(-1)
     found: dict[str, int] = {}
-    for text, (spans, digests) in plans.items():
-        known = [(span, vectors[digest])
-                 for span, digest in zip(spans, digests, strict=True) if digest in vectors]
-        # A lone hit's two passages (see with_neighbour) have one window across their seam that
-        # was never embedded; more missing than a quarter means the windows were not made.
-        if not known or len(known) < 0.75 * len(spans):
-            continue
-        scores = [float(np.dot(np.asarray(vector, dtype=np.float32), query)) for _, vector in known]
-        found[text] = known[int(np.argmax(scores))][0][0]
+    for text, plan in plans.items():
+        if any(digest not in vectors for _, digest in plan):
+            continue  # the windows were not made (an older index, a first build still running)
+        scores = [float(np.dot(np.asarray(vectors[digest], dtype=np.float32), query)) for _, digest in plan]
+        found[text] = plan[int(np.argmax(scores))][0]
     return found
 
 
-def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> str:
-    """A lone hit's text: its passage and the most similar other candidate passage of its item,
-    in the item's order. One hit has the whole budget (about 1,400 characters), room for two
-    passages, and the answer is often in the item's next-best passage when the question matches
-    the article better than its paragraph (on the public set, most misses of a right article)."""
+def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> list[str]:
+    """A lone hit's passage texts: its own and the most similar other candidate passage of its
+    item, in the item's order (shown joined by a blank line). One hit has the whole budget (about
+    1,500 characters), room for two passages, and the answer is often in the item's next-best
+    passage when the question matches the article better than its paragraph (on the public set,
+    most misses of a right article)."""
     neighbours = _neighbours(hit, candidates)
     if not neighbours:
-        return hit.text
+        return [hit.text]
     pair = sorted((hit, neighbours[0]), key=lambda candidate: candidate.passage_key)
-    return "\n\n".join(candidate.text for candidate in pair)
+    return [candidate.text for candidate in pair]
 
 
 def _neighbours(hit: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -248,15 +257,15 @@ def word_start(text: str, question: str, limit: int) -> int:
 
 
 def cut(text: str, start: int, limit: int) -> str:
-    """At most ``limit`` characters of flat ``text`` from the sentence before the one at ``start``
-    (when it takes at most a third of ``limit``: the sentence that matched often answers with the
-    one before it); when the rest of the text is shorter than ``limit``, the excerpt starts at an
-    earlier sentence so that the whole share is used. Cut at a word boundary with "…"; "…" in
-    front when it does not start at the beginning."""
+    """At most ``limit`` characters of flat ``text`` around the sentence at ``start``.
+
+    The excerpt starts at the earliest sentence at most :data:`LEAD` of ``limit`` before ``start``:
+    what answers is often just before what matched (a window names the subject, the sentence
+    before it holds the number). When the rest of the text is shorter than ``limit`` it starts
+    earlier still, so that the whole share is used. Cut at a word boundary with "…"; "…" in front
+    when it does not start at the beginning."""
     starts = sentence_starts(text)
-    before = [earlier for earlier in starts if earlier < start]
-    if before and start - before[-1] <= limit // 3:  # the sentence before, for its context
-        start = before[-1]
+    start = next((earlier for earlier in starts if start - LEAD * limit <= earlier <= start), start)
     if len(text) - start < limit:
         for earlier in starts:
             if earlier <= start and len(text) - earlier <= limit:

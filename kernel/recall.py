@@ -310,9 +310,11 @@ async def recall(
         attrs.evolve(_hit(entry), also_in=copies.get((entry.candidate.source, entry.candidate.item_id), ()))
         for entry in ranked
     )
+    parts = [[hit.text] for hit in hits]
     if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/excerpts.py)
-        hits = (attrs.evolve(hits[0], text=with_neighbour(ranked[0].candidate, [*by_vector, *keyword])),)
-    starts = await anchors([hit.text for hit in hits], vector, lookup)
+        parts = [with_neighbour(ranked[0].candidate, [*by_vector, *keyword])]
+        hits = (attrs.evolve(hits[0], text="\n\n".join(parts[0])),)
+    starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 
 

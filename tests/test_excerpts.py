@@ -9,6 +9,7 @@ from passageway.builtin.ranking import FusionRanker
 from passageway.kernel.chunking import digest_of
 from passageway.kernel.excerpts import (
     SHORT_PASSAGE,
+    cut,
     embed_windows,
     flat,
     sentence_starts,
@@ -170,3 +171,37 @@ def test_an_initial_or_an_ordinal_does_not_end_a_sentence():
     assert [text[start:] for start in sentence_starts(text)] == [
         text, "Sie zeigt Kunst aus den U.S. Sammlungen. Ende.", "Ende.",
     ]
+
+
+async def test_a_lone_hits_windows_are_found_whatever_its_first_passage_holds():
+    # The first passage has an odd number of sentences: windows cut across the seam of the two
+    # passages would not be the ones the sync stored, and the excerpt would fall back to words.
+    first_text = " ".join(FILLER[:13])
+    more = [sentence.replace("Paragraph part", "Section") for sentence in FILLER]
+    second_text = " ".join([*FILLER[13:], *more[:12], ANSWER, more[12]])
+    assert len(sentence_starts(first_text)) % 2 == 1
+    embedder = ToyEmbedder(min_similarity=0.89)
+    question_vector = np.asarray(await embedder.embed([GERMAN_QUESTION], "query"), dtype=np.float32)[0]
+    cache = await window_cache(second_text, ANSWER, question_vector)
+    for window in window_texts(first_text):
+        cache.vectors[digest_of(window)] = unit(len(window))
+    first = Candidate("corpus-en", 7, "tesla", "Tesla", "u", None, first_text, 0.9, 0)
+    second = Candidate("corpus-en", 8, "tesla", "Tesla", "u", None, second_text, 0.8, 1)
+
+    answer = await recall(GERMAN_QUESTION, [OneStore([first, second])], embedder, FusionRanker("vector"),
+                          vector_cache=cache)
+
+    assert len(answer.hits) == 1 and len(first_text) + len(second_text) > 1.5 * len(answer.hits[0].text)
+    assert ANSWER in answer.hits[0].text
+    assert not answer.hits[0].text.startswith(FILLER[0])  # not the word rule's start
+
+
+def test_an_excerpt_starts_up_to_a_third_of_its_share_before_its_sentence():
+    sentences = [f"Sentence number {number:03d} is here and it is fifty long." for number in range(20)]
+    text = " ".join(sentences)
+    assert {len(sentence) + 1 for sentence in sentences[:-1]} == {50}
+    anchor = text.index(sentences[10])
+
+    excerpt = cut(text, anchor, 300)  # a third of 300 reaches two sentences back, not three
+
+    assert excerpt.startswith("… " + sentences[8]) and sentences[10] in excerpt

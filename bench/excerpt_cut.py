@@ -1,0 +1,182 @@
+"""Where an excerpt starts around the window most like the question: the rules tried, measured as
+answer@3 against hit@3 (kernel/excerpts.py; numbers on docs/measurements.md, "Excerpts").
+
+Every question of ``corpus/questions-all.toml``, ``corpus/questions.toml`` and
+``corpus/near-topic.toml`` is asked once against both corpus folders (the real kernel: sync,
+store, built-in model, vector cache with the excerpt windows), and its candidates are kept. Each
+rule then replays them through the real ``recall`` at the default gate, so only the excerpts
+differ between rules (hit@3 and silence are the same for all). German questions are replayed a
+second time with ``corpus/en``'s candidates only: across languages, as ``corpus/measure.sh``'s
+cross-language block asks them.
+
+Rules (``limit`` is the hit's share of the 400-token budget in characters):
+
+* ``word``: no windows, the sentence with the most of the question's content words;
+* ``lead=X``: the best window, then earlier sentences while the excerpt starts at most
+  ``X · limit`` before it (``X = 0``: at the best window);
+* ``current``: what recall does.
+
+Each rule's answer@3 / hit@3 is printed per block and language, and for the two halves of the
+articles (a rule is chosen on one half and reported on the other).
+
+Run (the index is kept in DIR, so a second run embeds only the questions)::
+
+    uv run python bench/excerpt_cut.py --data-dir /tmp/passageway-excerpt-cut
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gate_levels import ROOT, Asked, Replay, Vectors, config_text, halves
+
+import passageway.kernel.recall as recall_module
+from passageway.kernel import excerpts
+from passageway.kernel.config import load_settings
+from passageway.kernel.eval.cases import accepts, contains_answer, load_cases
+from passageway.kernel.eval.engine import KernelEngine
+from passageway.kernel.recall import gather_candidates, question_for, recall
+
+Rule = Callable[[str, str, int, int | None], str]
+
+
+def lead_rule(lead: float, words_only: bool = False) -> Rule:
+    """The excerpt starts at the sentence furthest before the best window (or, ``words_only``, the
+    word rule's sentence) that is at most ``lead · limit`` before it."""
+    def excerpt(text: str, question: str, limit: int, anchor: int | None) -> str:
+        text = excerpts.flat(text)
+        if len(text) <= limit:
+            return text
+        if anchor is None or words_only:
+            anchor = excerpts.word_start(text, question, limit)
+        start = anchor
+        for earlier in excerpts.sentence_starts(text):
+            if anchor - lead * limit <= earlier <= anchor:
+                start = earlier
+                break
+        return _from(text, start, limit)
+    return excerpt
+
+
+def _from(text: str, start: int, limit: int) -> str:
+    """``cut`` without its own step back: the earlier start when the rest is short, "…" marks."""
+    if len(text) - start < limit:
+        for earlier in excerpts.sentence_starts(text):
+            if earlier <= start and len(text) - earlier <= limit:
+                start = earlier
+                break
+    piece = text[start : start + limit]
+    if start + limit < len(text):
+        space = piece.rfind(" ")
+        piece = (piece[:space] if space > limit // 2 else piece).rstrip(" ,;:") + " …"
+    return ("… " if start > 0 else "") + piece
+
+
+_EXCERPT = recall_module.excerpt
+
+
+def word_rule(text: str, question: str, limit: int, anchor: int | None) -> str:
+    return _EXCERPT(text, question, limit, None)
+
+
+async def ask_all(asked: list[Asked], embedder, ranker, cache, rule: Rule | None,  # type: ignore[no-untyped-def]
+                  english_only: bool) -> list[tuple[int, str, bool, bool]]:
+    """(half, language group, hit@3, answer@3) of each answerable question."""
+    original = recall_module.excerpt
+    if rule is not None:
+        recall_module.excerpt = rule  # type: ignore[assignment]
+    store = Replay()
+    results = []
+    try:
+        for entry in asked:
+            case = entry.case
+            if not case.answerable or (english_only and not case.group_label.startswith("de")):
+                continue
+            keyword, by_vector = entry.keyword, entry.by_vector
+            if english_only:
+                keyword = [c for c in keyword if c.source == "corpus-en"]
+                by_vector = [c for c in by_vector if c.source == "corpus-en"]
+            store.lists = (keyword, by_vector)
+            answer = await recall(entry.question, [store], embedder, ranker, vector_cache=cache)
+            right = [h for h in answer.hits
+                     if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
+            results.append((entry.half, case.group_label, bool(right),
+                            any(contains_answer(case, h.text) for h in right)))
+    finally:
+        recall_module.excerpt = original  # type: ignore[assignment]
+    return results
+
+
+def ratio(rows: list[tuple[int, str, bool, bool]]) -> str:
+    hits = sum(r[2] for r in rows)
+    answers = sum(r[3] for r in rows)
+    return f"{answers}/{hits} {100 * answers / hits:.1f}" if hits else "-"
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--leads", default="0,0.1,0.2,0.25,0.33,0.5")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="passageway-excerpt-cut-"))
+    config = folder / "passageway.toml"
+    config.write_text(config_text(), encoding="utf-8")
+    settings = load_settings(config_path=config)
+    files = ("questions-all.toml", "questions.toml", "near-topic.toml")
+    loaded = {name: load_cases([ROOT / "corpus" / name]).cases for name in files}
+    data_dir = args.data_dir or folder / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    async with KernelEngine.open(settings, data_dir=data_dir, progress=lambda line: None) as engine:
+        await engine.build()
+        stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
+        cache = engine.kernel.vector_cache
+        blocks: dict[str, list[Asked]] = {}
+        vectors: dict[str, np.ndarray] = {}
+        for name in ("questions-all.toml", "questions.toml"):
+            cases = [case for case in loaded[name] if case.answerable]
+            asked = []
+            for case, half in zip(cases, halves(cases), strict=True):
+                question = question_for(case.query, engine.embedder).text
+                if question not in vectors:
+                    embedded = await engine.embedder.embed([question], "query")
+                    vectors[question] = np.asarray(embedded, dtype=np.float32).reshape(-1)
+                keyword, by_vector, _ = await gather_candidates(question, vectors[question], stores)
+                asked.append(Asked(case, question, vectors[question], keyword, by_vector, half))
+            blocks[name] = asked
+        embedder = Vectors(engine.embedder, vectors)
+        ranker = engine.ranker("hybrid")
+        rules: dict[str, Rule | None] = {"current": None, "word": word_rule}
+        for lead in (float(value) for value in args.leads.split(",") if value):
+            rules[f"lead={lead:g}"] = lead_rule(lead)
+            rules[f"word, lead={lead:g}"] = lead_rule(lead, words_only=True)
+        print(f"{engine.embedder.name}, hybrid ranker, default gate; answer@3 / hit@3 (answerable "
+              "questions; halves by article)\n")
+        print("| Rule | all: en | all: de | all: de → en | all, half 0 | all, half 1 "
+              "| headline: en | headline: de | headline: de → en |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for label, rule in rules.items():
+            cells = []
+            every = await ask_all(blocks["questions-all.toml"], embedder, ranker, cache, rule, False)
+            across = await ask_all(blocks["questions-all.toml"], embedder, ranker, cache, rule, True)
+            cells += [ratio([r for r in every if r[1] == "en"]), ratio([r for r in every if r[1] == "de"]),
+                      ratio(across), ratio([r for r in every + across if r[0] == 0]),
+                      ratio([r for r in every + across if r[0] == 1])]
+            head = await ask_all(blocks["questions.toml"], embedder, ranker, cache, rule, False)
+            head_across = await ask_all(blocks["questions.toml"], embedder, ranker, cache, rule, True)
+            cells += [ratio([r for r in head if r[1] == "en"]), ratio([r for r in head if r[1] == "de"]),
+                      ratio(head_across)]
+            print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
