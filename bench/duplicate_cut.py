@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_study import CORPUS, build
 
-from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE
+from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, MUTUAL_FLOOR
 
 
 def paragraphs_of(store, passage) -> frozenset[int]:
@@ -94,7 +94,39 @@ def main() -> int:
         print(f"| {cut} | {found} of {len(translations)} | {merged_across} of {len(across)} "
               f"| {merged_within} of {len(within)} |")
     print(f"\nin use: across languages {DUPLICATE_ACROSS}, one language {DUPLICATE_COSINE}")
+    mutual_table(english, german, located)
     return 0
+
+
+def mutual_table(english, german, located) -> None:  # type: ignore[no-untyped-def]
+    """The mutual rule across languages: a pair under the cut but at least a floor similar is one
+    content when each passage is the other's nearest among the other language's passages of the
+    article (at recall, the pool is the question's candidates)."""
+    similarity = english.vectors @ german.vectors.T
+    articles = {name: {} for name in located}
+    for name, entries in located.items():
+        for item_id, _, key in entries:
+            articles[name].setdefault(item_id, []).append(key)
+    print("\n| Floor (cut above it) | translations recognised | different en/de pairs taken for one |")
+    print("| ---: | ---: | ---: |")
+    for floor in (0.83, 0.84, 0.85, 0.86, DUPLICATE_ACROSS):
+        found = taken = translations = different = 0
+        pairs = itertools.product(located["en"], located["de"])
+        for (item_en, held_en, key_en), (item_de, held_de, key_de) in pairs:
+            if item_en != item_de or not held_en or not held_de:
+                continue
+            cosine = similarity[key_en, key_de]
+            nearest = (similarity[key_en, articles["de"][item_en]].max() <= cosine
+                       and similarity[articles["en"][item_en], key_de].max() <= cosine)
+            one = cosine >= DUPLICATE_ACROSS or (cosine >= floor and nearest)
+            if held_en == held_de:
+                translations += 1
+                found += one
+            elif not held_en & held_de:
+                different += 1
+                taken += one
+        print(f"| {floor} | {found} of {translations} | {taken} of {different} |")
+    print(f"\nin use: floor {MUTUAL_FLOOR}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ paragraph. Recall applies it to the ranker's hits before they are final (:func:`
 1. Two hits are *duplicates* when their passages have the same digest (the same embedding input),
    or when the cosine between their passage vectors reaches the cut: :data:`DUPLICATE_ACROSS` for
    two languages, :data:`DUPLICATE_COSINE` for one, measured on the sample corpus's English and
-   German copies against different paragraphs of one article (``bench/duplicate_cut.py``). The
+   German copies against different paragraphs of one article (``bench/duplicate_cut.py``).
+   Across languages, a pair below the cut but at least :data:`MUTUAL_FLOOR` similar is one
+   content too when each passage is the other's nearest among the question's candidates in its
+   language (:func:`mutual`): a translation stands out among the paragraphs of its article even
+   when this model rates it lower than it rates two different paragraphs of another article. The
    passage vectors come from the embedder's digest vector cache by their digests, so any store
    works; a hit whose vector is missing is compared by digest only.
 2. Of two duplicates, the one in the question's language stays (English and German told apart
@@ -28,6 +32,7 @@ import numpy as np
 
 from passageway.kernel.excerpts import VectorLookup, candidate_digest
 from passageway.kernel.stopwords import language_of
+from passageway.kernel.store import Candidate
 
 DUPLICATE_COSINE = 0.97
 """Two passages in one language at least this similar are one content. Different paragraphs of one
@@ -40,6 +45,12 @@ A model's cosines between languages run lower (the gate's offset): on the sample
 translations lie from 0.864 to 0.944 and different paragraphs of one article across languages up
 to 0.876 (``bench/duplicate_cut.py``). The cut is the lowest that takes no different pair for one:
 it recognises 91 of the 95 translations."""
+
+MUTUAL_FLOOR = 0.85
+"""Across languages, two passages at least this similar are one content when they are each
+other's nearest (:func:`mutual`). With the article's passages as the pool, every translation of the
+sample corpus is its paragraph's mutual nearest and no different pair is, at floors from 0.84 to
+0.86 (``bench/duplicate_cut.py``)."""
 
 MAX_ROUNDS = 6
 """How often the ranker is asked again at most: each round removes one copy."""
@@ -59,6 +70,47 @@ def _cut(one: str | None, other: str | None, same: float, across: float) -> floa
     return across if one is not None and other is not None and one != other else same
 
 
+class Pool:
+    """The question's candidate passages by language, their vectors fetched from the cache on
+    first need (one lookup): what :func:`mutual` compares a pair of hits against."""
+
+    def __init__(self, candidates: Sequence[Candidate], cache: VectorLookup | None) -> None:
+        self._candidates = candidates
+        self._cache = cache
+        self._by_language: dict[str | None, np.ndarray] | None = None
+
+    async def of(self, language: str | None) -> np.ndarray:
+        """The vectors of the candidates in ``language`` (one row each; none when unknown)."""
+        if self._by_language is None:
+            digests: dict[str | None, dict[str, None]] = {}
+            for candidate in self._candidates:
+                digests.setdefault(language_of(candidate.text), {})[candidate_digest(candidate)] = None
+            wanted = list(dict.fromkeys(digest for found in digests.values() for digest in found))
+            vectors = await self._cache.get_many(wanted) if self._cache is not None and wanted else {}
+            self._by_language = {
+                name: np.asarray([vectors[digest] for digest in found if digest in vectors], dtype=np.float32)
+                for name, found in digests.items()
+            }
+        return self._by_language.get(language, np.zeros((0, 0), dtype=np.float32))
+
+
+async def mutual(a: np.ndarray, a_language: str | None, b: np.ndarray, b_language: str | None,
+                 pool: Pool, floor: float = MUTUAL_FLOOR) -> bool:
+    """Whether passages ``a`` and ``b`` (vectors, in two languages) are one content by the mutual
+    rule: at least ``floor`` similar, ``b`` the nearest to ``a`` among the candidates in ``b``'s
+    language, and ``a`` the nearest to ``b`` among those in ``a``'s."""
+    if a_language is None or b_language is None or a_language == b_language:
+        return False
+    cosine = float(np.dot(a, b))
+    if cosine < floor:
+        return False
+    for one, other_language in ((a, b_language), (b, a_language)):
+        others = await pool.of(other_language)
+        if len(others) and float(np.max(others @ one)) > cosine + 1e-6:
+            return False
+    return True
+
+
 async def distinct(
     rank: Callable[[frozenset[tuple[str, str]]], Sequence],
     question: str,
@@ -67,12 +119,15 @@ async def distinct(
     cut: float = DUPLICATE_COSINE,
     across: float = DUPLICATE_ACROSS,
     first: Sequence | None = None,
+    pool: Pool | None = None,
 ) -> tuple[list, dict[tuple[str, str], tuple[str, ...]]]:
     """The hits of ``rank`` with no two duplicates, and the sources each kept hit stands for.
 
     :param rank: the ranker's hits (``Ranked``, best first) with the given ``(source, item_id)``
         pairs left out.
     :param first: ``rank(frozenset())`` when the caller has it already.
+    :param pool: the question's candidate passages (both searches, every source), for the mutual
+        rule across languages; without it only the cuts apply.
     :returns: the hits, and ``(source, item_id)`` of a kept hit → the sources of its dropped
         copies, in the order they were dropped.
     """
@@ -90,12 +145,15 @@ async def distinct(
         if cache is not None and wanted:
             vectors.update({digest: np.asarray(vector, dtype=np.float32)
                             for digest, vector in (await cache.get_many(wanted)).items()})
-        pair = next(
-            ((first, second) for first, second in _pairs(len(ranked))
-             if _duplicates(digests[first], digests[second], vectors,
-                            _cut(languages[first], languages[second], cut, across))),
-            None,
-        )
+        pair = None
+        for first_hit, second in _pairs(len(ranked)):
+            if _duplicates(digests[first_hit], digests[second], vectors,
+                           _cut(languages[first_hit], languages[second], cut, across)) or (
+                    pool is not None and digests[first_hit] in vectors and digests[second] in vectors
+                    and await mutual(vectors[digests[first_hit]], languages[first_hit],
+                                     vectors[digests[second]], languages[second], pool)):
+                pair = (first_hit, second)
+                break
         if pair is None:
             break
         keep, drop = _choice(languages, pair, language)

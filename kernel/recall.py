@@ -44,7 +44,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 import numpy as np
 
-from passageway.kernel.duplicates import distinct
+from passageway.kernel.duplicates import Pool, distinct
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.excerpts import (
@@ -302,7 +302,8 @@ async def recall(
 
     first = rank(frozenset())
     lookup = await prefetch(vector_cache, [entry.candidate for entry in first], [*by_vector, *keyword])
-    ranked, copies = await distinct(rank, question, lookup, first=first)
+    ranked, copies = await distinct(rank, question, lookup, first=first,
+                                    pool=Pool([*by_vector, *keyword], vector_cache))
     if not ranked:
         return Answer()
     related = await _related(ranked, stores)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, candidate_digest
+from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, MUTUAL_FLOOR, candidate_digest
 from passageway.kernel.recall import recall, render_answer
 from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
@@ -108,3 +108,42 @@ async def test_one_language_needs_a_near_copy_different_paragraphs_of_an_article
     cache.vectors[candidate_digest(close)] = cache.vectors.pop(candidate_digest(GERMAN))
     copied = await ask(ENGLISH_QUESTION, cache, ENGLISH, close, OTHER)
     assert [hit.item_id for hit in copied.hits] == ["steam.md", "turbine.md"]
+
+
+def near(base: np.ndarray, cosine: float, seed: int) -> np.ndarray:
+    """A unit vector at ``cosine`` to ``base`` in a direction of its own."""
+    away = unit(seed)
+    away = away - (away @ base) * base
+    away /= np.linalg.norm(away)
+    return (cosine * base + np.sqrt(1 - cosine**2) * away).astype(np.float32)
+
+
+SECOND_GERMAN = Candidate("corpus-de", 2, "steam.md", "Dampfmaschine", "https://w/steam", None,
+                          "Der Kondensator der Dampfmaschine spart Wärme, sagt der Text hier.", 0.2, 3)
+"""Another paragraph of the German article: a candidate too dissimilar to the question to be a hit."""
+
+
+async def test_across_languages_each_others_nearest_is_one_content_below_the_cut():
+    cosine = (MUTUAL_FLOOR + DUPLICATE_ACROSS) / 2
+    cache = cache_with(cosine)
+    cache.vectors[candidate_digest(SECOND_GERMAN)] = near(cache.vectors[candidate_digest(ENGLISH)],
+                                                          cosine - 0.05, 7)
+    answer = await ask(ENGLISH_QUESTION, cache, ENGLISH, GERMAN, OTHER, SECOND_GERMAN)
+    assert [(hit.source, hit.item_id) for hit in answer.hits] == [
+        ("corpus-en", "steam.md"), ("corpus-en", "turbine.md"),
+    ]
+    assert answer.hits[0].also_in == ("corpus-de",)
+
+
+async def test_a_pair_below_the_cut_is_two_contents_when_another_candidate_is_nearer():
+    cosine = (MUTUAL_FLOOR + DUPLICATE_ACROSS) / 2
+    cache = cache_with(cosine)
+    # Another German paragraph is nearer to the English passage than the German hit is.
+    cache.vectors[candidate_digest(SECOND_GERMAN)] = near(cache.vectors[candidate_digest(ENGLISH)],
+                                                          cosine + 0.01, 7)
+    answer = await ask(ENGLISH_QUESTION, cache, ENGLISH, GERMAN, OTHER, SECOND_GERMAN)
+    assert [hit.source for hit in answer.hits] == ["corpus-en", "corpus-de", "corpus-en"]
+    assert all(hit.also_in == () for hit in answer.hits)
+    below = cache_with(MUTUAL_FLOOR - 0.01)  # each other's nearest, but under the floor
+    answer = await ask(ENGLISH_QUESTION, below, ENGLISH, GERMAN, OTHER)
+    assert [hit.source for hit in answer.hits] == ["corpus-en", "corpus-de", "corpus-en"]
