@@ -29,6 +29,7 @@ cost a build; the numbers are on the measurements page (docs/measurements.md, "E
 
 from __future__ import annotations
 
+import functools
 import re
 import weakref
 from collections import OrderedDict
@@ -94,7 +95,7 @@ async def prefetch(cache: VectorLookup | None, hits: Sequence[Candidate], candid
     for hit in hits:
         texts.update(neighbour.text for neighbour in _neighbours(hit, candidates)[:1])
     wanted = [candidate_digest(hit) for hit in hits]
-    wanted += [digest_of(window) for text in texts for window in window_texts(text)]
+    wanted += [digest for text in texts for _, digest in window_plan(flat(text))]
     try:
         recent = _recent.setdefault(cache, OrderedDict())
     except TypeError:  # a lookup that cannot be weakly referenced: nothing kept
@@ -150,6 +151,16 @@ def windows(text: str, size: int = WINDOW_SENTENCES) -> list[tuple[int, int]]:
     return [(starts[first], ends[min(first + size, len(starts)) - 1]) for first in firsts]
 
 
+@functools.lru_cache(maxsize=RECENT_VECTORS)
+def window_plan(text: str) -> tuple[tuple[int, str], ...]:
+    """Where each window of flat ``text`` starts, and the digest its vector is cached under (none
+    for a short passage). Kept for recent texts: recall asks for the same hits' plans twice (to
+    fetch the vectors, then to choose), and the same passages come back question after question."""
+    if len(text) <= SHORT_PASSAGE:
+        return ()
+    return tuple((start, digest_of(text[start:end].strip())) for start, end in windows(text))
+
+
 def window_texts(passage_text: str) -> list[str]:
     """The texts embedded for one passage's windows (none for a short passage)."""
     text = flat(passage_text)
@@ -200,8 +211,7 @@ async def anchors(
             continue
         plan, offset = [], 0
         for part in map(flat, parts):
-            if len(part) > SHORT_PASSAGE:
-                plan += [(offset + start, digest_of(part[start:end].strip())) for start, end in windows(part)]
+            plan += [(offset + start, digest) for start, digest in window_plan(part)]
             offset += len(part) + 1  # the space that joins it to the next passage
         if plan:
             plans[text] = plan
