@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_levels import ROOT, Asked, Replay, Vectors, config_text, halves
 
-import passageway.kernel.recall as recall_module
+import passageway.kernel.rendering as rendering_module
 from passageway.kernel import excerpts
 from passageway.kernel.config import load_settings
 from passageway.kernel.eval.cases import accepts, contains_answer, load_cases
@@ -81,7 +81,7 @@ def _from(text: str, start: int, limit: int) -> str:
     return ("… " if start > 0 else "") + piece
 
 
-_EXCERPT = recall_module.excerpt
+_EXCERPT = rendering_module.excerpt
 
 
 def word_rule(text: str, question: str, limit: int, anchor: int | None) -> str:
@@ -91,9 +91,9 @@ def word_rule(text: str, question: str, limit: int, anchor: int | None) -> str:
 async def ask_all(asked: list[Asked], embedder, ranker, cache, rule: Rule | None,  # type: ignore[no-untyped-def]
                   english_only: bool) -> list[tuple[int, str, bool, bool]]:
     """(half, language group, hit@3, answer@3) of each answerable question."""
-    original = recall_module.excerpt
+    original = rendering_module.excerpt
     if rule is not None:
-        recall_module.excerpt = rule  # type: ignore[assignment]
+        rendering_module.excerpt = rule  # type: ignore[assignment]
     store = Replay()
     results = []
     try:
@@ -112,7 +112,7 @@ async def ask_all(asked: list[Asked], embedder, ranker, cache, rule: Rule | None
             results.append((entry.half, case.group_label, bool(right),
                             any(contains_answer(case, h.text) for h in right)))
     finally:
-        recall_module.excerpt = original  # type: ignore[assignment]
+        rendering_module.excerpt = original  # type: ignore[assignment]
     return results
 
 

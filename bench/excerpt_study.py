@@ -34,8 +34,8 @@ from passageway.kernel.chunking import passages_for
 from passageway.kernel.config import load_settings
 from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.excerpts import SHORT_PASSAGE, WINDOW_SENTENCES, flat, windows
-from passageway.kernel.recall import approx_tokens, fit_budget, render_answer
 from passageway.kernel.records import Answer, Hit
+from passageway.kernel.rendering import approx_tokens, fit_budget, render_answer
 from passageway.kernel.sync import EMBED_BATCH
 
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
 from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, MUTUAL_FLOOR, candidate_digest
-from passageway.kernel.recall import recall, render_answer
+from passageway.kernel.recall import recall
+from passageway.kernel.rendering import render_answer
 from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
 from tests.test_excerpts import DictCache, unit

@@ -12,18 +12,9 @@ from passageway.builtin.ranking import FusionRanker
 from passageway.builtin.storage import SqliteStore
 from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.recall import (
-    BUDGET_TOKENS,
-    NOTHING,
-    Gate,
-    approx_tokens,
-    excerpt,
-    keyword_query,
-    merge_candidates,
-    recall,
-    render_answer,
-)
+from passageway.kernel.recall import Gate, keyword_query, merge_candidates, recall
 from passageway.kernel.records import Answer, Item, Related, Section
+from passageway.kernel.rendering import BUDGET_TOKENS, NOTHING, approx_tokens, excerpt, render_answer
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 

@@ -29,8 +29,8 @@ from passageway.kernel.errors import PassagewayError
 from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.prompt import asked
 from passageway.kernel.question_queue import yielding
-from passageway.kernel.recall import render_answer
 from passageway.kernel.records import Answer
+from passageway.kernel.rendering import render_answer
 from passageway.kernel.stopwords import content_words
 
 if TYPE_CHECKING:
