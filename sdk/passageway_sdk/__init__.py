@@ -8,6 +8,7 @@ Subclass :class:`Connector`, implement ``versions()`` and ``fetch(ids)``, and ca
 
 from .connector import PROTOCOL_VERSION, Connector, SettingsError, SourceError, parse_since
 from .html import MarkdownWriter, cut_text, html_to_markdown
+from .http import retry_after_seconds
 from .markdown import first_h1, split_markdown, strip_code
 from .schema import message_errors
 
@@ -22,6 +23,7 @@ __all__ = [
     "html_to_markdown",
     "message_errors",
     "parse_since",
+    "retry_after_seconds",
     "split_markdown",
     "strip_code",
 ]

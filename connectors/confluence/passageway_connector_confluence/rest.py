@@ -10,37 +10,21 @@ never appears in one, even when a proxy echoes the header back.
 from __future__ import annotations
 
 import json
-import math
 import ssl
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import truststore
-from passageway_sdk import SourceError
+from passageway_sdk import SourceError, retry_after_seconds
 
 MASK = "***"
 LOG_WAITS_FROM = 10.0
 QUOTED_BODY = 200
 PAGE_SIZE = 100
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """The wait a ``Retry-After`` header asks for (seconds or an HTTP date), or None."""
-    if not value or not value.strip():
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return None
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def _error_text(body: bytes) -> str:

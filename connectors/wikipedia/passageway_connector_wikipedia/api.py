@@ -9,7 +9,6 @@ network errors with a growing wait.
 from __future__ import annotations
 
 import json
-import math
 import platform
 import ssl
 import time
@@ -17,11 +16,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import truststore
-from passageway_sdk import SourceError
+from passageway_sdk import SourceError, retry_after_seconds
 
 VERSION = "0.1.0"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -36,21 +34,6 @@ class ApiError(SourceError):
         super().__init__(f"MediaWiki API error {code}: {info}")
         self.code = code
         self.info = info
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """The wait a ``Retry-After`` header asks for (seconds or an HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return None
-    return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
 def user_agent(contact: str) -> str:
