@@ -24,6 +24,8 @@ import yaml
 from passageway_sdk import Connector, SettingsError, SourceError, first_h1, split_markdown, strip_code
 from passageway_sdk.schema import load_schema
 
+from passageway_connector_markdown.globs import Globs
+
 DEFAULT_INCLUDE = "*.md|*.markdown"
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 ALWAYS_SKIPPED = frozenset({"node_modules"})
@@ -36,62 +38,6 @@ _WIKI_LINK = re.compile(r"\[\[([^\[\]|#]*)(?:#[^\[\]|]*)?(?:\|[^\[\]]*)?\]\]")
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 # libyaml's loader when PyYAML was built with it: the pure Python one takes most of a call's time.
 _YAML_LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
-
-
-# ---------------------------------------------------------------------------------------------
-# Globs
-# ---------------------------------------------------------------------------------------------
-
-
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """A compiled regex for one glob: ``*`` stays within a folder, ``**`` crosses folders.
-
-    ``?`` is one character other than ``/``; everything else is literal (no classes, no braces).
-    """
-    parts: list[str] = []
-    index = 0
-    while index < len(pattern):
-        if pattern.startswith("**/", index):
-            parts.append("(?:.*/)?")
-            index += 3
-        elif pattern.startswith("**", index):
-            parts.append(".*")
-            index += 2
-        elif pattern[index] == "*":
-            parts.append("[^/]*")
-            index += 1
-        elif pattern[index] == "?":
-            parts.append("[^/]")
-            index += 1
-        else:
-            parts.append(re.escape(pattern[index]))
-            index += 1
-    return re.compile("".join(parts), re.DOTALL)
-
-
-class Globs:
-    """``|``-separated glob patterns. A pattern with ``/`` is anchored at the folder; one without
-    matches the file name at any depth."""
-
-    def __init__(self, anchored: tuple[re.Pattern[str], ...], by_name: tuple[re.Pattern[str], ...]) -> None:
-        self.anchored = anchored
-        self.by_name = by_name
-
-    @classmethod
-    def parse(cls, text: str) -> Globs:
-        patterns = [part.strip() for part in text.split("|") if part.strip()]
-        anchored = tuple(glob_to_regex(p.lstrip("/")) for p in patterns if "/" in p)
-        by_name = tuple(glob_to_regex(p) for p in patterns if "/" not in p)
-        return cls(anchored, by_name)
-
-    def __bool__(self) -> bool:
-        return bool(self.anchored or self.by_name)
-
-    def match(self, relative: str) -> bool:
-        name = relative.rsplit("/", 1)[-1]
-        return any(regex.fullmatch(relative) for regex in self.anchored) or any(
-            regex.fullmatch(name) for regex in self.by_name
-        )
 
 
 # ---------------------------------------------------------------------------------------------
