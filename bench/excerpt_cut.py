@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,13 +36,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gate_levels import ROOT, Asked, Replay, Vectors, config_text, halves
+from gate_levels import ROOT, Asked, Replay, Vectors, corpus_engine, halves
 
 import passageway.kernel.rendering as rendering_module
 from passageway.kernel import excerpts
-from passageway.kernel.config import load_settings
 from passageway.kernel.eval.cases import accepts, contains_answer, load_cases
-from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.recall import gather_candidates, question_for, recall
 
 Rule = Callable[[str, str, int, int | None], str]
@@ -58,27 +55,8 @@ def lead_rule(lead: float, words_only: bool = False) -> Rule:
             return text
         if anchor is None or words_only:
             anchor = excerpts.word_start(text, question, limit)
-        start = anchor
-        for earlier in excerpts.sentence_starts(text):
-            if anchor - lead * limit <= earlier <= anchor:
-                start = earlier
-                break
-        return _from(text, start, limit)
+        return excerpts.cut(text, anchor, limit, lead)
     return excerpt
-
-
-def _from(text: str, start: int, limit: int) -> str:
-    """``cut`` without its own step back: the earlier start when the rest is short, "…" marks."""
-    if len(text) - start < limit:
-        for earlier in excerpts.sentence_starts(text):
-            if earlier <= start and len(text) - earlier <= limit:
-                start = earlier
-                break
-    piece = text[start : start + limit]
-    if start + limit < len(text):
-        space = piece.rfind(" ")
-        piece = (piece[:space] if space > limit // 2 else piece).rstrip(" ,;:") + " …"
-    return ("… " if start > 0 else "") + piece
 
 
 _EXCERPT = rendering_module.excerpt
@@ -127,16 +105,9 @@ async def main() -> int:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--leads", default="0,0.1,0.2,0.25,0.33,0.5")
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="passageway-excerpt-cut-"))
-    config = folder / "passageway.toml"
-    config.write_text(config_text(), encoding="utf-8")
-    settings = load_settings(config_path=config)
     files = ("questions-all.toml", "questions.toml", "near-topic.toml")
     loaded = {name: load_cases([ROOT / "corpus" / name]).cases for name in files}
-    data_dir = args.data_dir or folder / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    async with KernelEngine.open(settings, data_dir=data_dir, progress=lambda line: None) as engine:
-        await engine.build()
+    async with corpus_engine(args.data_dir, "excerpt-cut") as engine:
         stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
         cache = engine.kernel.vector_cache
         blocks: dict[str, list[Asked]] = {}

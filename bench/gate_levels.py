@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -96,6 +97,21 @@ def config_text() -> str:
         f'env = {{ FOLDER = "{ROOT / "corpus" / language}" }}\n\n'
         for language in ("en", "de")
     )
+
+
+@contextlib.asynccontextmanager
+async def corpus_engine(data_dir: Path | None, name: str) -> AsyncIterator[KernelEngine]:
+    """The real kernel over both corpus folders, built (the index kept in ``data_dir``, else in a
+    new folder under /tmp named after the benchmark)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"passageway-{name}-"))
+    config = folder / "passageway.toml"
+    config.write_text(config_text(), encoding="utf-8")
+    data_dir = data_dir or folder / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    async with KernelEngine.open(load_settings(config_path=config), data_dir=data_dir,
+                                 progress=lambda line: None) as engine:
+        await engine.build()
+        yield engine
 
 
 def halves(cases: Sequence[Case]) -> list[int]:
@@ -301,15 +317,8 @@ async def main() -> int:
     parser.add_argument("--slots-only", action="store_true",
                         help="only the count of answers that spend two slots on one content")
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="passageway-gate-levels-"))
-    config = folder / "passageway.toml"
-    config.write_text(config_text(), encoding="utf-8")
-    settings = load_settings(config_path=config)
     cases = load_cases([ROOT / "corpus" / "questions-all.toml", ROOT / "corpus" / "near-topic.toml"]).cases
-    data_dir = args.data_dir or folder / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    async with KernelEngine.open(settings, data_dir=data_dir, progress=lambda line: None) as engine:
-        await engine.build()
+    async with corpus_engine(args.data_dir, "gate-levels") as engine:
         stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
         cache = engine.kernel.vector_cache
         asked, vectors = [], {}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 from pathlib import Path
 
 import attrs
@@ -33,12 +32,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gate_levels import ROOT, Asked, Vectors, best_windows, config_text, rates, replay, signal
+from gate_levels import ROOT, Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
 
 from passageway.kernel.chunking import digest_of
-from passageway.kernel.config import load_settings
 from passageway.kernel.eval.cases import load_cases
-from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.excerpts import flat, window_texts
 from passageway.kernel.recall import gather_candidates, question_for
 
@@ -66,14 +63,7 @@ async def main() -> int:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--deltas", default="0,0.01", help="window cosine less these, comma-separated")
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="passageway-window-gate-"))
-    config = folder / "passageway.toml"
-    config.write_text(config_text(), encoding="utf-8")
-    settings = load_settings(config_path=config)
-    data_dir = args.data_dir or folder / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    async with KernelEngine.open(settings, data_dir=data_dir, progress=lambda line: None) as engine:
-        await engine.build()
+    async with corpus_engine(args.data_dir, "window-gate") as engine:
         stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
         cache = engine.kernel.vector_cache
         vectors: dict[str, np.ndarray] = {}

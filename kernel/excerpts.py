@@ -266,16 +266,16 @@ def word_start(text: str, question: str, limit: int) -> int:
     return best_start
 
 
-def cut(text: str, start: int, limit: int) -> str:
+def cut(text: str, start: int, limit: int, lead: float = LEAD) -> str:
     """At most ``limit`` characters of flat ``text`` around the sentence at ``start``.
 
-    The excerpt starts at the earliest sentence at most :data:`LEAD` of ``limit`` before ``start``:
+    The excerpt starts at the earliest sentence at most ``lead`` of ``limit`` before ``start``:
     what answers is often just before what matched (a window names the subject, the sentence
     before it holds the number). When the rest of the text is shorter than ``limit`` it starts
     earlier still, so that the whole share is used. Cut at a word boundary with "…"; "…" in front
     when it does not start at the beginning."""
     starts = sentence_starts(text)
-    start = next((earlier for earlier in starts if start - LEAD * limit <= earlier <= start), start)
+    start = next((earlier for earlier in starts if start - lead * limit <= earlier <= start), start)
     if len(text) - start < limit:
         for earlier in starts:
             if earlier <= start and len(text) - earlier <= limit:
