@@ -96,6 +96,11 @@ SOURCE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 
+AFTER_SOURCE_MIGRATION = {3: "VACUUM {words}"}
+"""What runs once a source migration has committed, outside its transaction (VACUUM cannot run in
+one): after migration 3 the rows just copied get their hint bits and the visibility map, or the
+first searches would write every page they read (as after a bulk load, see :mod:`.bulk`)."""
+
 VECTOR_INDEX = "CREATE INDEX {vector_index} ON {passages} USING hnsw (vector vector_cosine_ops)"
 """pgvector's HNSW graph over the vectors by cosine distance (its defaults: m 16, ef_construction 64)."""
 WORDS_INDEX = "CREATE INDEX {words_table_index} ON {words} USING gin (words) WITH (fastupdate = off)"
@@ -159,10 +164,12 @@ def reset_statements(names: Names, dim: int) -> list[sql.Composed]:
 
 def migrate(connection: psycopg.Connection[Any], names: Names, source: str) -> None:
     """Create the schema, the extensions and what the migrations of the shared objects and of
-    ``source`` add that the database lacks, in one transaction; fill in ``names.extension_schemas``.
+    ``source`` add that the database lacks, in one transaction; fill in ``names.extension_schemas``;
+    then run :data:`AFTER_SOURCE_MIGRATION` of the source migrations it applied.
 
     :raises StoreError: the database was migrated by a newer passageway.
     """
+    after = []
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         connection.execute(names.format("CREATE SCHEMA IF NOT EXISTS {schema}"))
@@ -193,7 +200,16 @@ def migrate(connection: psycopg.Connection[Any], names: Names, source: str) -> N
             for number in range(applied + 1, len(migrations) + 1):
                 for statement in migrations[number - 1]:
                     connection.execute(names.format(statement))
+                if migrations is SOURCE_MIGRATIONS and number in AFTER_SOURCE_MIGRATION:
+                    after.append(names.format(AFTER_SOURCE_MIGRATION[number]))
                 connection.execute(
                     names.format("INSERT INTO {schema}.migrations (scope, version) VALUES (%s, %s)"),
                     (scope, number))
-
+    if after:
+        connection.commit()  # nothing left open: autocommit can only change between transactions
+        autocommit, connection.autocommit = connection.autocommit, True
+        try:
+            for statement in after:
+                connection.execute(statement)
+        finally:
+            connection.autocommit = autocommit
