@@ -83,16 +83,18 @@ SOURCE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE {passages} SET (toast_tuple_target = 8160)",
     ),
     # 3: the words and length of each passage move to a narrow table of their own (see the module
-    # docstring), filled from the passages table, so an existing index upgrades in place; ANALYZE
-    # gives the row budget its word statistics at once (budget.py)
+    # docstring), filled from the passages table, so an existing index upgrades in place. Writes
+    # wait (SHARE lock) so that none is missed by the copy; searches go on until the columns are
+    # dropped, the last step. ANALYZE gives the row budget its word statistics at once (budget.py).
     (
+        "LOCK TABLE {passages} IN SHARE MODE",
         "CREATE TABLE {words} (key bigint PRIMARY KEY REFERENCES {passages} (key) ON DELETE CASCADE, "
         "words tsvector NOT NULL, length integer NOT NULL "
         "GENERATED ALWAYS AS ({schema}.word_count(words)) STORED)",
         "INSERT INTO {words} (key, words) SELECT key, words FROM {passages}",
         "CREATE INDEX {words_table_index} ON {words} USING gin (words) WITH (fastupdate = off)",
-        "ALTER TABLE {passages} DROP COLUMN length, DROP COLUMN words",
         "ANALYZE {words}",
+        "ALTER TABLE {passages} DROP COLUMN length, DROP COLUMN words",
     ),
 )
 
