@@ -7,10 +7,10 @@
 It reads the index ``bench/postgres.py --stores postgres --keep DIR --dsn-env PG_DSN`` kept (the
 schema ``bench_keep_<size>``) and asks its 200 questions again, straight in SQL:
 
-* always: the keyword query and the vector query, each alone per question (p50 / p95), how many
-  of the question's terms the row budget keeps, and how many of the 100 questions made near a
-  stored passage find it (top cosine at least 0.85, the gate of ``bench/recall.py``'s
-  ``GivenVectorEmbedder``);
+* always: the sizes of the largest tables and indexes; the keyword query and the vector query,
+  each alone per question (p50 / p95), how many of the question's terms the row budget keeps, and
+  how many of the 100 questions made near a stored passage find it (top cosine at least 0.85, the
+  gate of ``bench/recall.py``'s ``GivenVectorEmbedder``);
 * ``--ef-search``: the vector query at other values of pgvector's ``hnsw.ef_search``;
 * ``--layouts``, on an index still at source migration 2 (built by ``bench/postgres.py`` at
   commit ``167501c`` or before; opening it with the current store upgrades it): version 2's keyword
@@ -180,6 +180,11 @@ def main() -> int:
           f"({recall_bench.commit()}, load average {os.getloadavg()[0]:.2f})")
     connection = connect(dsn, names)
     connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    sizes = connection.execute(
+        "SELECT c.relname, pg_size_pretty(pg_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n "
+        "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind IN ('r', 'i') "
+        "ORDER BY pg_relation_size(c.oid) DESC LIMIT 6", (names.schema_name,)).fetchall()
+    print("largest relations: " + ", ".join(f"{name} {size}" for name, size in sizes))
     if args.layouts:
         layouts(dsn, names, asked)
     else:
