@@ -7,11 +7,12 @@ are taken from the rarest up while the passages they match add up to at most
 :data:`KEYWORD_ROW_BUDGET`; when even the rarest matches more, there is no keyword search (vector
 search still runs). An index of at most the budget's number of passages is searched whole.
 
-How many passages a term matches is estimated from PostgreSQL's own statistics of the ``words``
-column (``pg_stats.most_common_elems``, which ``ANALYZE`` and autovacuum keep), read at most every
-:data:`STATISTICS_SECONDS`, so the estimate costs no query per question. A term that is not among
-the common elements matches fewer passages than the least common one listed. The average passage
-length BM25 needs is read with them, from a sample of about :data:`LENGTH_SAMPLE` passages.
+How many passages a term matches is estimated from PostgreSQL's own statistics of the words
+table's ``words`` column (``pg_stats.most_common_elems``, which ``ANALYZE`` and autovacuum keep),
+read at most every :data:`STATISTICS_SECONDS`, so the estimate costs no query per question. A
+term that is not among the common elements matches fewer passages than the least common one
+listed. The average passage length BM25 needs is read with them, from a sample of about
+:data:`LENGTH_SAMPLE` passages.
 """
 
 from __future__ import annotations
@@ -83,18 +84,18 @@ def within_budget(terms: list[str], rows: float, fractions: dict[str, float],
 
 def statistics_of(connection: Any, names: Names) -> tuple[float, dict[str, float], float]:
     """A source's passage count, common-word fractions and average length, from PostgreSQL's
-    statistics of its passages table; counted exactly on a small or never analysed table."""
+    statistics of its words table; counted exactly on a small or never analysed table."""
     row = connection.execute(
         "SELECT c.reltuples, s.most_common_elems::text::text[], s.most_common_elem_freqs "
         "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_stats s "
         "ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words' "
         "WHERE n.nspname = %s AND c.relname = %s",
-        (names.schema_name, names.passages_name)).fetchone()
+        (names.schema_name, names.words_name)).fetchone()
     fractions = dict(zip(row[1] or [], row[2] or [], strict=False)) if row else {}
     if row is None or row[0] is None or row[0] < LENGTH_SAMPLE:  # small, or never analysed: count
-        counted = connection.execute(names.format("SELECT count(*), avg(length) FROM {passages}")).fetchone()
+        counted = connection.execute(names.format("SELECT count(*), avg(length) FROM {words}")).fetchone()
         return float(counted[0]), fractions, float(counted[1] or 1.0)
     share = 100.0 * LENGTH_SAMPLE / float(row[0])
     sampled = connection.execute(names.format(
-        "SELECT avg(length) FROM {passages} TABLESAMPLE SYSTEM (%s)"), (share,)).fetchone()
+        "SELECT avg(length) FROM {words} TABLESAMPLE SYSTEM (%s)"), (share,)).fetchone()
     return float(row[0]), fractions, float(sampled[0]) if sampled and sampled[0] else 1.0

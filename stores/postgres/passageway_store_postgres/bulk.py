@@ -90,7 +90,7 @@ class BulkLoad:
             if connection.execute(names.format("SELECT 1 FROM {passages} LIMIT 1")).fetchone():
                 raise StoreError(f"source {self._source!r}: a bulk load needs an empty index; "
                                  "reset it first")
-            for index in (names.vector_index_qualified, names.words_index_qualified):
+            for index in (names.vector_index_qualified, names.words_table_index_qualified):
                 connection.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(index))
             columns = sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(name), sql.SQL(kind))
                                          for name, kind in _STAGING_COLUMNS)
@@ -123,10 +123,13 @@ class BulkLoad:
                         self.passages += 1
             words = schema.words_expression(self._text_config, [sql.Identifier(name) for name in (
                 "title_words", "heading_words", "path_words", "text_words")])
-            cursor.execute(sql.SQL(
-                "INSERT INTO {} (item, ordinal, heading, text, digest, vector, words) "
-                "SELECT item, ordinal, heading, text, digest, vector, {} FROM {}").format(
-                    names.passages, words, _STAGING))
+            cursor.execute(sql.SQL(  # the passages, then their words under the keys just given
+                "WITH p AS (INSERT INTO {passages} (item, ordinal, heading, text, digest, vector) "
+                "SELECT item, ordinal, heading, text, digest, vector FROM {staging} "
+                "RETURNING key, item, ordinal) "
+                "INSERT INTO {words} (key, words) SELECT p.key, {expression} FROM p "
+                "JOIN {staging} s USING (item, ordinal) ORDER BY p.key").format(
+                    passages=names.passages, staging=_STAGING, words=names.words, expression=words))
             cursor.execute(sql.SQL("TRUNCATE {}").format(_STAGING))
 
     def finish(self) -> None:
@@ -139,6 +142,7 @@ class BulkLoad:
         # searches would write every page they read.
         connection.execute(names.format("VACUUM (ANALYZE) {items}"))
         connection.execute(names.format("VACUUM (ANALYZE) {passages}"))
+        connection.execute(names.format("VACUUM (ANALYZE) {words}"))
         connection.execute(names.format(
             "UPDATE {state} SET value = (value::bigint + 1)::text WHERE source = %s AND key = 'generation'"),
             (self._source,))

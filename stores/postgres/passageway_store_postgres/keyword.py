@@ -19,8 +19,9 @@ halved here and the count doubled. ``length`` is the passage's number of words (
 see :mod:`.schema`); ``n`` is counted among the term's matches; ``N`` and the average length come
 with the word statistics (:mod:`.budget`): counted on a small index, estimated on a large one.
 
-Only the best passages by score are then joined with their items, so a term that matches
-thousands of passages costs its ranking, not thousands of joins.
+The ranking reads only the narrow words table (:mod:`.schema`); only the best passages by score are
+then joined with their passages and items, so a term that matches thousands of passages costs its
+ranking, not thousands of joins.
 """
 
 from __future__ import annotations
@@ -70,17 +71,20 @@ def tsquery_text(terms: list[str]) -> str | None:
     return " | ".join(parts) or None
 
 
-def bm25_statement(passages: sql.Composable, items: sql.Composable, config: sql.Composable
-                   ) -> sql.Composed:
+def bm25_statement(words: sql.Composable, passages: sql.Composable, items: sql.Composable,
+                   config: sql.Composable) -> sql.Composed:
     """The keyword search: the ``%(limit)s`` best passages for ``%(terms)s`` (``to_tsquery``
     texts, one per term) by BM25, best first, each with its columns (:data:`COLUMNS`), its score
     and its cosine to ``%(vector)s``; ``%(rows)s`` is ``N`` and ``%(average)s`` the average
-    length."""
+    length.
+
+    ``t`` is ``MATERIALIZED``: inlined, PostgreSQL would parse each term's ``to_tsquery`` (with
+    ``unaccent``) again for every matching passage it ranks."""
     return sql.SQL(
-        "WITH t AS (SELECT u.number, to_tsquery({config}::regconfig, u.text) AS q "  # noqa: S608 (constants)
+        "WITH t AS MATERIALIZED (SELECT u.number, to_tsquery({config}::regconfig, u.text) AS q "  # noqa: S608
         "FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(text, number)), "
         "hits AS (SELECT t.number, m.key, m.length, "
-        "2 * ts_rank_cd(%(weights)s, m.words, t.q, 0) AS f FROM t JOIN {passages} m ON m.words @@ t.q), "
+        "2 * ts_rank_cd(%(weights)s, m.words, t.q, 0) AS f FROM t JOIN {words} m ON m.words @@ t.q), "
         "frequency AS (SELECT number, count(*)::float8 AS n FROM hits GROUP BY number), "
         "best AS (SELECT h.key, sum(greatest(ln((%(rows)s - f.n + 0.5) / (f.n + 0.5)), 1e-6) "
         "* h.f * (%(k1)s + 1) / (h.f + %(k1)s * (1 - %(b)s + %(b)s * h.length / %(average)s))) AS score "
@@ -89,7 +93,7 @@ def bm25_statement(passages: sql.Composable, items: sql.Composable, config: sql.
         "SELECT " + COLUMNS + ", best.score, 1 - (p.vector <=> %(vector)s::vector) AS similarity "
         "FROM best JOIN {passages} p ON p.key = best.key JOIN {items} i ON i.id = p.item "
         "ORDER BY best.score DESC, best.key"
-    ).format(passages=passages, items=items, config=config)
+    ).format(words=words, passages=passages, items=items, config=config)
 
 
 def bm25_parameters(terms: list[str], rows: float, average: float, vector: str, limit: int

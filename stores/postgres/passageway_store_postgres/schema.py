@@ -11,11 +11,15 @@ Everything lives in one schema (``[store] schema``, default ``passageway``):
 * the text search configuration ``passageway_words``: the ``simple`` parser and dictionary
   (no stemming, no stopwords: German and English alike) after ``unaccent``, so case and accents
   do not matter (``Über`` finds ``uber``).
-* per source, ``"items:<source>"`` and ``"passages:<source>"``. A passage's ``key`` is its stable
-  number (never reused); ``vector`` is a pgvector column, fixed to the embedder's dimension by
-  :func:`reset_statements` together with its HNSW index (cosine); ``words`` is the weighted
-  ``tsvector`` of title (A), heading (B), path (C) and text (D), with a GIN index; ``length`` is
-  its number of words (``word_count``, kept by PostgreSQL), for BM25 (:mod:`.keyword`).
+* per source, ``"items:<source>"``, ``"passages:<source>"`` and ``"words:<source>"``. A passage's
+  ``key`` is its stable number (never reused); ``vector`` is a pgvector column, fixed to the
+  embedder's dimension by :func:`reset_statements` together with its HNSW index (cosine). Its
+  words live in the narrow table ``"words:<source>"`` (one row per passage, deleted with it):
+  ``words`` is the weighted ``tsvector`` of title (A), heading (B), path (C) and text (D), with a
+  GIN index; ``length`` is its number of words (``word_count``, kept by PostgreSQL), for BM25
+  (:mod:`.keyword`). A keyword search reads the row of every passage it ranks (thousands on a
+  large index): in this table a dozen fit on a page, where the passages table, whose rows carry
+  the text and the vector, holds three, and the table stays small enough to remain in memory.
 
 The extensions ``vector`` and ``unaccent`` are created if missing (in ``public``, or wherever an
 administrator created them before: connections put their schemas on the ``search_path``).
@@ -78,11 +82,31 @@ SOURCE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER INDEX {words_index_qualified} SET (fastupdate = off)",
         "ALTER TABLE {passages} SET (toast_tuple_target = 8160)",
     ),
+    # 3: the words and length of each passage move to a narrow table of their own (see the module
+    # docstring), filled from the passages table, so an existing index upgrades in place. Writes
+    # wait (SHARE lock) so that none is missed by the copy; searches go on until the columns are
+    # dropped, the last step. ANALYZE gives the row budget its word statistics at once (budget.py).
+    (
+        "LOCK TABLE {passages} IN SHARE MODE",
+        "CREATE TABLE {words} (key bigint PRIMARY KEY REFERENCES {passages} (key) ON DELETE CASCADE, "
+        "words tsvector NOT NULL, length integer NOT NULL "
+        "GENERATED ALWAYS AS ({schema}.word_count(words)) STORED)",
+        "INSERT INTO {words} (key, words) SELECT key, words FROM {passages}",
+        "CREATE INDEX {words_table_index} ON {words} USING gin (words) WITH (fastupdate = off)",
+        "ANALYZE {words}",
+        "ALTER TABLE {passages} DROP COLUMN length, DROP COLUMN words",
+    ),
 )
+
+AFTER_SOURCE_MIGRATION = {3: "VACUUM {words}"}
+"""What runs once a source migration has committed, outside its transaction (VACUUM cannot run in
+one): after migration 3 the rows just copied get their hint bits and the visibility map, or the
+first searches would write every page they read (as after a bulk load, see :mod:`.bulk`)."""
 
 VECTOR_INDEX = "CREATE INDEX {vector_index} ON {passages} USING hnsw (vector vector_cosine_ops)"
 """pgvector's HNSW graph over the vectors by cosine distance (its defaults: m 16, ef_construction 64)."""
-WORDS_INDEX = "CREATE INDEX {words_index} ON {passages} USING gin (words) WITH (fastupdate = off)"
+WORDS_INDEX = "CREATE INDEX {words_table_index} ON {words} USING gin (words) WITH (fastupdate = off)"
+"""The word index, as migration 3 creates it (a bulk load drops it and builds it again at the end)."""
 
 
 def words_expression(config: sql.Composable, parts: Sequence[sql.Composable]) -> sql.Composed:
@@ -103,7 +127,11 @@ class Names:
         self.items = sql.Identifier(schema, f"items:{source}")
         self.passages = sql.Identifier(schema, f"passages:{source}")
         self.passages_name = f"passages:{source}"
-        self.words_index = sql.Identifier(f"passages:{source}:words")
+        self.words = sql.Identifier(schema, f"words:{source}")
+        self.words_name = f"words:{source}"
+        self.words_table_index = sql.Identifier(f"words:{source}:words")
+        self.words_table_index_qualified = sql.Identifier(schema, f"words:{source}:words")
+        self.words_index = sql.Identifier(f"passages:{source}:words")  # migrations 1 and 2 only
         self.vector_index = sql.Identifier(f"passages:{source}:vector")
         self.vector_index_qualified = sql.Identifier(schema, f"passages:{source}:vector")
         self.words_index_qualified = sql.Identifier(schema, f"passages:{source}:words")
@@ -113,8 +141,9 @@ class Names:
 
     def format(self, statement: str) -> sql.Composed:
         return sql.SQL(statement).format(  # type: ignore[arg-type]  # statements are constants
-            schema=self.schema, items=self.items, passages=self.passages,
+            schema=self.schema, items=self.items, passages=self.passages, words=self.words,
             words_index=self.words_index, words_index_qualified=self.words_index_qualified,
+            words_table_index=self.words_table_index,
             vector_index=self.vector_index, state=self.state, text_config=self.text_config,
             unaccent=sql.Identifier(self.extension_schemas[-1], "unaccent"),
         )
@@ -127,7 +156,7 @@ class Names:
 def reset_statements(names: Names, dim: int) -> list[sql.Composed]:
     """Empty a source's tables and fix its vector column and HNSW index to ``dim``."""
     return [
-        names.format("TRUNCATE {passages}, {items}"),
+        names.format("TRUNCATE {words}, {passages}, {items}"),
         sql.SQL("DROP INDEX IF EXISTS {}").format(names.vector_index_qualified),
         names.format(f"ALTER TABLE {{passages}} ALTER COLUMN vector TYPE vector({int(dim)})"),
         names.format(VECTOR_INDEX),
@@ -137,10 +166,12 @@ def reset_statements(names: Names, dim: int) -> list[sql.Composed]:
 
 def migrate(connection: psycopg.Connection[Any], names: Names, source: str) -> None:
     """Create the schema, the extensions and what the migrations of the shared objects and of
-    ``source`` add that the database lacks, in one transaction; fill in ``names.extension_schemas``.
+    ``source`` add that the database lacks, in one transaction; fill in ``names.extension_schemas``;
+    then run :data:`AFTER_SOURCE_MIGRATION` of the source migrations it applied.
 
     :raises StoreError: the database was migrated by a newer passageway.
     """
+    after = []
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         connection.execute(names.format("CREATE SCHEMA IF NOT EXISTS {schema}"))
@@ -171,7 +202,16 @@ def migrate(connection: psycopg.Connection[Any], names: Names, source: str) -> N
             for number in range(applied + 1, len(migrations) + 1):
                 for statement in migrations[number - 1]:
                     connection.execute(names.format(statement))
+                if migrations is SOURCE_MIGRATIONS and number in AFTER_SOURCE_MIGRATION:
+                    after.append(names.format(AFTER_SOURCE_MIGRATION[number]))
                 connection.execute(
                     names.format("INSERT INTO {schema}.migrations (scope, version) VALUES (%s, %s)"),
                     (scope, number))
-
+    if after:
+        connection.commit()  # nothing left open: autocommit can only change between transactions
+        autocommit, connection.autocommit = connection.autocommit, True
+        try:
+            for statement in after:
+                connection.execute(statement)
+        finally:
+            connection.autocommit = autocommit

@@ -236,8 +236,10 @@ class PostgresStore:
                   list(u.item.path), list(u.item.labels), list(u.item.links), u.item.updated)
                  for u in updates])
             insert = sql.SQL(
-                "INSERT INTO {} (item, ordinal, heading, text, digest, vector, words) "
-                "VALUES (%s, %s, %s, %s, %s, %s::vector, {})").format(names.passages, self._words)
+                "WITH p AS (INSERT INTO {} (item, ordinal, heading, text, digest, vector) "
+                "VALUES (%s, %s, %s, %s, %s, %s::vector) RETURNING key) "
+                "INSERT INTO {} (key, words) SELECT key, {} FROM p").format(
+                    names.passages, names.words, self._words)
             rows = []
             for update in updates:
                 item = update.item
@@ -274,7 +276,8 @@ class PostgresStore:
         texts = [text for term in kept if (text := keyword.tsquery_text([term])) is not None]
         if not texts:
             return None
-        statement = keyword.bm25_statement(self.names.passages, self.names.items, self._config)
+        names = self.names
+        statement = keyword.bm25_statement(names.words, names.passages, names.items, self._config)
         return statement, keyword.bm25_parameters(texts, rows, average, vector, limit)
 
     def _vector_query(self, vector: str, limit: int) -> tuple[sql.Composed, dict[str, object]]:
@@ -396,6 +399,7 @@ class PostgresStore:
         def analyze(connection: psycopg.Connection[Any]) -> None:
             connection.execute(self.names.format("ANALYZE {items}"))
             connection.execute(self.names.format("ANALYZE {passages}"))
+            connection.execute(self.names.format("ANALYZE {words}"))
 
         await self._run(self._write, analyze)
 

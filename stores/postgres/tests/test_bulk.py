@@ -52,7 +52,7 @@ async def test_a_bulk_load_gives_the_same_searches_as_apply(dsn):
         with psycopg.connect(dsn) as connection:
             indexes = {row[0] for row in connection.execute(
                 "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (loaded.schema_name,))}
-        assert {"passages:notes:vector", "passages:notes:words"} <= indexes
+        assert {"passages:notes:vector", "words:notes:words"} <= indexes
         again = loaded.bulk_load()
         with pytest.raises(StoreError, match="empty index"):
             await asyncio.to_thread(again.begin)
