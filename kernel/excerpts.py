@@ -206,7 +206,7 @@ async def anchors(
         return {}
     plans: dict[str, list[tuple[int, str]]] = {}
     for parts in hits:
-        text = flat("\n\n".join(parts))
+        text = flat(joined(parts))
         if len(text) <= SHORT_PASSAGE or text in plans:
             continue
         plan, offset = [], 0
@@ -239,6 +239,12 @@ def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> list[str]
         return [hit.text]
     pair = sorted((hit, neighbours[0]), key=lambda candidate: candidate.passage_key)
     return [candidate.text for candidate in pair]
+
+
+def joined(parts: Sequence[str]) -> str:
+    """A hit's passages as one text (a lone hit shows two, :func:`with_neighbour`): what the answer
+    shows and what :func:`anchors` keys its starts by."""
+    return "\n\n".join(parts)
 
 
 def _neighbours(hit: Candidate, candidates: Sequence[Candidate]) -> list[Candidate]:

@@ -45,7 +45,7 @@ import numpy as np
 from passageway.kernel.duplicates import Pool, distinct
 from passageway.kernel.embedder import Embedder, cross_language_offset_of
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.excerpts import VectorLookup, anchors, prefetch, with_neighbour
+from passageway.kernel.excerpts import VectorLookup, anchors, joined, prefetch, with_neighbour
 from passageway.kernel.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
 from passageway.kernel.question_queue import yielding
 from passageway.kernel.records import Answer, Hit, Related
@@ -302,7 +302,7 @@ async def recall(
     parts = [[hit.text] for hit in hits]
     if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/excerpts.py)
         parts = [with_neighbour(ranked[0].candidate, [*by_vector, *keyword])]
-        hits = (attrs.evolve(hits[0], text="\n\n".join(parts[0])),)
+        hits = (attrs.evolve(hits[0], text=joined(parts[0])),)
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 
