@@ -42,6 +42,7 @@ behind every constant (``bench/gate_study.py``).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 
 import attrs
@@ -184,7 +185,10 @@ class FusionRanker:
         for candidate in vector:
             pool.setdefault((candidate.source, candidate.passage_key), candidate)
 
-        by_cosine = sorted(pool, key=lambda key: (-pool[key].similarity, key))
+        # A passage with no vector yet (NaN, during a build) goes after every cosine and never
+        # sets the lead's reference: only its words can pass it.
+        by_cosine = sorted(pool, key=lambda key: (-_cosine(pool[key]), key))
+        with_vector = [key for key in by_cosine if not math.isnan(pool[key].similarity)]
         vocabulary: set[str] = set()
         scored = []
         for vector_rank, key in enumerate(by_cosine):
@@ -200,7 +204,8 @@ class FusionRanker:
                 Scored(candidate, score, vector_rank, kw_rank, matched, coverage, language)
             )
         scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
-        reference = pool[by_cosine[REFERENCE_RANK]].similarity if len(by_cosine) > REFERENCE_RANK else None
+        reference = (pool[with_vector[REFERENCE_RANK]].similarity
+                     if len(with_vector) > REFERENCE_RANK else None)
         # Reading every candidate word for the unknown-word check costs about as much as the
         # rest of the scoring, so it is done only when that check is on.
         unknown = frozenset()
@@ -213,7 +218,7 @@ class FusionRanker:
         k = self.rrf_k
         keyword_part = 0.0 if kw_rank is None else 1.0 / (k + 1 + kw_rank)
         if self.signals == "vector":
-            return candidate.similarity
+            return _cosine(candidate)
         if self.signals == "keyword":
             # keyword hits first, in their order; the rest after them by cosine
             return 1.0 + keyword_part if kw_rank is not None else candidate.similarity / 2.0
@@ -250,6 +255,11 @@ def _read(title: str, heading: str, text: str) -> tuple[frozenset[str], str | No
     """A passage's words and language; cached, because the same passages come back often."""
     folded = words(f"{title} {heading} {text}")  # split once for both
     return frozenset(folded), language_of_words(folded)
+
+
+def _cosine(candidate: Candidate) -> float:
+    """The candidate's cosine, or -2 (below every cosine) while its vector is not made yet."""
+    return -2.0 if math.isnan(candidate.similarity) else candidate.similarity
 
 
 def best_per_item(scored: Sequence[Scored]) -> list[Scored]:

@@ -23,8 +23,10 @@ class Candidate:
     """A passage found by keyword or vector search, with everything ranking and the answer need.
 
     ``similarity`` is the cosine between the question's vector and the passage's vector, filled
-    for keyword candidates too, so that every ranker can apply the same gate. ``rank`` is the
-    position (0-based) in the list that found it.
+    for keyword candidates too, so that every ranker can apply the same gate; it is NaN for a
+    keyword candidate whose vector is not made yet (during a build, see :class:`LaterVectors`):
+    the gate then judges it by its words alone. ``rank`` is the position (0-based) in the list
+    that found it.
     """
 
     source: str
@@ -66,11 +68,13 @@ class StoredItem:
 
 @attrs.frozen
 class ItemUpdate:
-    """One fetched item ready to store: its passages and one unit vector per passage."""
+    """One fetched item ready to store: its passages and one unit vector per passage, or
+    ``vectors=None`` (only for a store that is :class:`LaterVectors`): the passages are stored
+    searchable by keywords, and their vectors follow through :meth:`LaterVectors.set_vectors`."""
 
     item: Item
     passages: Sequence[Passage]
-    vectors: np.ndarray
+    vectors: np.ndarray | None
 
 
 @runtime_checkable
@@ -126,6 +130,33 @@ class Store(Protocol):
         ...
 
     async def set_state(self, key: str, value: str) -> None: ...
+
+
+@runtime_checkable
+class LaterVectors(Protocol):
+    """What a store offers, besides :class:`Store`, to take passages before their vectors.
+
+    The sync of such a store writes each fetched batch at once with ``vectors=None`` (its passages
+    are found by keywords within seconds of the fetch), then embeds the passages waiting for a
+    vector and hands the vectors over as each embedder call ends; vector search covers the
+    passages that have one. After a kill the waiting passages are still in the store and the next
+    start embeds them. The builtin ``sqlite`` store is one; a store without these methods gets
+    its vectors with the passages, as before.
+    """
+
+    async def set_vectors(self, vectors: Sequence[tuple[str, int, np.ndarray]]) -> None:
+        """Give stored passages without a vector theirs, by ``(item id, ordinal, unit vector)``,
+        in one transaction; a passage that has one already, or no longer exists, is left alone."""
+        ...
+
+    async def pending(self, limit: int) -> list[Passage]:
+        """Up to ``limit`` stored passages without a vector, in the order they were stored."""
+        ...
+
+    async def passage_texts(self, after: int, limit: int) -> list[tuple[int, str]]:
+        """``(cursor, text)`` of up to ``limit`` stored passages after ``cursor`` ``after`` (0 to
+        begin), in a stable order: the windows' second pass reads every passage with it."""
+        ...
 
 
 @runtime_checkable

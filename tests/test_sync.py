@@ -295,14 +295,20 @@ async def test_embedding_is_batched(tmp_path):
     assert embedder.calls == 4  # 100 texts in 32 + 32 + 32 + 4
 
 
-async def test_a_failing_embedder_fails_the_batch_and_stores_nothing(tmp_path):
+async def test_a_failing_embedder_fails_the_sync_and_leaves_passages_for_keywords(tmp_path):
     runner = FakeRunner("notes", [item(n) for n in range(10)])
     embedder = ToyEmbedder()
     embedder.fail = True
     async with Setup(tmp_path, runner, embedder=embedder) as sync:
-        with pytest.raises(SyncError, match="toy embedder told to fail"):
+        with pytest.raises(PassagewayError, match="toy embedder told to fail"):
             await sync.sync_once()
-        assert sync.health().items == 0
+        health = sync.health()
+        assert (health.state, health.items, health.passages) == ("failing", 10, 20)
+        assert len(await sync.store.pending(100)) == 20  # stored, waiting for their vectors
+        embedder.fail = False
+        await sync.sync_once()  # the next start embeds them
+        assert await sync.store.pending(100) == []
+        assert sync.health().state == "ok"
 
 
 class TickingEmbedder(ToyEmbedder):
@@ -333,19 +339,23 @@ async def test_a_build_counts_passages_as_each_embedder_call_returns(tmp_path, c
         embedder.sync = sync
         await sync.sync_once()
     seen = embedder.seen
-    assert seen[0]["state"] == "indexing" and seen[0]["of"] == 200 and seen[0]["ready"] == 0
-    # Each call of 10 passages shows in health before the batch of 50 items is stored.
+    first = seen[0]
+    assert first["state"] == "indexing" and first["of"] == 200 and first["ready"] == 0
+    # The first batch was fetched and stored (searchable by keywords) before the first call.
+    assert first["fetched"] >= 50 and first["stored"] >= 100
+    # Each call of 10 passages shows in health at once.
     assert [entry["ready"] for entry in seen[:3]] == [0, 10, 20]
-    assert all(entry["fetched"] == 0 for entry in seen[:10])
+    assert seen[-1]["fetched"] == 200 and seen[-1]["stored"] == 400
     # Before every item was chunked the total is an estimate from the first batch: 2 passages an item.
-    assert seen[1]["expected"] == 400
+    assert first["expected"] == 400
     # No rate in the first seconds, then one, and an estimate of the time left.
     assert seen[1]["rate"] is None and seen[1]["eta_seconds"] is None
     late = seen[20]
-    assert late["rate"] == pytest.approx(10.0, rel=0.01)  # 10 passages per fake second
-    assert late["eta_seconds"] == pytest.approx((400 - late["ready"]) / 10.0, abs=0.2)
+    # 10 passages per fake second (in passages of the average length: the shortest go first)
+    assert late["rate"] == pytest.approx(10.0, rel=0.03)
+    assert late["eta_seconds"] == pytest.approx((400 - late["ready"]) / 10.0, rel=0.05)
     lines = [record.getMessage() for record in caplog.records]
-    progress = [line for line in lines if "passages ready" in line]
+    progress = [line for line in lines if "items fetched" in line]
     assert 5 <= len(progress) <= 9  # at most one line per 5 fake seconds of a 40-second build
     assert "passages/s" in progress[-1]
     assert "source notes ready: 200 items, 400 passages in 40.0 s" in lines
@@ -370,7 +380,8 @@ async def test_a_build_that_is_killed_keeps_the_vectors_of_every_finished_embedd
     async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
         with pytest.raises(asyncio.CancelledError):
             await sync.sync_once()
-        assert sync.health().items == 0  # nothing of the batch was stored
+        assert len(await sync.store.versions()) == 20  # stored before their vectors
+        assert len(await sync.store.pending(100)) == 20  # two calls' vectors were set
     embedder.embed = original  # type: ignore[method-assign]
     before = embedder.texts_embedded
     async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
@@ -469,7 +480,7 @@ async def test_a_reconcile_of_a_new_index_builds_it(tmp_path):
         assert await sync.store.embedder() == ("toy-hash-64", 64)
 
 
-async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_batch(tmp_path):
+async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_sync(tmp_path):
     class Loud(ToyEmbedder):
         async def embed(self, texts, kind):
             return 3.0 * await super().embed(texts, kind)
@@ -487,6 +498,6 @@ async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_bat
 
     runner = FakeRunner("other", [item(n) for n in range(3)])
     async with Setup(tmp_path, runner, "other", embedder=Short(name="short")) as sync:
-        with pytest.raises(SyncError, match="shape"):
+        with pytest.raises(PassagewayError, match="shape"):
             await sync.sync_once()
-        assert sync.health().items == 0
+        assert len(await sync.store.pending(10)) == 6  # stored for keywords, no vector stored

@@ -7,6 +7,7 @@ the commonest of them may be left out (:mod:`passageway.builtin.storage.row_budg
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
@@ -42,8 +43,9 @@ def ranked_rows(connection: sqlite3.Connection, terms: list[str], limit: int, pa
 
 
 def similarities(blobs: Sequence[bytes | None], vector: np.ndarray) -> list[float]:
-    """The cosine of ``vector`` with each stored unit vector (0.0 where one is missing or has
-    another dimension), in one matrix product instead of one per passage."""
+    """The cosine of ``vector`` with each stored unit vector, in one matrix product instead of one
+    per passage: NaN for a passage still waiting for its vector (an empty blob; the gate then
+    judges it by its words), 0.0 where one is missing or has another dimension."""
     if not blobs:
         return []
     width = vector.shape[0] * 4
@@ -51,6 +53,7 @@ def similarities(blobs: Sequence[bytes | None], vector: np.ndarray) -> list[floa
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)  # type: ignore[arg-type]
         return (matrix @ vector).tolist()  # type: ignore[no-any-return]
     return [
-        float(np.frombuffer(blob, dtype="<f4") @ vector) if blob is not None and len(blob) == width else 0.0
+        float(np.frombuffer(blob, dtype="<f4") @ vector) if blob is not None and len(blob) == width
+        else math.nan if blob is not None and not blob else 0.0
         for blob in blobs
     ]

@@ -29,6 +29,7 @@ from passageway.builtin.storage.textsearch import match_terms
 from passageway.builtin.storage.vector_file import VectorFile
 from passageway.kernel.data_folder import private_file
 from passageway.kernel.errors import StoreError
+from passageway.kernel.records import Passage
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 
 T = TypeVar("T")
@@ -196,6 +197,26 @@ class SqliteStore:
         self.vectors.update(connection, removed, added_keys, added_vectors)
         self._row_cache.forget(removed)
 
+    async def set_vectors(self, vectors: Sequence[tuple[str, int, np.ndarray]]) -> None:
+        if vectors:
+            await self._write(self._set_vectors, list(vectors))
+
+    def _set_vectors(self, vectors: list[tuple[str, int, np.ndarray]]) -> None:
+        dim = self.vectors.dim
+        for item_id, _, vector in vectors:
+            if dim is None or np.asarray(vector).reshape(-1).shape[0] != dim:
+                raise StoreError(f"item {item_id!r}: a vector that does not fit the index of "
+                                 f"{self.source!r} (dimension {dim}); the sync must reset it first")
+        connection = self._writing_connection()
+        keys, added = tables.set_vectors(connection, vectors)
+        self.vectors.update(connection, [], keys, added)
+
+    async def pending(self, limit: int) -> list[Passage]:
+        return await self._read(lambda: tables.pending(self._reading_connection(), limit))
+
+    async def passage_texts(self, after: int, limit: int) -> list[tuple[int, str]]:
+        return await self._read(lambda: tables.passage_texts(self._reading_connection(), after, limit))
+
     # -- searches -----------------------------------------------------------------------------
 
     def search(self, question: str, vector: np.ndarray, limit: int
@@ -285,8 +306,8 @@ class SqliteStore:
         return await self._write(self._check_integrity)
 
     def _check_integrity(self) -> list[str]:
-        problems, passages = tables.table_problems(self._writing_connection())
+        problems, with_vector = tables.table_problems(self._writing_connection())
         held = self.vectors.count()
-        if held is not None and held != passages:
-            problems.append(f"{held} vectors in the vector index for {passages} passages")
+        if held is not None and held != with_vector:
+            problems.append(f"{held} vectors in the vector index for {with_vector} passages with a vector")
         return problems

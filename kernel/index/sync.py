@@ -36,9 +36,10 @@ from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayEr
 from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.index.fetch_run import FetchOutcome, FetchRun, latest_items
 from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
-from passageway.kernel.index.windows import embed_windows
+from passageway.kernel.index.sync_passes import WINDOWS_STATE, embed_all_windows, embed_pending
+from passageway.kernel.index.windows import embed_windows, window_texts
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
-from passageway.kernel.store import ItemUpdate, Store, VectorCache
+from passageway.kernel.store import ItemUpdate, LaterVectors, Store, VectorCache
 
 FETCH_BATCH = 50
 """Ids per ``fetch`` call; a failing call costs only these."""
@@ -135,6 +136,9 @@ class SourceSync:
         self._progress: BuildProgress | None = None  # the running fetch's counts, if any
         self.embed_seconds = 0.0
         """Time spent awaiting the embedder (the benchmark compares it with the total)."""
+        self.later = isinstance(store, LaterVectors)
+        """Whether passages are stored before their vectors (:mod:`.sync_passes`)."""
+        self._stored_more: asyncio.Event | None = None  # set by each write while a fetch runs
 
     # -- health -------------------------------------------------------------------------------
 
@@ -239,6 +243,7 @@ class SourceSync:
             return await self._build_all()
         finally:
             self._health.building = False
+            self._end_progress()
 
     async def _build_all(self) -> str | None:
         started = _now()
@@ -258,9 +263,7 @@ class SourceSync:
         self.log.info("source %s: building the index of %d items", self.source, len(listed))
         outcome = await self._fetch_and_store(list(listed))
         await self.store.set_state(LAST_POLL, _iso(started))
-        items, passages = await self.store.counts()
-        self.log.info("source %s ready: %d items, %d passages in %.1f s",
-                      self.source, items, passages, self.clock() - began)
+        await self._complete(began)
         return outcome.message()
 
     async def _reconcile(self) -> str | None:
@@ -286,6 +289,10 @@ class SourceSync:
             self.log.info("source %s: deleted %d items no longer listed", self.source, len(gone))
         if await self.store.get_state(LAST_POLL) is None:
             await self.store.set_state(LAST_POLL, _iso(started))
+        try:
+            await self._complete(None)
+        finally:
+            self._end_progress()
         return outcome.message()
 
     async def _poll(self) -> str | None:
@@ -300,10 +307,30 @@ class SourceSync:
             fresh = [item for item in items if stored.get(item.id) != item.version]
             if fresh:
                 updates, _ = await self._prepare(fresh)
-                await self.store.apply(updates, [])
+                await self._write(updates)
                 self.log.info("source %s: stored %d changed items", self.source, len(fresh))
+                await self._complete(None)
         await self.store.set_state(LAST_POLL, _iso(started))
         return None
+
+    async def _complete(self, began: float | None) -> None:
+        """The passes after a fetch (:mod:`.sync_passes`): the passages waiting for a vector, then
+        the windows; ``began`` (a build's start) logs when the source is ready."""
+        if self.later:
+            await self._embed_pending()
+        if began is not None:
+            items, passages = await self.store.counts()
+            self.log.info("source %s ready: %d items, %d passages in %.1f s",
+                          self.source, items, passages, self.clock() - began)
+            self._health.building = False  # searchable in full; the windows only choose excerpts
+        if self.later:
+            cached = self._progress.windows_cached if self._progress is not None else None
+            await embed_all_windows(self.store, self.vector_cache, self._embed_counted, cached)  # type: ignore[arg-type]
+
+    async def _embed_pending(self) -> None:
+        await embed_pending(self.store, self.vector_cache, self._embed_counted,  # type: ignore[arg-type]
+                            self.embed_batch, self.log)
+
 
     # -- fetching, embedding and storing ------------------------------------------------------
 
@@ -319,10 +346,42 @@ class SourceSync:
             self.source, batches, self.runner.fetch, self._updates, self._write, self._health, progress,
             self.log,
         )
+        if not self.later:
+            try:
+                return await run.run()
+            finally:
+                self._end_progress()
+        # The passages stored by each write are embedded while the next batches are fetched.
+        self._stored_more = asyncio.Event()
+        fetching = True
+
+        async def embed_while_fetching() -> None:
+            assert self._stored_more is not None
+            while fetching:
+                await self._stored_more.wait()
+                self._stored_more.clear()
+                await self._embed_pending()
+
+        embedding = asyncio.create_task(embed_while_fetching())
         try:
-            return await run.run()
+            outcome = await run.run()
+        except BaseException:
+            embedding.cancel()
+            with contextlib.suppress(BaseException):
+                await embedding
+            raise
         finally:
-            progress.finish()
+            fetching = False
+            self._stored_more.set()
+        try:
+            await embedding
+        finally:
+            self._stored_more = None
+        return outcome
+
+    def _end_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.finish()
             self._progress = None
 
     async def _updates(self, items: Sequence[Item]) -> list[ItemUpdate]:
@@ -330,7 +389,13 @@ class SourceSync:
         return updates
 
     async def _write(self, updates: list[ItemUpdate]) -> None:
+        if self.later and any(update.passages for update in updates):
+            await self.store.set_state(WINDOWS_STATE, "due")  # before: a kill leaves it due
         await self.store.apply(updates, [])
+        if self._progress is not None:
+            self._progress.stored(len(updates), sum(len(update.passages) for update in updates))
+        if self._stored_more is not None:
+            self._stored_more.set()
 
     async def _prepare(self, items: Sequence[Item]) -> tuple[list[ItemUpdate], int]:
         """Chunk and embed items (reusing cached vectors); returns the updates and how many
@@ -344,7 +409,15 @@ class SourceSync:
             if passage.digest not in vectors:
                 missing.setdefault(passage.digest, passage.embedding_input)
         if self._progress is not None:
-            self._progress.chunked_items(len(items), len(all_passages), len(missing))
+            self._progress.chunked_items(
+                len(items), [passage.embedding_input for passage in all_passages], list(missing.values()),
+                [window for passage in all_passages for window in window_texts(passage.text)])
+        if self.later:  # stored at once without vectors where any is missing (sync_passes.py)
+            return [
+                ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors)
+                           if all(passage.digest in vectors for passage in passages) else None)
+                for item, passages in chunked
+            ], 0
         # The windows that excerpts are chosen by (kernel/query/excerpts.py), into the same cache, before
         # the passages: their time then counts in the passages/s rate and the time left, rather
         # than showing as a last stretch with every passage ready and "0 s left".
@@ -352,14 +425,17 @@ class SourceSync:
                             functools.partial(self._embed, counted=False))
         if missing:
             vectors.update(await self._embed(list(missing.items())))
-        updates = []
-        for item, passages in chunked:
-            if passages:
-                matrix = np.vstack([vectors[passage.digest] for passage in passages]).astype(np.float32)
-            else:
-                matrix = np.zeros((0, self.embedder.dim), dtype=np.float32)
-            updates.append(ItemUpdate(item=item, passages=passages, vectors=matrix))
+        updates = [ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors))
+                   for item, passages in chunked]
         return updates, len(missing)
+
+    def _matrix(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> np.ndarray:
+        if not passages:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.vstack([vectors[passage.digest] for passage in passages]).astype(np.float32)
+
+    async def _embed_counted(self, pairs: list[tuple[str, str]], counted: bool) -> dict[str, np.ndarray]:
+        return await self._embed(pairs, counted=counted)
 
     async def _embed(self, pairs: list[tuple[str, str]], counted: bool = True) -> dict[str, np.ndarray]:
         """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`
@@ -389,8 +465,8 @@ class SourceSync:
                     for (digest, _), vector in zip(chunk, matrix, strict=True)}
             await self.vector_cache.put_many(made)
             result.update(made)
-            if self._progress is not None and counted:
-                self._progress.embedded(len(chunk))
+            if self._progress is not None:
+                self._progress.embedded([text for _, text in chunk], windows=not counted)
         return result
 
 
