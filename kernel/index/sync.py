@@ -411,7 +411,7 @@ class SourceSync:
         if self._progress is not None:
             self._progress.chunked_items(
                 len(items), [passage.embedding_input for passage in all_passages], list(missing.values()),
-                [window for passage in all_passages for window in window_texts(passage.text)])
+                list(dict.fromkeys(window for passage in all_passages for window in window_texts(passage.text))))
         if self.later:  # stored at once without vectors where any is missing (sync_passes.py)
             return [
                 ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors)
