@@ -32,11 +32,17 @@ import numpy as np
 
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
-from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
+from passageway.kernel.errors import ConnectorError, PassagewayError
 from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.index.fetch_run import FetchOutcome, FetchRun, latest_items
 from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
-from passageway.kernel.index.sync_passes import WINDOWS_STATE, embed_all_windows, embed_pending
+from passageway.kernel.index.sync_passes import (
+    WINDOWS_STATE,
+    embed_all_windows,
+    embed_into_cache,
+    embed_pending,
+    while_embedding,
+)
 from passageway.kernel.index.windows import embed_windows, window_texts
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
 from passageway.kernel.store import ItemUpdate, LaterVectors, Store, VectorCache
@@ -353,31 +359,10 @@ class SourceSync:
                 self._end_progress()
         # The passages stored by each write are embedded while the next batches are fetched.
         self._stored_more = asyncio.Event()
-        fetching = True
-
-        async def embed_while_fetching() -> None:
-            assert self._stored_more is not None
-            while fetching:
-                await self._stored_more.wait()
-                self._stored_more.clear()
-                await self._embed_pending()
-
-        embedding = asyncio.create_task(embed_while_fetching())
         try:
-            outcome = await run.run()
-        except BaseException:
-            embedding.cancel()
-            with contextlib.suppress(BaseException):
-                await embedding
-            raise
-        finally:
-            fetching = False
-            self._stored_more.set()
-        try:
-            await embedding
+            return await while_embedding(run.run(), self._stored_more, self._embed_pending)
         finally:
             self._stored_more = None
-        return outcome
 
     def _end_progress(self) -> None:
         if self._progress is not None:
@@ -409,9 +394,9 @@ class SourceSync:
             if passage.digest not in vectors:
                 missing.setdefault(passage.digest, passage.embedding_input)
         if self._progress is not None:
-            self._progress.chunked_items(
-                len(items), [passage.embedding_input for passage in all_passages], list(missing.values()),
-                list(dict.fromkeys(window for passage in all_passages for window in window_texts(passage.text))))
+            windows = dict.fromkeys(text for passage in all_passages for text in window_texts(passage.text))
+            self._progress.chunked_items(len(items), [passage.embedding_input for passage in all_passages],
+                                         list(missing.values()), list(windows))
         if self.later:  # stored at once without vectors where any is missing (sync_passes.py)
             return [
                 ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors)
@@ -438,36 +423,12 @@ class SourceSync:
         return await self._embed(pairs, counted=counted)
 
     async def _embed(self, pairs: list[tuple[str, str]], counted: bool = True) -> dict[str, np.ndarray]:
-        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`
-        (``counted=False``: excerpt windows, left out of the build's passage counts).
-
-        Each call's vectors go to the vector cache at once, so work survives a crash or a kill in
-        the middle of a batch: the next start embeds only what no call finished.
-        """
-        result: dict[str, np.ndarray] = {}
-        for start in range(0, len(pairs), self.embed_batch):
-            chunk = pairs[start : start + self.embed_batch]
-            if self._progress is not None:
-                self._progress.embedding()  # the rate counts from the first call, windows' too
-            began = time.perf_counter()
-            matrix = np.asarray(await self.embedder.embed([text for _, text in chunk], "passage"),
-                                dtype=np.float32)
-            self.embed_seconds += time.perf_counter() - began
-            if matrix.shape != (len(chunk), self.embedder.dim):
-                raise EmbedderError(
-                    f"the embedder {self.embedder.name!r} returned vectors of shape {matrix.shape} for "
-                    f"{len(chunk)} texts of dimension {self.embedder.dim}; check the embedder program"
-                )
-            # Stored vectors are unit length so that a dot product is the cosine.
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            matrix = matrix / np.where(norms > 0, norms, 1.0)
-            made = {digest: np.asarray(vector, dtype=np.float32)
-                    for (digest, _), vector in zip(chunk, matrix, strict=True)}
-            await self.vector_cache.put_many(made)
-            result.update(made)
-            if self._progress is not None:
-                self._progress.embedded([text for _, text in chunk], windows=not counted)
-        return result
+        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`, each
+        call's into the vector cache at once (``counted=False``: excerpt windows)."""
+        made, seconds = await embed_into_cache(self.embedder, self.vector_cache, pairs, self.embed_batch,
+                                               self._progress, windows=not counted)
+        self.embed_seconds += seconds
+        return made
 
 
 def _latest_versions(entries: Sequence[ListEntry]) -> dict[str, str]:

@@ -17,13 +17,19 @@ second one is due), so a server killed in the middle resumes them at its next st
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
+from passageway.kernel.embedder import Embedder
+from passageway.kernel.errors import EmbedderError
 from passageway.kernel.index.chunking import digest_of
+from passageway.kernel.index.sync_health import BuildProgress
 from passageway.kernel.index.windows import window_texts
 from passageway.kernel.store import LaterVectors, Store, VectorCache
 
@@ -34,6 +40,7 @@ TEXTS_ROUND = 512
 WINDOWS_STATE = "windows"
 """State key: ``due`` while passages were stored whose windows may lack a vector, ``done`` after."""
 
+T = TypeVar("T")
 Embed = Callable[[list[tuple[str, str]], bool], Awaitable[dict[str, np.ndarray]]]
 """The sync's embedding call: ``(digest, text)`` pairs and whether they count as passages."""
 
@@ -93,3 +100,66 @@ async def embed_all_windows(store: LaterStore, cache: VectorCache, embed: Embed,
             embedded += len(missing)
     await store.set_state(WINDOWS_STATE, "done")
     return embedded
+
+
+async def embed_into_cache(embedder: Embedder, cache: VectorCache, pairs: list[tuple[str, str]], batch: int,
+                           progress: BuildProgress | None, *, windows: bool = False
+                           ) -> tuple[dict[str, np.ndarray], float]:
+    """Vectors for ``(digest, text)`` pairs in embedder calls of ``batch``, and the seconds spent
+    awaiting the embedder.
+
+    Each call's vectors go to the vector cache at once, so work survives a crash or a kill in
+    the middle: the next start embeds only what no call finished. Vectors are made unit length
+    (a dot product is then the cosine); a reply of the wrong shape raises ``EmbedderError``.
+    """
+    result: dict[str, np.ndarray] = {}
+    seconds = 0.0
+    for start in range(0, len(pairs), batch):
+        chunk = pairs[start : start + batch]
+        if progress is not None:
+            progress.embedding()  # the rate counts from the first call, windows' too
+        began = time.perf_counter()
+        matrix = np.asarray(await embedder.embed([text for _, text in chunk], "passage"), dtype=np.float32)
+        seconds += time.perf_counter() - began
+        if matrix.shape != (len(chunk), embedder.dim):
+            raise EmbedderError(
+                f"the embedder {embedder.name!r} returned vectors of shape {matrix.shape} for "
+                f"{len(chunk)} texts of dimension {embedder.dim}; check the embedder program"
+            )
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(norms > 0, norms, 1.0)
+        made = {digest: np.asarray(vector, dtype=np.float32)
+                for (digest, _), vector in zip(chunk, matrix, strict=True)}
+        await cache.put_many(made)
+        result.update(made)
+        if progress is not None:
+            progress.embedded([text for _, text in chunk], windows=windows)
+    return result, seconds
+
+
+async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
+                          embed: Callable[[], Awaitable[None]]) -> T:
+    """Await ``fetching`` (a fetch run) while the passages its writes store are embedded: ``embed``
+    runs each time ``stored_more`` is set, and once more after the run; an error in either ends
+    both."""
+    done = False
+
+    async def embedding() -> None:
+        while not done:
+            await stored_more.wait()
+            stored_more.clear()
+            await embed()
+
+    task = asyncio.create_task(embedding())
+    try:
+        outcome = await fetching
+    except BaseException:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        raise
+    finally:
+        done = True
+        stored_more.set()
+    await task
+    return outcome
