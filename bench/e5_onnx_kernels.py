@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-VARIANTS = ("4bit", "fp32", "int8", "4bit-acc1")
+VARIANTS = ("4bit", "fp32", "int8", "int8-rows", "4bit-acc1")
 
 
 def build(variant: str, folder: Path) -> None:
