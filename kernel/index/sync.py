@@ -379,6 +379,7 @@ class SourceSync:
         await self.store.apply(updates, [])
         if self._progress is not None:
             self._progress.stored(len(updates), sum(len(update.passages) for update in updates))
+            await self.refresh_counts()  # what the index holds, during a build too
         if self._stored_more is not None:
             self._stored_more.set()
 
