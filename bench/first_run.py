@@ -9,7 +9,7 @@ For each folder (the sample corpus ``corpus/en`` + ``corpus/de``, and ``--folder
 documentation folder, through the markdown connector), the two engines take turns ``--rounds``
 times: each run is one ``passageway serve`` with a fresh data folder (so a fresh vector cache)
 and the built-in model (converted once per engine beforehand, into a model folder of its own, not
-timed; ``XDG_DATA_HOME`` points there). Every run measures from the moment the process starts:
+timed; the run's shared ``models`` folder links there). Every run measures from the moment the process starts:
 
 * **listening**: ``/health`` answers;
 * **first keyword answer**: ``POST /recall`` with the folder's question returns a context naming
@@ -77,13 +77,15 @@ class Run:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         home = work / f"{engine}-{self.port}"
-        home.mkdir()
+        shared = home / ".local" / "share" / "passageway"
+        shared.mkdir(parents=True)
+        (shared / "models").symlink_to(model_dir / ".local" / "share" / "passageway" / "models")
         python = str(checkout / ".venv" / "bin" / "python")
         config_for(folders, home / "passageway.toml", python)
         self.environ = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
             "PASSAGEWAY_CONFIG": str(home / "passageway.toml"), "PASSAGEWAY_DATA_DIR": str(home / "data"),
-            "XDG_DATA_HOME": str(model_dir), "PASSAGEWAY_LOGIN_PASSWORD": PASSWORD,
+            "PASSAGEWAY_LOGIN_PASSWORD": PASSWORD,
             "PASSAGEWAY_PORT": str(self.port), "PASSAGEWAY_LOG_LEVEL": "INFO",
         }
         self.log = home / "serve.log"
@@ -229,8 +231,8 @@ def table(title: str, results: dict[str, list[dict[str, Any]]]) -> str:
 def convert_model(checkout: Path, model_dir: Path) -> None:
     """Convert the built-in model once per engine, outside the timed runs."""
     subprocess.run([str(checkout / ".venv" / "bin" / "passageway"), "model", "convert"],
-                   env={"PATH": os.environ.get("PATH", ""), "HOME": str(model_dir.parent),
-                        "XDG_DATA_HOME": str(model_dir)}, check=True, capture_output=True)
+                   env={"PATH": os.environ.get("PATH", ""), "HOME": str(model_dir)}, check=True,
+                   capture_output=True)
 
 
 async def main() -> int:

@@ -336,7 +336,8 @@ async def test_passages_stored_without_vectors_are_found_by_keywords_then_by_vec
         hit.passage_key for hit in found if hit.text == pending[0].text]
     await store.set_vectors([("item-1", 1, vectors[1]), ("item-1", 0, -vectors[0]), ("gone", 0, vectors[0])])
     assert await store.pending(10) == []  # a passage with a vector keeps it; an unknown one is skipped
-    cosines = {hit.text: hit.similarity for hit in await keyword_hits(contract_store, "engine part", vector, 5)}
+    found = await keyword_hits(contract_store, "engine part", vector, 5)
+    cosines = {hit.text: hit.similarity for hit in found}
     assert cosines[pending[0].text] == pytest.approx(float(vectors[0] @ vector), abs=1e-5)
 
 

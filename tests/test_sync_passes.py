@@ -100,7 +100,8 @@ async def test_windows_are_embedded_after_every_passage(tmp_path):
 async def test_the_windows_pass_resumes_after_a_kill(tmp_path):
     embedder = HeldEmbedder()
     runner = FakeRunner("notes", [long_item(n) for n in range(4)])
-    windows = {text for n in range(4) for section in long_item(n).sections for text in window_texts(section.text)}
+    windows = {text for n in range(4) for section in long_item(n).sections
+               for text in window_texts(section.text)}
     original = embedder.embed
 
     async def dies_at_the_first_window(texts, kind):  # type: ignore[no-untyped-def]
@@ -164,3 +165,34 @@ async def test_the_time_left_is_within_30_percent_once_a_fifth_is_done(tmp_path)
         assert abs(eta - actual) <= 0.3 * actual + 0.05, (moment, eta, actual)
         checked += 1
     assert checked > 10
+
+
+async def test_a_build_stopped_before_its_vectors_resumes_as_a_build(tmp_path):
+    embedder = HeldEmbedder()
+    runner = FakeRunner("notes", [item(n) for n in range(20)])
+    original = embedder.embed
+
+    async def dies_in_the_second_call(texts, kind):  # type: ignore[no-untyped-def]
+        if len(embedder.seen_calls) == 1:
+            raise asyncio.CancelledError  # the process is stopped while passages wait
+        return await original(texts, kind)
+
+    embedder.embed = dies_in_the_second_call  # type: ignore[method-assign]
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
+        with pytest.raises(asyncio.CancelledError):
+            await sync.sync_once()
+    embedder.embed = original  # type: ignore[method-assign]
+    embedder.seen_calls.clear()
+    notes: list[str | None] = []
+
+    async def noting(texts, kind):  # type: ignore[no-untyped-def]
+        notes.append(sync.health().building_note())
+        assert sync.health().state == "indexing"
+        return await original(texts, kind)
+
+    embedder.embed = noting  # type: ignore[method-assign]
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
+        await sync.sync_once()  # a reconcile that finds passages without vectors
+        assert notes and all(note is not None for note in notes)  # answers say it is still building
+        assert await sync.store.pending(10) == [] and not sync.health().building
+        assert sync.health().state == "ok"

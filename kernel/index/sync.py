@@ -295,10 +295,15 @@ class SourceSync:
             self.log.info("source %s: deleted %d items no longer listed", self.source, len(gone))
         if await self.store.get_state(LAST_POLL) is None:
             await self.store.set_state(LAST_POLL, _iso(started))
+        # Passages left without vectors by a build that was stopped: it goes on, and says so.
+        resumed = self.later and bool(await self.store.pending(1))  # type: ignore[attr-defined]
+        if resumed:
+            self._health.state, self._health.building = "indexing", True
         try:
             await self._complete(None)
         finally:
             self._end_progress()
+            self._health.building = False
         return outcome.message()
 
     async def _poll(self) -> str | None:
