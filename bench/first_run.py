@@ -46,7 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-first-run-password"
 SAMPLE_QUESTION = "How many people were lost in Algiers during 1620-21?"
-SAMPLE_EXPECT = "black-death"
+SAMPLE_EXPECT = "Black_Death"
 PROBE = "What is a passage?"
 PROBE_SECONDS = 2.0
 """How often the short question is asked during a build (often enough for a p95, seldom enough
