@@ -12,8 +12,11 @@ serving what it has.
   :data:`POLL_OVERLAP_SECONDS`, and store the items whose version differs.
 
 Every connector call that succeeds is stored in one transaction; a call that fails stores
-nothing. A failing fetch batch does not stop the ones after it, but two failing in a row stop
-the fetch until the next sync (ADR 0008). A passage whose digest already has a vector in the
+nothing. A store that takes passages before their vectors (``LaterVectors``, the builtin one)
+gets each batch at once and its vectors after, passages first and excerpt windows last
+(:mod:`.sync_passes`); another store gets each batch with its vectors. A failing fetch batch
+does not stop the ones after it, but two failing in a row stop the fetch until the next sync
+(ADR 0008). A passage whose digest already has a vector in the
 :class:`~passageway.kernel.store.VectorCache` is not embedded again.
 """
 
@@ -341,7 +344,6 @@ class SourceSync:
     async def _embed_pending(self) -> None:
         await embed_pending(self.store, self.vector_cache, self._embed_counted,  # type: ignore[arg-type]
                             self.embed_batch, self.log)
-
 
     # -- fetching, embedding and storing ------------------------------------------------------
 
