@@ -32,7 +32,7 @@ async def test_answers_during_a_first_build_name_the_building_source_on_both_tra
     async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
         for _ in range(200):
             health = (await client.get(f"{url}/health")).json()
-            if health["sources"]["notes"].get("expected"):
+            if health["sources"]["notes"].get("stored"):  # written: searchable by keywords
                 break
             await asyncio.sleep(0.05)
         notes = health["sources"]["notes"]
