@@ -79,9 +79,9 @@ def memory_of(folder: Path, threads: int) -> float:
         f"import sys, resource; sys.path.insert(0, {str(ROOT)!r})\n"
         "from pathlib import Path\n"
         "from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine\n"
-        "from tests.e5_onnx_helpers import corpus_passages\n"
         f"e = ConvertedEngine(Path({str(folder)!r}), threads={threads}, verify=False)\n"
-        "e.embed(corpus_passages()[:32], 'passage'); e.embed(['a question'], 'query')\n"
+        "e.embed(['a passage of some length about steam engines and pistons. ' * 12] * 32, 'passage')\n"
+        "e.embed(['a question'], 'query')\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -99,9 +99,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    parser.add_argument("--memory-only", action="store_true", help="only the peak RSS of each variant")
     arguments = parser.parse_args()
     cache = Path(arguments.cache)
     cache.mkdir(parents=True, exist_ok=True)
+    if arguments.memory_only:
+        for variant in arguments.variants:
+            build(variant, cache / variant)
+            print(f"{variant}: peak RSS {memory_of(cache / variant, arguments.threads):.0f} MB")
+        return
     passages, questions = corpus_passages(), corpus_texts()["questions"]
     reference = references(cache, passages, questions)
     engines = {}
