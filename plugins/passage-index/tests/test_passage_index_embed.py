@@ -15,17 +15,18 @@ from pathlib import Path
 
 import jsonschema
 import numpy as np
+import passageway_passage_index
 import pytest
+from passageway_passage_index.files import load_schema
 
 from passageway import hookimpl
 from passageway.kernel import plugins
 from passageway.kernel.cli import main
 from passageway.kernel.errors import EmbedderError
-from passageway.kernel.records import load_schema
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from passageway.testing.toy_embedder import plugin as toy_plugin
 
-FIXTURES = Path(__file__).parent / "passage_index_fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
 HOSTED_NAME = "openai:text-embedding-3-small@embeddings.internal.example:8443#0a1b2c3d"
 
 
@@ -48,7 +49,8 @@ def toy_plugins(monkeypatch, tmp_path):
     original = plugins.build_plugin_manager
 
     def with_toys(env=None, **kwargs):
-        return original(env, extra=(("toy", toy_plugin), ("more", _MoreToys())), load_entry_points=False)
+        extra = (("toy", toy_plugin), ("more", _MoreToys()), ("passage_index", passageway_passage_index))
+        return original(env, extra=extra, load_entry_points=False)
 
     monkeypatch.setattr(plugins, "build_plugin_manager", with_toys)
     for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR", "PASSAGEWAY_MODEL_DIR", "PASSAGEWAY_INSTANCE"):
@@ -181,7 +183,7 @@ def test_without_embed_no_network_request_is_made(site, tmp_path, capsys, monkey
 
 
 def test_a_command_embedder_is_built_from_the_config(site, tmp_path, capsys):
-    program = Path(__file__).resolve().parents[1] / "docs" / "examples" / "toy_hash_embedder.py"
+    program = Path(__file__).resolve().parents[3] / "docs" / "examples" / "toy_hash_embedder.py"
     toml = tmp_path / "command.toml"
     toml.write_text(
         f'[embedder]\nkind = "command"\ncommand = {json.dumps([sys.executable, str(program)])}\n'

@@ -3,7 +3,9 @@
 Only what the chunker and the prepared search content need. A heading is an ATX heading
 (``## Title``, closing ``#`` marks dropped) outside a fenced code block; fences open and close by
 the rule :mod:`passageway.kernel.chunking` uses for its blocks, so a ``# comment`` inside a fence
-is code for both. Underlined (setext) headings are plain text.
+is code for both. :func:`normalised` first removes HTML comments and rewrites underlined (setext)
+headings as ATX ones, so that a ``## line`` in a comment starts nothing and ``Title`` over ``---``
+is a heading; :func:`heading_attributes` takes a ``{#id}`` attribute block off a heading's text.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ _STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _EMPHASIS = re.compile(r"(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\1(?![\w*])")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")
 _NOT_SLUG = re.compile(r"[\W_]+", re.UNICODE)
+_ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[.\w-]+[ \t]+)*#([^\s}]+)[^{}]*\}[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_NOT_PARAGRAPH = re.compile(r"^(?: {4}| {0,3}(?:[-*+>|<]|\d{1,9}[.)]|#{1,6}(?:[ \t]|$)|`{3}|~{3}))")
+_COMMENT_OPEN = "<!--"
+_COMMENT_CLOSE = "-->"
 
 
 def fenced_lines(text: str) -> Iterator[tuple[str, bool]]:
@@ -42,6 +49,59 @@ def fenced_lines(text: str) -> Iterator[tuple[str, bool]]:
         yield line, True
         if stripped.startswith(marker[0] * len(marker)) and not stripped.strip(marker[0]):
             marker = None
+
+
+def normalised(text: str) -> str:
+    """``text`` without HTML comments outside code, its setext headings written as ATX ones."""
+    lines: list[str] = []
+    in_comment = False
+    previous_blank = True  # whether the line before the last kept one was blank
+    for line, in_code in fenced_lines(text):
+        if in_code:
+            lines.append(line)
+            previous_blank = False
+            continue
+        line, in_comment = _without_comments(line, in_comment)
+        underline = _SETEXT.match(line)
+        if (underline and lines and lines[-1].strip() and previous_blank
+                and not _NOT_PARAGRAPH.match(lines[-1]) and heading(lines[-1]) is None):
+            lines[-1] = f"{'#' if underline.group(1)[0] == '=' else '##'} {lines[-1].strip()}"
+            previous_blank = False
+            continue
+        previous_blank = not lines or not lines[-1].strip()
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _without_comments(line: str, in_comment: bool) -> tuple[str, bool]:
+    """The parts of ``line`` outside HTML comments, and whether a comment is still open after it."""
+    kept: list[str] = []
+    position = 0
+    while position < len(line):
+        if in_comment:
+            end = line.find(_COMMENT_CLOSE, position)
+            if end < 0:
+                return "".join(kept).rstrip(), True
+            position, in_comment = end + len(_COMMENT_CLOSE), False
+        else:
+            start = line.find(_COMMENT_OPEN, position)
+            if start < 0:
+                kept.append(line[position:])
+                break
+            kept.append(line[position:start])
+            position, in_comment = start + len(_COMMENT_OPEN), True
+    if not kept:
+        return "", in_comment
+    joined = "".join(kept)
+    return (joined.rstrip() if joined.strip() else ""), in_comment
+
+
+def heading_attributes(text: str) -> tuple[str, str | None]:
+    """A heading's text without a trailing ``{#id}`` / ``{ #id .class }`` / ``{: #id}`` block, and the id."""
+    found = _ATTRIBUTES.search(text)
+    if found is None:
+        return text, None
+    return text[: found.start()].rstrip(), found.group(1)
 
 
 def heading(line: str) -> tuple[int, str] | None:

@@ -1,0 +1,328 @@
+"""One built HTML page to its title and sections, read with lxml (``docs/adr/0013``).
+
+The page's main content is found by the generator's own markup (:data:`MAIN_CONTENT`, the first
+selector that matches), else ``<main>``, ``[role=main]``, ``<article>`` or the body. Inside it,
+what a generator adds around the author's text is removed (:data:`CHROME`: permalink marks, copy
+buttons, breadcrumbs, "edit this page", previous/next links, tables of contents, tab labels).
+
+What remains is written as the Markdown the chunker reads: the first ``h1`` is the page title, every
+``h2`` and ``h3`` starts a section whose anchor is the id the generator's permalink points at (the
+heading's ``id``, or its ``<section>``'s for Sphinx), ``h4`` to ``h6`` stay in their section as
+``####`` lines, ``<pre>`` becomes one fenced code block, a ``<table>`` a pipe table, lists and
+quotes their Markdown forms, and links ``[text](href)`` so that a list of nothing but links to
+the site's own pages is recognised as navigation by the prepared search content.
+
+The walk is iterative where documents nest (a hostile page may nest thousands of elements) and
+linear in the page's size.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import attrs
+from lxml import html
+from lxml.cssselect import CSSSelector
+
+from passageway_passage_index.markdown import plain
+from passageway_passage_index.site import SourceSection
+
+MAIN_CONTENT = (
+    # MkDocs with Material, then VitePress, Docusaurus, Sphinx (furo, alabaster, Read the Docs,
+    # pydata) and the MkDocs default theme.
+    "article.md-content__inner",
+    "div.vp-doc",
+    "div.theme-doc-markdown",
+    "article[role=main]",
+    "div[itemprop=articleBody]",
+    "div.body[role=main]",
+    "div[role=main]",
+    "main",
+    "[role=main]",
+    "article",
+    "body",
+)
+CHROME = (
+    "script", "style", "noscript", "template", "svg", "button", "form", "nav", "footer", "iframe",
+    "a.headerlink", "a.header-anchor", "a.hash-link", "a.md-content__button", ".md-source-file",
+    ".theme-doc-footer", ".theme-doc-breadcrumbs", ".theme-doc-toc-mobile", ".theme-doc-version-badge",
+    ".pagination-nav", ".theme-edit-this-page", ".toctree-wrapper", ".tabbed-labels",
+    "[role=tablist]", ".line-numbers-wrapper", "span.lang", ".sr-only", ".visually-hidden",
+    ".skip-to-content", ".prev-next-area", ".related-pages", ".md-feedback", ".edit-link",
+    ".vp-doc-footer",
+)
+_BLOCKS = frozenset({
+    "p", "div", "section", "article", "main", "aside", "header", "blockquote", "pre", "ul", "ol", "dl",
+    "dt", "dd", "table", "h1", "h2", "h3", "h4", "h5", "h6", "figure", "figcaption", "details",
+    "summary", "hr", "li", "center", "address",
+})
+_MAX_DEPTH = 200
+"""Deeper elements are read as plain text: no real page nests so far, and it bounds the stack."""
+_WHITESPACE = re.compile(r"\s+")
+_MARKS = re.compile(r"[\\`*_\[\]]")
+_LINE_START_MARK = re.compile(r"^( {0,3})([#>=+|-]|\d+[.)]|<!--|[*_]{3,}\s*$)")
+
+
+@attrs.define
+class HtmlPage:
+    """What the index keeps of one HTML page."""
+
+    title: str
+    language: str | None
+    generator: str
+    """The ``<meta name="generator">`` content, empty if none."""
+    redirect: bool
+    """Whether the page is a redirect stub (``<meta http-equiv="refresh">``)."""
+    sections: list[SourceSection]
+    ids: set[str]
+    """Every ``id`` in the document, to check that anchors resolve."""
+
+
+def read_page(content: bytes) -> HtmlPage:
+    """The title, language and sections of one built page (``content`` is its bytes)."""
+    document = html.document_fromstring(content) if content.strip() else html.document_fromstring(b"<p/>")
+    language = document.get("lang") or None
+    generator = " ".join(meta.get("content", "") for meta in document.xpath("//meta[@name='generator']"))
+    redirect = any(
+        (meta.get("http-equiv") or "").lower() == "refresh" for meta in document.xpath("//meta[@http-equiv]")
+    )
+    ids = {element.get("id") for element in document.iter() if element.get("id")}  # type: ignore[misc]
+    root = _main_content(document)
+    for element in _chrome()(root):
+        _drop(element)
+    writer = _Writer()
+    writer.blocks(root, 0)
+    writer.end_section()
+    title = writer.title or _title_of(document)
+    return HtmlPage(title=title, language=language, generator=generator, redirect=redirect,
+                    sections=writer.sections, ids=ids)
+
+
+@cache
+def _selectors() -> list[CSSSelector]:
+    return [CSSSelector(selector) for selector in MAIN_CONTENT]
+
+
+@cache
+def _chrome() -> CSSSelector:
+    return CSSSelector(", ".join(CHROME))
+
+
+def _main_content(document: html.HtmlElement) -> html.HtmlElement:
+    for selector in _selectors():
+        found = selector(document)
+        if found:
+            return found[0]
+    return document
+
+
+def _drop(element: html.HtmlElement) -> None:
+    """Remove ``element`` but keep the text that follows it."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    element.drop_tree()
+
+
+def _title_of(document: html.HtmlElement) -> str:
+    found = document.find(".//title")
+    text = _WHITESPACE.sub(" ", found.text_content()).strip() if found is not None else ""
+    for separator in (" | ", " — ", " - ", " · "):
+        if separator in text:
+            return text.split(separator)[0].strip()
+    return text
+
+
+@attrs.define
+class _Writer:
+    """Walks the main content and writes Markdown, one section at a time."""
+
+    title: str = ""
+    sections: list[SourceSection] = attrs.field(factory=list)
+    level: int = 0
+    name: str = ""
+    anchor: str | None = None
+    out: list[str] = attrs.field(factory=list)
+    """The current section's blocks."""
+
+    def end_section(self) -> None:
+        text = "\n\n".join(block for block in self.out if block.strip())
+        if self.level or text:
+            self.sections.append(SourceSection(self.level, self.name, self.anchor, text))
+        self.out = []
+
+    def blocks(self, element: html.HtmlElement, depth: int) -> None:
+        """Write the block-level content of ``element``: inline runs become paragraphs."""
+        run: list[str] = [_text(element.text)]
+        for child in element:
+            if not isinstance(child.tag, str):  # a comment or processing instruction
+                run.append(_text(child.tail))
+                continue
+            if child.tag in _BLOCKS:
+                self._paragraph(run)
+                run = []
+                self.block(child, depth + 1)
+            else:
+                run.append(_inline(child, depth + 1))
+            run.append(_text(child.tail))
+        self._paragraph(run)
+
+    def _paragraph(self, run: list[str]) -> None:
+        text = _WHITESPACE.sub(" ", "".join(run)).strip()
+        if text:
+            self.out.append(_escape_line_start(text))
+
+    def block(self, element: html.HtmlElement, depth: int) -> None:
+        tag = element.tag
+        if depth > _MAX_DEPTH:
+            self._paragraph([element.text_content()])
+        elif tag in ("h1", "h2", "h3"):
+            self._heading(element, int(tag[1]))
+        elif tag in ("h4", "h5", "h6"):
+            text = _inline_text(element, depth)
+            if text:
+                self.out.append(f"{'#' * int(tag[1])} {text}")
+        elif tag == "pre":
+            self.out.append(_fenced(element))
+        elif tag == "table":
+            self.out.append(_table(element, depth))
+        elif tag in ("ul", "ol"):
+            self.out.append(_list(element, depth))
+        elif tag == "blockquote":
+            inner = _Writer()
+            inner.blocks(element, depth)
+            quoted = "\n\n".join(inner.out)
+            if quoted:
+                self.out.append("\n".join(f"> {line}" if line else ">" for line in quoted.split("\n")))
+        elif tag == "hr":
+            return
+        else:
+            self.blocks(element, depth)
+
+    def _heading(self, element: html.HtmlElement, level: int) -> None:
+        text = plain(_inline_text(element, 0))
+        if level == 1 and not self.title and not self.sections and not self.level:
+            self.title = text
+            return
+        self.end_section()
+        self.level = 2 if level == 1 else level
+        self.name = text
+        self.anchor = _anchor_of(element)
+
+
+def _anchor_of(heading: html.HtmlElement) -> str | None:
+    """The id a reader's link to this heading uses: the heading's own, else its section's."""
+    if heading.get("id"):
+        return heading.get("id")
+    parent = heading.getparent()
+    if parent is not None and parent.get("id") and parent.tag in ("section", "div"):
+        first = next((child for child in parent if isinstance(child.tag, str)), None)
+        if first is heading:
+            return parent.get("id")
+    return None
+
+
+def _inline(element: html.HtmlElement, depth: int) -> str:
+    tag = element.tag
+    if depth > _MAX_DEPTH:
+        return element.text_content()
+    if tag == "code" or tag == "kbd" or tag == "samp":
+        return _code_span(element.text_content())
+    if tag == "br":
+        return " "
+    if tag == "img":
+        return element.get("alt") or ""
+    inner = _text(element.text) + "".join(
+        _inline(child, depth + 1) + _text(child.tail) for child in element if isinstance(child.tag, str)
+    )
+    if tag == "a" and element.get("href") and inner.strip():
+        href = element.get("href", "").replace(" ", "%20").replace(")", "%29")
+        return f"[{inner.strip()}]({href})"
+    return inner
+
+
+def _inline_text(element: html.HtmlElement, depth: int) -> str:
+    """The inline Markdown of ``element`` with nested blocks read as text, on one line."""
+    parts = [_text(element.text)]
+    for child in element:
+        if isinstance(child.tag, str):
+            parts.append(_inline(child, depth + 1))
+        parts.append(_text(child.tail))
+    return _WHITESPACE.sub(" ", "".join(parts)).strip()
+
+
+def _text(text: str | None) -> str:
+    """A text node as Markdown: marks escaped only where Markdown would read them as marks."""
+    if not text:
+        return ""
+    if not _MARKS.search(text) or plain(text) == _WHITESPACE.sub(" ", text).strip():
+        return text
+    return _MARKS.sub(r"\\\g<0>", text)
+
+
+def _code_span(text: str) -> str:
+    text = _WHITESPACE.sub(" ", text).strip()
+    if not text:
+        return ""
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{padding}{text}{padding}{ticks}"
+
+
+def _escape_line_start(text: str) -> str:
+    """A backslash before a mark that would make a paragraph's first characters Markdown syntax."""
+    return _LINE_START_MARK.sub(lambda match: f"{match.group(1)}\\{match.group(2)}", text, count=1)
+
+
+def _language(element: html.HtmlElement) -> str:
+    for node in (element, *element.iterancestors()):
+        for name in (node.get("class") or "").split():
+            for prefix in ("language-", "highlight-", "lang-"):
+                if name.startswith(prefix) and name[len(prefix):] not in ("", "default", "text"):
+                    return name[len(prefix):]
+        if node.tag in ("div", "section", "article"):
+            break
+    code = element.find("code")
+    return _language(code) if code is not None and code is not element else ""
+
+
+def _fenced(element: html.HtmlElement) -> str:
+    body = element.text_content().strip("\n")
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`{3,}", body)), default=0) + 1)
+    return f"{fence}{_language(element)}\n{body}\n{fence}"
+
+
+def _table(element: html.HtmlElement, depth: int) -> str:
+    rows: list[list[str]] = []
+    for row in element.iter("tr"):
+        cells = [cell for cell in row if isinstance(cell.tag, str) and cell.tag in ("td", "th")]
+        rows.append([_inline_text(cell, depth).replace("|", "\\|") for cell in cells])
+    rows = [row for row in rows if row]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    lines = [f"| {' | '.join(row + [''] * (width - len(row)))} |" for row in rows]
+    lines.insert(1, "|" + "---|" * width)
+    return "\n".join(lines)
+
+
+def _list(element: html.HtmlElement, depth: int) -> str:
+    """A list as Markdown; an item's nested blocks are indented under its marker."""
+    lines: list[str] = []
+    number = int(element.get("start") or 1) if (element.get("start") or "1").isdigit() else 1
+    for item in element:
+        if not isinstance(item.tag, str) or item.tag != "li":
+            continue
+        marker = f"{number}. " if element.tag == "ol" else "- "
+        number += 1
+        inner = _Writer()
+        inner.blocks(item, depth + 1)
+        body = "\n\n".join(inner.out) or ""
+        indent = " " * len(marker)
+        first, *rest = body.split("\n") if body else [""]
+        lines.append(f"{marker}{first}".rstrip())
+        lines.extend(f"{indent}{line}" if line else "" for line in rest)
+    return "\n".join(lines)
+
+
