@@ -18,6 +18,7 @@ linear in the page's size.
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import cache
 
@@ -276,18 +277,18 @@ def _escape_line_start(text: str) -> str:
 
 
 def _language(element: html.HtmlElement) -> str:
-    for node in (element, *element.iterancestors()):
+    for node in [element, *itertools.islice(element.iterancestors(), 3)]:
         for name in (node.get("class") or "").split():
             for prefix in ("language-", "highlight-", "lang-"):
                 if name.startswith(prefix) and name[len(prefix):] not in ("", "default", "text"):
                     return name[len(prefix):]
-        if node.tag in ("div", "section", "article"):
-            break
     code = element.find("code")
     return _language(code) if code is not None and code is not element else ""
 
 
 def _fenced(element: html.HtmlElement) -> str:
+    for line_break in element.iter("br"):  # Docusaurus ends each highlighted line with <br>
+        line_break.tail = "\n" + (line_break.tail or "")
     body = element.text_content().strip("\n")
     fence = "`" * max(3, max((len(run) for run in re.findall(r"`{3,}", body)), default=0) + 1)
     return f"{fence}{_language(element)}\n{body}\n{fence}"
