@@ -131,4 +131,6 @@ def _generator(site_dir: Path, generators: list[str]) -> str:
             return name
     if (site_dir / "searchindex.js").exists() or (site_dir / "_static").is_dir():
         return "sphinx"
+    if (site_dir / "search" / "search_index.json").exists():
+        return "mkdocs"  # its default theme names no generator; its search plugin writes this
     return "html"
