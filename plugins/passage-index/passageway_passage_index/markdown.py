@@ -18,12 +18,13 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
-_STRONG = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_EMPHASIS = re.compile(r"(?<![\w*])([*_])(?=\S)(.+?)(?<=\S)\1(?![\w*])")
+# Every span is bounded in length, so that an opening mark with no closing one costs a bounded scan:
+# a paragraph of 80,000 unmatched ``*`` or ``[`` stays linear (issue 32, item 11).
+_IMAGE = re.compile(r"!\[([^\[\]]{0,500})\]\([^()\[\]\n]{0,2000}\)")
+_LINK = re.compile(r"\[([^\[\]]{0,500})\]\([^()\[\]\n]{0,2000}\)")
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]{1,2000})>")
+_CODE_SPAN = re.compile(r"(`+)(.{1,2000}?)\1")
+_MARK_RUN = re.compile(r"\*+|_+")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")
 _NOT_SLUG = re.compile(r"[\W_]+", re.UNICODE)
 _ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[.\w-]+[ \t]+)*#([^\s}]+)[^{}]*\}[ \t]*$")
@@ -125,11 +126,44 @@ def plain(text: str) -> str:
         return f"\x00{len(spans) - 1}\x00"
 
     text = _CODE_SPAN.sub(keep_span, text)  # code keeps its * and _
-    text = _STRONG.sub(r"\2", text)
-    text = _EMPHASIS.sub(r"\2", text)
+    text = _without_emphasis(text)
     text = _ESCAPE.sub(r"\1", text)
     text = re.sub(r"\x00(\d+)\x00", lambda match: spans[int(match.group(1))], text)
     return " ".join(text.split())
+
+
+def _without_emphasis(text: str) -> str:
+    """``text`` without the ``*`` / ``_`` runs that open and close emphasis, in one pass.
+
+    A run can open when a non-space follows it and close when a non-space precedes it (for ``_``,
+    not inside a word, so ``snake_case`` keeps its marks); each closing run pairs with the last
+    open run of the same character and length class. Unpaired runs stay, as in ``*args``.
+    """
+    runs = list(_MARK_RUN.finditer(text))
+    if not runs:
+        return text
+    stacks: dict[tuple[str, bool], list[int]] = {}
+    dropped: set[int] = set()
+    for index, run in enumerate(runs):
+        mark = run.group()[0]
+        before = text[run.start() - 1] if run.start() else " "
+        after = text[run.end()] if run.end() < len(text) else " "
+        can_close = not before.isspace() and (mark == "*" or not after.isalnum())
+        can_open = not after.isspace() and (mark == "*" or not before.isalnum())
+        stack = stacks.setdefault((mark, len(run.group()) >= 2), [])
+        if can_close and stack:
+            dropped.update((stack.pop(), index))
+        elif can_open:
+            stack.append(index)
+    if not dropped:
+        return text
+    parts: list[str] = []
+    position = 0
+    for index in sorted(dropped):
+        parts.append(text[position : runs[index].start()])
+        position = runs[index].end()
+    parts.append(text[position:])
+    return "".join(parts)
 
 
 def slug(text: str) -> str:
