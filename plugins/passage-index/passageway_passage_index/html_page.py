@@ -75,6 +75,9 @@ class HtmlPage:
     """The ``<meta name="generator">`` content, empty if none."""
     redirect: bool
     """Whether the page is a redirect stub (``<meta http-equiv="refresh">``)."""
+    fragment: bool
+    """Whether the file has neither a ``<title>`` nor an ``<h1>``: a template or a piece of a page
+    (a theme's ``overrides/main.html`` copied into the build), not a page."""
     sections: list[SourceSection]
     ids: set[str]
     """Every ``id`` in the document, to check that anchors resolve."""
@@ -96,8 +99,9 @@ def read_page(content: bytes) -> HtmlPage:
     writer.blocks(root, 0)
     writer.end_section()
     title = writer.title or _title_of(document)
+    fragment = document.find(".//title") is None and document.find(".//h1") is None
     return HtmlPage(title=title, language=language, generator=generator, redirect=redirect,
-                    sections=writer.sections, ids=ids)
+                    fragment=fragment, sections=writer.sections, ids=ids)
 
 
 @cache

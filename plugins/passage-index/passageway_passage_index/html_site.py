@@ -7,7 +7,8 @@ Every ``.html`` file under ``SITE_DIR`` is a page, in path order, except:
   ``_images``), ``assets`` and ``node_modules``, and links (the index reads regular files only);
 * the pages a generator makes for itself: ``404.html`` (or ``404/index.html``), the search page
   (``search.html``, ``search/index.html``), Sphinx's ``genindex.html`` and ``*modindex.html``;
-* redirect stubs (a ``<meta http-equiv="refresh">``) and pages with no text in their main content.
+* redirect stubs (a ``<meta http-equiv="refresh">``), files with neither a ``<title>`` nor an
+  ``<h1>`` (templates a theme copied into the build), and pages with no text in their main content.
 
 A page's URL is its path from the site root (``guide/install/index.html`` is ``/guide/install/``),
 its ID that path without ``.html`` or ``/index``, ``/`` made ``.`` (``guide.install``; ``index``
@@ -75,7 +76,7 @@ def read_html_site(site_dir: Path, skip: Skip) -> tuple[list[Page], str, dict[st
             skip(UnreadablePage(f"{path} cannot be read as HTML ({error})"))
             continue
         generators.append(page.generator)
-        if page.redirect or not any(section.text.strip() for section in page.sections):
+        if page.redirect or page.fragment or not any(section.text.strip() for section in page.sections):
             continue
         url = _url_of(path)
         ids_by_url[url] = page.ids
