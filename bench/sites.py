@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from lxml import html
-from passageway_passage_index import chunks_document
+from passageway_passage_index import build_index, chunks_document
 
 ROOT = Path(__file__).resolve().parents[1]
+CLI = "import sys; from passageway.kernel.cli import main; sys.exit(main(sys.argv[1:]))"
 CHROME_PHRASES = (
     "Skip to content", "Edit this page", "Edit on GitHub", "¶", "On this page", "Table of contents",
     "Copy to clipboard", "Made with", "Powered by", "Back to top", "Initializing search", "Quick search",
@@ -123,6 +124,7 @@ def baseline(ref: str, into: Path) -> Any:
             source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:builtin/passage_index/{name}"],
                                     check=True, capture_output=True, text=True).stdout
             source = source.replace("passageway.builtin.passage_index", "baseline_passage_index")
+            source = source.replace("passageway.kernel.chunking", "passageway.kernel.index.chunking")
             source = source.replace("from passageway.kernel.records import schema_errors",
                                     "from passageway_passage_index.files import schema_errors")
             (package / name).write_text(source)
@@ -148,7 +150,7 @@ def recall(sites: dict[str, Path], cases: Path, work: Path) -> dict[str, Any]:
     config.write_text("\n".join(blocks), encoding="utf-8")
     env = {**os.environ, "PASSAGEWAY_DATA_DIR": str(work / "data")}
     out = work / "eval"
-    done = subprocess.run([sys.executable, "-m", "passageway", "eval", str(cases), "--config", str(config),
+    done = subprocess.run([sys.executable, "-c", CLI, "eval", str(cases), "--config", str(config),
                            "--out", str(out), "--include-cases"], env=env, capture_output=True, text=True)
     if done.returncode not in (0, 1):
         raise SystemExit(f"passageway eval failed: {done.stderr.strip()[-2000:]}")
@@ -198,8 +200,7 @@ def main() -> int:
             results[name] = result
             print(name, json.dumps(result), flush=True)
         for site in served.values():
-            subprocess.run([sys.executable, "-m", "passageway", "index", str(site)], check=True,
-                           capture_output=True)
+            build_index(site)
         if args.cases:
             results["recall"] = recall(served, args.cases, work)
             print("recall", json.dumps(results["recall"]), flush=True)

@@ -1,9 +1,11 @@
 """One built HTML page to its title and sections, read with lxml (``docs/adr/0013``).
 
 The page's main content is found by the generator's own markup (:data:`MAIN_CONTENT`, the first
-selector that matches), else ``<main>``, ``[role=main]``, ``<article>`` or the body. Inside it,
-what a generator adds around the author's text is removed (:data:`CHROME`: permalink marks, copy
-buttons, breadcrumbs, "edit this page", previous/next links, tables of contents, tab labels).
+rule that matches), else ``<main>``, ``[role=main]``, ``<article>`` or the body. Inside it, what a
+generator adds around the author's text is removed (:data:`CHROME_TAGS`, :data:`CHROME_CLASSES`:
+permalink marks, copy buttons, breadcrumbs, "edit this page", previous/next links, tables of
+contents, tab labels). Both are checked in one pass over the elements, in plain Python: CSS
+selectors compiled to XPath cost more than the rest of the page's reading together.
 
 What remains is written as the Markdown the chunker reads: the first ``h1`` is the page title, every
 ``h2`` and ``h3`` starts a section whose anchor is the id the generator's permalink points at (the
@@ -20,39 +22,40 @@ from __future__ import annotations
 
 import itertools
 import re
-from functools import cache
 
 import attrs
-from lxml import html
-from lxml.cssselect import CSSSelector
+from lxml import etree
 
 from passageway_passage_index.markdown import plain
 from passageway_passage_index.site import SourceSection
 
-MAIN_CONTENT = (
-    # MkDocs with Material, then VitePress, Docusaurus, Sphinx (furo, alabaster, Read the Docs,
-    # pydata) and the MkDocs default theme.
-    "article.md-content__inner",
-    "div.vp-doc",
-    "div.theme-doc-markdown",
-    "article[role=main]",
-    "div[itemprop=articleBody]",
-    "div.body[role=main]",
-    "div[role=main]",
-    "main",
-    "[role=main]",
-    "article",
-    "body",
+MAIN_CONTENT: tuple[tuple[str | None, str | None, tuple[str, str] | None], ...] = (
+    # (tag, class, attribute) - MkDocs with Material, then VitePress, Docusaurus, Sphinx (furo,
+    # Read the Docs, alabaster) and the MkDocs default theme, then any page.
+    ("article", "md-content__inner", None),
+    ("div", "vp-doc", None),
+    ("div", "theme-doc-markdown", None),
+    ("article", None, ("role", "main")),
+    ("div", None, ("itemprop", "articleBody")),
+    ("div", "body", ("role", "main")),
+    ("div", None, ("role", "main")),
+    ("main", None, None),
+    (None, None, ("role", "main")),
+    ("article", None, None),
+    ("body", None, None),
 )
-CHROME = (
+CHROME_TAGS = frozenset({
     "script", "style", "noscript", "template", "svg", "button", "form", "nav", "footer", "iframe",
-    "a.headerlink", "a.header-anchor", "a.hash-link", "a.md-content__button", ".md-source-file",
-    ".theme-doc-footer", ".theme-doc-breadcrumbs", ".theme-doc-toc-mobile", ".theme-doc-version-badge",
-    ".pagination-nav", ".theme-edit-this-page", ".toctree-wrapper", ".tabbed-labels",
-    "[role=tablist]", ".line-numbers-wrapper", "span.lang", ".sr-only", ".visually-hidden",
-    ".skip-to-content", ".prev-next-area", ".related-pages", ".md-feedback", ".edit-link",
-    ".vp-doc-footer",
-)
+})
+CHROME_CLASSES = frozenset({
+    "headerlink", "header-anchor", "hash-link", "md-content__button", "md-source-file",
+    "theme-doc-footer", "theme-doc-breadcrumbs", "theme-doc-toc-mobile", "theme-doc-version-badge",
+    "pagination-nav", "theme-edit-this-page", "toctree-wrapper", "tabbed-labels",
+    "line-numbers-wrapper", "sr-only", "visually-hidden", "skip-to-content", "prev-next-area",
+    "related-pages", "md-feedback", "edit-link", "vp-doc-footer",
+})
+"""Inside the main content, elements of these tags or classes (and ``role="tablist"``, and the
+``<span class="lang">`` VitePress puts on a code block) are the generator's, not the author's."""
 _BLOCKS = frozenset({
     "p", "div", "section", "article", "main", "aside", "header", "blockquote", "pre", "ul", "ol", "dl",
     "dt", "dd", "table", "h1", "h2", "h3", "h4", "h5", "h6", "figure", "figcaption", "details",
@@ -60,6 +63,7 @@ _BLOCKS = frozenset({
 })
 _MAX_DEPTH = 200
 """Deeper elements are read as plain text: no real page nests so far, and it bounds the stack."""
+_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
 _WHITESPACE = re.compile(r"\s+")
 _MARKS = re.compile(r"[\\`*_\[\]]")
 _LINE_START_MARK = re.compile(r"^( {0,3})([#>=+|-]|\d+[.)]|<!--|[*_]{3,}\s*$)")
@@ -85,7 +89,10 @@ class HtmlPage:
 
 def read_page(content: bytes) -> HtmlPage:
     """The title, language and sections of one built page (``content`` is its bytes)."""
-    document = html.document_fromstring(content) if content.strip() else html.document_fromstring(b"<p/>")
+    # lxml's etree parser, not lxml.html: its element classes cost a lookup per element visited.
+    document = etree.fromstring(content if content.strip() else b"<p/>", _PARSER)
+    if document is None:
+        document = etree.fromstring(b"<p/>", _PARSER)
     language = document.get("lang") or None
     generator = " ".join(meta.get("content", "") for meta in document.xpath("//meta[@name='generator']"))
     redirect = any(
@@ -93,7 +100,7 @@ def read_page(content: bytes) -> HtmlPage:
     )
     ids = {element.get("id") for element in document.iter() if element.get("id")}  # type: ignore[misc]
     root = _main_content(document)
-    for element in _chrome()(root):
+    for element in [element for element in root.iter() if _is_chrome(element)]:
         _drop(element)
     writer = _Writer()
     writer.blocks(root, 0)
@@ -104,35 +111,65 @@ def read_page(content: bytes) -> HtmlPage:
                     fragment=fragment, sections=writer.sections, ids=ids)
 
 
-@cache
-def _selectors() -> list[CSSSelector]:
-    return [CSSSelector(selector) for selector in MAIN_CONTENT]
+def _matches(element: etree._Element, tag: str | None, name: str | None,
+             attribute: tuple[str, str] | None) -> bool:
+    if tag is not None and element.tag != tag:
+        return False
+    if name is not None and name not in (element.get("class") or "").split():
+        return False
+    return attribute is None or element.get(attribute[0]) == attribute[1]
 
 
-@cache
-def _chrome() -> CSSSelector:
-    return CSSSelector(", ".join(CHROME))
+_CANDIDATES = etree.XPath("//*[self::article or self::div or self::main or self::body or @role='main']")
 
 
-def _main_content(document: html.HtmlElement) -> html.HtmlElement:
-    for selector in _selectors():
-        found = selector(document)
-        if found:
-            return found[0]
-    return document
+def _main_content(document: etree._Element) -> etree._Element:
+    """The first element, in document order, of the first rule of :data:`MAIN_CONTENT` that any
+    element meets; one pass over the page."""
+    best: tuple[int, etree._Element] | None = None
+    for element in _CANDIDATES(document):
+        limit = len(MAIN_CONTENT) if best is None else best[0]
+        for rank in range(limit):
+            if _matches(element, *MAIN_CONTENT[rank]):
+                best = (rank, element)
+                break
+        if best is not None and best[0] == 0:
+            break
+    return best[1] if best is not None else document
 
 
-def _drop(element: html.HtmlElement) -> None:
+def _is_chrome(element: etree._Element) -> bool:
+    tag = element.tag
+    if not isinstance(tag, str):
+        return False
+    if tag in CHROME_TAGS or element.get("role") == "tablist":
+        return True
+    names = (element.get("class") or "").split()
+    return any(name in CHROME_CLASSES for name in names) or (tag == "span" and "lang" in names)
+
+
+def _drop(element: etree._Element) -> None:
     """Remove ``element`` but keep the text that follows it."""
     parent = element.getparent()
     if parent is None:
         return
-    element.drop_tree()
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
 
 
-def _title_of(document: html.HtmlElement) -> str:
+def _text_of(element: etree._Element) -> str:
+    """All the text inside ``element`` (its tail left out)."""
+    return etree.tostring(element, method="text", encoding="unicode", with_tail=False)
+
+
+def _title_of(document: etree._Element) -> str:
     found = document.find(".//title")
-    text = _WHITESPACE.sub(" ", found.text_content()).strip() if found is not None else ""
+    text = _WHITESPACE.sub(" ", _text_of(found)).strip() if found is not None else ""
     for separator in (" | ", " — ", " - ", " · "):
         if separator in text:
             return text.split(separator)[0].strip()
@@ -157,7 +194,7 @@ class _Writer:
             self.sections.append(SourceSection(self.level, self.name, self.anchor, text))
         self.out = []
 
-    def blocks(self, element: html.HtmlElement, depth: int) -> None:
+    def blocks(self, element: etree._Element, depth: int) -> None:
         """Write the block-level content of ``element``: inline runs become paragraphs."""
         run: list[str] = [_text(element.text)]
         for child in element:
@@ -178,10 +215,10 @@ class _Writer:
         if text:
             self.out.append(_escape_line_start(text))
 
-    def block(self, element: html.HtmlElement, depth: int) -> None:
+    def block(self, element: etree._Element, depth: int) -> None:
         tag = element.tag
         if depth > _MAX_DEPTH:
-            self._paragraph([element.text_content()])
+            self._paragraph([_text_of(element)])
         elif tag in ("h1", "h2", "h3"):
             self._heading(element, int(tag[1]))
         elif tag in ("h4", "h5", "h6"):
@@ -205,7 +242,7 @@ class _Writer:
         else:
             self.blocks(element, depth)
 
-    def _heading(self, element: html.HtmlElement, level: int) -> None:
+    def _heading(self, element: etree._Element, level: int) -> None:
         text = plain(_inline_text(element, 0))
         if level == 1 and not self.title and not self.sections and not self.level:
             self.title = text
@@ -216,7 +253,7 @@ class _Writer:
         self.anchor = _anchor_of(element)
 
 
-def _anchor_of(heading: html.HtmlElement) -> str | None:
+def _anchor_of(heading: etree._Element) -> str | None:
     """The id a reader's link to this heading uses: the heading's own, else its section's."""
     if heading.get("id"):
         return heading.get("id")
@@ -228,12 +265,12 @@ def _anchor_of(heading: html.HtmlElement) -> str | None:
     return None
 
 
-def _inline(element: html.HtmlElement, depth: int) -> str:
+def _inline(element: etree._Element, depth: int) -> str:
     tag = element.tag
     if depth > _MAX_DEPTH:
-        return element.text_content()
+        return _text_of(element)
     if tag == "code" or tag == "kbd" or tag == "samp":
-        return _code_span(element.text_content())
+        return _code_span(_text_of(element))
     if tag == "br":
         return " "
     if tag == "img":
@@ -247,7 +284,7 @@ def _inline(element: html.HtmlElement, depth: int) -> str:
     return inner
 
 
-def _inline_text(element: html.HtmlElement, depth: int) -> str:
+def _inline_text(element: etree._Element, depth: int) -> str:
     """The inline Markdown of ``element`` with nested blocks read as text, on one line."""
     parts = [_text(element.text)]
     for child in element:
@@ -280,7 +317,7 @@ def _escape_line_start(text: str) -> str:
     return _LINE_START_MARK.sub(lambda match: f"{match.group(1)}\\{match.group(2)}", text, count=1)
 
 
-def _language(element: html.HtmlElement) -> str:
+def _language(element: etree._Element) -> str:
     for node in [element, *itertools.islice(element.iterancestors(), 3)]:
         for name in (node.get("class") or "").split():
             for prefix in ("language-", "highlight-", "lang-"):
@@ -290,15 +327,15 @@ def _language(element: html.HtmlElement) -> str:
     return _language(code) if code is not None and code is not element else ""
 
 
-def _fenced(element: html.HtmlElement) -> str:
+def _fenced(element: etree._Element) -> str:
     for line_break in element.iter("br"):  # Docusaurus ends each highlighted line with <br>
         line_break.tail = "\n" + (line_break.tail or "")
-    body = element.text_content().strip("\n")
+    body = _text_of(element).strip("\n")
     fence = "`" * max(3, max((len(run) for run in re.findall(r"`{3,}", body)), default=0) + 1)
     return f"{fence}{_language(element)}\n{body}\n{fence}"
 
 
-def _table(element: html.HtmlElement, depth: int) -> str:
+def _table(element: etree._Element, depth: int) -> str:
     rows: list[list[str]] = []
     for row in element.iter("tr"):
         cells = [cell for cell in row if isinstance(cell.tag, str) and cell.tag in ("td", "th")]
@@ -312,7 +349,7 @@ def _table(element: html.HtmlElement, depth: int) -> str:
     return "\n".join(lines)
 
 
-def _list(element: html.HtmlElement, depth: int) -> str:
+def _list(element: etree._Element, depth: int) -> str:
     """A list as Markdown; an item's nested blocks are indented under its marker."""
     lines: list[str] = []
     number = int(element.get("start") or 1) if (element.get("start") or "1").isdigit() else 1
