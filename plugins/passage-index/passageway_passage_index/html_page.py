@@ -66,6 +66,8 @@ _MAX_DEPTH = 200
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
 _WHITESPACE = re.compile(r"\s+")
 _MARKS = re.compile(r"[\\`*_\[\]]")
+_RISKY_MARKS = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
+"""Marks that Markdown could read: ``_`` inside a word (``snake_case``) never is one."""
 _LINE_START_MARK = re.compile(r"^( {0,3})([#>=+|-]|\d+[.)]|<!--|[*_]{3,}\s*$)")
 
 
@@ -100,7 +102,7 @@ def read_page(content: bytes) -> HtmlPage:
     )
     ids = {element.get("id") for element in document.iter() if element.get("id")}  # type: ignore[misc]
     root = _main_content(document)
-    for element in [element for element in root.iter() if _is_chrome(element)]:
+    for element in [element for element in _OUTSIDE_CODE(root) if _is_chrome(element)]:
         _drop(element)
     writer = _Writer()
     writer.blocks(root, 0)
@@ -120,6 +122,8 @@ def _matches(element: etree._Element, tag: str | None, name: str | None,
     return attribute is None or element.get(attribute[0]) == attribute[1]
 
 
+_OUTSIDE_CODE = etree.XPath(".//*[not(ancestor::pre)]")
+"""The elements that may be chrome: a highlighted code block's hundreds of spans never are."""
 _CANDIDATES = etree.XPath("//*[self::article or self::div or self::main or self::body or @role='main']")
 
 
@@ -298,7 +302,7 @@ def _text(text: str | None) -> str:
     """A text node as Markdown: marks escaped only where Markdown would read them as marks."""
     if not text:
         return ""
-    if not _MARKS.search(text) or plain(text) == _WHITESPACE.sub(" ", text).strip():
+    if not _RISKY_MARKS.search(text) or plain(text) == _WHITESPACE.sub(" ", text).strip():
         return text
     return _MARKS.sub(r"\\\g<0>", text)
 
