@@ -27,6 +27,7 @@ from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from passageway.testing.toy_embedder import plugin as toy_plugin
 
 FIXTURES = Path(__file__).parent / "fixtures"
+BUILD_PLUGIN_MANAGER = plugins.build_plugin_manager  # before any fixture replaces it
 HOSTED_NAME = "openai:text-embedding-3-small@embeddings.internal.example:8443#0a1b2c3d"
 
 
@@ -213,3 +214,44 @@ def test_the_built_in_model_embeds_a_small_site(tmp_path, capsys):
     assert meta["provider"] == "builtin" and rows.shape == (2, 384)
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-4)
     assert float(rows[0] @ rows[1]) > 0.5  # two German sentences about the same configuration
+
+
+class _DictCache:
+    """A vector cache in a dict, recording what the index asked of it."""
+
+    def __init__(self) -> None:
+        self.vectors: dict = {}
+        self.opened = self.closed = False
+
+    async def open(self) -> None:
+        self.opened = True
+
+    async def close(self) -> None:
+        self.closed = True
+
+    async def get_many(self, digests):
+        return {digest: self.vectors[digest] for digest in digests if digest in self.vectors}
+
+    async def put_many(self, vectors) -> None:
+        self.vectors.update(vectors)
+
+
+def test_the_vector_cache_comes_from_the_hook(site, tmp_path, capsys, monkeypatch):
+    caches: list[_DictCache] = []
+
+    class CachePlugin:
+        @hookimpl
+        def passageway_vector_cache(self, store, folder, embedder_name, dim):
+            caches.append(_DictCache())
+            return caches[-1]
+
+    def with_cache(env=None, **kwargs):
+        extra = (("toy", toy_plugin), ("passage_index", passageway_passage_index), ("cache", CachePlugin()))
+        return BUILD_PLUGIN_MANAGER(env, extra=extra, load_entry_points=False)
+
+    monkeypatch.setattr(plugins, "build_plugin_manager", with_cache)
+    summary = index(capsys, site, "--embed", "--config", str(config(tmp_path)))
+    (cache,) = caches
+    assert cache.opened and cache.closed
+    assert len(cache.vectors) == summary["embeddings"]["embedded"] > 0
+    assert not (tmp_path / "home" / ".local" / "share" / "passageway" / "vectors").exists()
