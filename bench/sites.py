@@ -78,9 +78,8 @@ def check(site: Path) -> dict[str, Any]:
             anchored += 1
             resolved += page.get_element_by_id(chunk["url"].split("#", 1)[1], None) is not None
         prose = CODE.sub(" ", chunk["text"])
-        words = " ".join([prose, *chunk["search"]["paragraphs"]])
-        flat = " ".join(chunk["search"]["paragraphs"])
-        if any(phrase in words for phrase in CHROME_PHRASES) or any(
+        flat = " ".join(chunk["search"]["paragraphs"])  # plain text: code marks are gone here
+        if any(phrase in prose for phrase in CHROME_PHRASES) or any(
             f"{a} {b} {c}" in flat for a, b, c in nav_runs(page)
         ):
             chrome += 1
