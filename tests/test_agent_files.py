@@ -133,7 +133,8 @@ def test_every_repository_path_exists(path):
             pattern = re.sub(r"<[^>]+>", "*", relative)
             assert list(folder.glob(pattern)), f"{path.parent.name}: nothing matches {relative}"
         else:
-            assert (folder / relative).exists(), f"{path.parent.name}: {relative} does not exist in {folder.name}/"
+            where = f"{path.parent.name}: {relative} does not exist in {folder.name}/"
+            assert (folder / relative).exists(), where
 
 
 @pytest.mark.parametrize("path", SKILL_FILES, ids=lambda path: path.parent.name)

@@ -124,7 +124,8 @@ async def test_installing_the_plugin_copies_the_plugin_folder_only(tmp_path):
     assert code == 0, output
     code, output = await claude(home, "plugin", "install", "passageway@passageway", cwd=tmp_path)
     assert code == 0, output
-    installed = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text(encoding="utf-8"))
+    record = home / ".claude" / "plugins" / "installed_plugins.json"
+    installed = json.loads(record.read_text(encoding="utf-8"))
     [entry] = installed["plugins"]["passageway@passageway"]
     copy = Path(entry["installPath"])
     copied = files_of(copy)
@@ -135,8 +136,9 @@ async def test_installing_the_plugin_copies_the_plugin_folder_only(tmp_path):
         assert not name.endswith(("password", ".sqlite", ".sqlite3", ".usearch", ".db")), name
     # The finder the skills start with leads from the installed copy back to this repository.
     found = subprocess.run(
-        [sys.executable, str(copy / "skills" / "passageway" / "repository.py")], capture_output=True, text=True,
-        timeout=60, env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "PATH": "/usr/bin:/bin"},
+        [sys.executable, str(copy / "skills" / "passageway" / "repository.py")],
+        capture_output=True, text=True, timeout=60,
+        env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "PATH": "/usr/bin:/bin"},
     )
     assert found.returncode == 0, found.stderr
     assert Path(found.stdout.strip()) == ROOT.resolve()
@@ -233,7 +235,9 @@ async def test_the_connect_skills_registration_reaches_a_live_server(tmp_path):
 FINDER = PLUGIN / "skills" / "passageway" / "repository.py"
 
 
-def find_repository(config_dir: Path, marketplaces: dict[str, object] | None) -> subprocess.CompletedProcess[str]:
+def find_repository(
+    config_dir: Path, marketplaces: dict[str, object] | None
+) -> subprocess.CompletedProcess[str]:
     if marketplaces is not None:
         (config_dir / "plugins").mkdir(parents=True)
         (config_dir / "plugins" / "known_marketplaces.json").write_text(json.dumps(marketplaces))
