@@ -202,8 +202,8 @@ class HookEndpoint:
             return web.json_response({"context": "", "error": str(error)}, status=503)
         answer = _without(answer, self.memory.sent(session_id))
         self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
-        quiet = answer.silent and not answer.notes
-        return web.json_response({"context": "" if quiet else render_answer(answer)})
+        # Silence is an empty context, also while a source builds: the hook then adds nothing at all.
+        return web.json_response({"context": "" if answer.silent else render_answer(answer)})
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes | None:
