@@ -123,7 +123,9 @@ async def test_the_banners_recall_example_answers_every_time_it_is_pasted(tmp_pa
     async with running_server(kernel) as url:
         await wait_built(kernel)
         text = banner(urlsplit(url).port or 0, password_file)
-        command = re.search(r"recall: +(curl .*?/recall)\n", text, flags=re.DOTALL).group(1)  # type: ignore[union-attr]
+        found = re.search(r"recall: +(curl .*?/recall)\n", text, flags=re.DOTALL)
+        assert found, text
+        command = found.group(1)
         # The sample corpus's question, asked of this test's sources instead.
         command = re.sub(r'"prompt": "[^"]*"', '"prompt": "how does a refracting telescope gather starlight with a lens?"',
                          command)
