@@ -127,8 +127,8 @@ async def test_the_banners_recall_example_answers_every_time_it_is_pasted(tmp_pa
         assert found, text
         command = found.group(1)
         # The sample corpus's question, asked of this test's sources instead.
-        command = re.sub(r'"prompt": "[^"]*"', '"prompt": "how does a refracting telescope gather starlight with a lens?"',
-                         command)
+        question = "how does a refracting telescope gather starlight with a lens?"
+        command = re.sub(r'"prompt": "[^"]*"', f'"prompt": "{question}"', command)
         answers = []
         for _ in range(2):
             process = await asyncio.create_subprocess_exec(
