@@ -161,3 +161,14 @@ def test_a_url_that_is_not_http_is_one_line(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "passageway: --url file:///etc: give the server's http:// or https:// address\n"
     )
+
+
+def test_status_of_a_starting_server_says_so_without_the_sources():
+    from passageway.kernel.commands.status import HEALTHY, render_status
+
+    report = {"status": "starting", "version": "0.1.0", "instance": None}
+    assert render_status(report, "http://127.0.0.1:8082").splitlines() == [
+        "passageway 0.1.0 at http://127.0.0.1:8082: starting",
+        "  loading the embedding model and opening the indexes; ask again in a few seconds",
+    ]
+    assert "starting" in HEALTHY  # exit 0: it is on its way, like indexing

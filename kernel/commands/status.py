@@ -2,7 +2,7 @@
 
 It asks ``GET /health`` with the instance's password (when one is found), so the errors are
 included; ``--json`` prints the report as the server sent it. Exit codes: 0 when the status is
-``ok`` or ``indexing``, 1 when it is ``degraded`` or ``error``, 2 when no server answers.
+``ok``, ``starting`` or ``indexing``, 1 when it is ``degraded`` or ``error``, 2 when no server answers.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 NAME = "status"
 HELP = "the running server's health: every source's state, counts and build progress (exit 1 when degraded)"
 
-HEALTHY = ("ok", "indexing")
+HEALTHY = ("ok", "indexing", "starting")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,6 +70,9 @@ def render_status(report: Mapping[str, Any], url: str) -> str:
     lines = [f"passageway {report.get('version', '?')}{instance} at {url}: {report.get('status', '?')}"]
     if report.get("status") == "error":
         lines.append(f"  {report.get('error', 'the configuration is broken')}")
+        return "\n".join(lines)
+    if report.get("status") == "starting":
+        lines.append("  loading the embedding model and opening the indexes; ask again in a few seconds")
         return "\n".join(lines)
     embedder = report.get("embedder") or {}
     what = embedder.get("name") or embedder.get("kind") or "?"
