@@ -33,11 +33,11 @@ def password_matches(given: str | None, password: str | None) -> bool:
     )
 
 
-MISSING_PASSWORD = (
+REFUSED_NOTHING_SENT = (
     "no password was sent: send the header Authorization: Bearer <password> "
     "(PASSAGEWAY_LOGIN_PASSWORD, or the file PASSAGEWAY_LOGIN_PASSWORD_FILE names)"
 )
-WRONG_PASSWORD = (
+REFUSED_WRONG_VALUE = (
     "the password sent is not this server's: send the one in the file the server reads "
     "(its log names it at start; another instance has its own)"
 )
@@ -56,7 +56,7 @@ def unauthorized(resource_metadata: str | None = None, *, reason: str | None = N
     if reason is not None:
         challenge += ', error="invalid_token"'
     return web.json_response(
-        {"error": "unauthorized", "error_description": reason or MISSING_PASSWORD},
+        {"error": "unauthorized", "error_description": reason or REFUSED_NOTHING_SENT},
         status=401,
         headers={"WWW-Authenticate": challenge},
     )

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from passageway.builtin.transport.request_body import BadBody, parse_json
-from passageway.kernel.auth import WRONG_PASSWORD, bearer_token, unauthorized
+from passageway.kernel.auth import REFUSED_WRONG_VALUE, bearer_token, unauthorized
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.prompt import asked
@@ -164,7 +164,7 @@ class HookEndpoint:
     async def handle(self, request: web.Request) -> web.Response:
         # The static password only: an OAuth token for /mcp is not accepted here.
         if not self.kernel.authorize(request):
-            return unauthorized(reason=WRONG_PASSWORD if bearer_token(request) else None)
+            return unauthorized(reason=REFUSED_WRONG_VALUE if bearer_token(request) else None)
         body = await _read_limited(request, MAX_BODY_BYTES)
         if body is None:
             return web.json_response(
