@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         # A broken passageway.toml still gives a server that says so from /health and `status`.
         kernel = Kernel.broken(str(error), environ=environ, instance=instance)
-        problems.append(str(error))
+        problems.extend(error.problems)  # every mistake of the file, one line each
         host = environ.get("PASSAGEWAY_HOST") or "127.0.0.1"
         port_text = environ.get("PASSAGEWAY_PORT") or "8082"
         if not port_text.isdigit():
