@@ -22,6 +22,7 @@ from passageway.kernel.config_problems import Problems
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.gate_levels import check_level
 from passageway.kernel.instances import base_config_dir, base_data_dir, folder_name, resolve_instance
+from passageway.kernel.invocation import hint
 from passageway.kernel.tables import command_list, env_table, number, reject_unknown, secrets_table
 
 SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
@@ -347,7 +348,7 @@ def load_settings(
         file_settings = parse_config_text(text, str(config_path))
     elif require_file:
         raise ConfigError(
-            f"no configuration at {config_path}. Run `passageway init` to create one, "
+            f"no configuration at {config_path}. Run `{hint('init', environ)}` to create one, "
             "or point PASSAGEWAY_CONFIG at your passageway.toml."
         )
     else:

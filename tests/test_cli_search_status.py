@@ -119,6 +119,7 @@ async def test_search_with_a_wrong_password_is_one_line_and_exit_2(tmp_path, mon
 
 
 def test_search_and_status_without_a_server_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     from tests.server_helpers import free_port
 
     environ = write_instance(tmp_path)

@@ -52,6 +52,7 @@ def test_serve_reads_the_password_file_init_wrote(tmp_path, monkeypatch, capsys,
 
 
 def test_serve_without_any_password_names_the_file_init_writes(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     use_environment(monkeypatch, {"HOME": str(tmp_path)})
     monkeypatch.setenv("HOME", str(tmp_path))
     assert cli.main(["serve"]) == 2

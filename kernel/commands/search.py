@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.invocation import hint
 
 NAME = "search"
 HELP = "ask the sources one question and print the passages (exit 1 when nothing is relevant)"
@@ -75,7 +76,7 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
     password, _ = find_password(environ, instance)
     if not password:
         raise SearchFailed(
-            "no password to ask the server with: run `passageway init`, or set PASSAGEWAY_LOGIN_PASSWORD_FILE"
+            f"no password to ask the server with: run `{hint('init')}`, or set PASSAGEWAY_LOGIN_PASSWORD_FILE"
         )
     url = server_url(args, environ)
     await asyncio.to_thread(_check_access, url, password)
@@ -122,7 +123,7 @@ def _check_access(url: str, password: str) -> None:
 
 def _unreachable(url: str, reason: str) -> str:
     return (
-        f"no passageway answers at {url} ({reason}); start it with `passageway`, "
+        f"no passageway answers at {url} ({reason}); start it with `{hint()}`, "
         "name its address with --url, or search the data folder with --local"
     )
 

@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from passageway.kernel.invocation import hint
+
 NAME = "status"
 HELP = "the running server's health: every source's state, counts and build progress (exit 1 when degraded)"
 
@@ -82,11 +84,11 @@ def render_status(report: Mapping[str, Any], url: str) -> str:
     lines.append(line)
     sources = report.get("sources") or {}
     if not sources:
-        lines.append("no sources: add a [[connector]] to passageway.toml (or `passageway init --folder DIR`)")
+        lines.append(f"no sources: add a [[connector]] to passageway.toml (or `{hint('init --folder DIR')}`)")
     else:
         lines.append("sources:")
         lines.extend(source_line(name, entry) for name, entry in sources.items())
     if any(entry.get("failing") and "error" not in entry for entry in sources.values()):
-        lines.append("(the errors are shown with the password: run `passageway init`, or set "
+        lines.append(f"(the errors are shown with the password: run `{hint('init')}`, or set "
                      "PASSAGEWAY_LOGIN_PASSWORD_FILE)")
     return "\n".join(lines)
