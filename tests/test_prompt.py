@@ -1,4 +1,4 @@
-"""What a prompt asks (kernel/prompt.py): code, logs, traces, diffs and data are not the question."""
+"""What a prompt asks (kernel/query/prompt.py): code, logs, traces, diffs and data are not the question."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from passageway.kernel.prompt import PLAIN_CHARS, asked, fit_to_tokens, is_question_sentence, line_kinds
+from passageway.kernel.query.prompt import PLAIN_CHARS, asked, fit_to_tokens, is_question_sentence, line_kinds
 
 QUESTION = "How many people were lost in Algiers during 1620-21?"
 FRAGE = "Wie viele Menschen starben 1620-21 in Algier an der Pest?"
-CODE = (Path(__file__).resolve().parent.parent / "kernel" / "recall.py").read_text("utf-8")
+CODE = (Path(__file__).resolve().parent.parent / "kernel" / "query" / "recall.py").read_text("utf-8")
 
 PYTHON_TRACE = """Traceback (most recent call last):
   File "/srv/app/main.py", line 12, in <module>

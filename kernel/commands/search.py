@@ -142,7 +142,7 @@ async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, li
     from passageway.kernel.app import Kernel
     from passageway.kernel.commands.progress import ProgressBar, watch_build
     from passageway.kernel.config import load_settings
-    from passageway.kernel.rendering import render_answer
+    from passageway.kernel.query.rendering import render_answer
 
     settings = load_settings(instance=args.instance, config_path=args.config)
     async with Kernel.open(settings) as kernel:
