@@ -77,8 +77,8 @@ async def test_search_exits_1_on_silence(tmp_path, monkeypatch, capsys):
 async def test_search_during_a_build_is_silence_exit_1(tmp_path, monkeypatch, capsys):
     """While a source builds, silence reads "Nothing relevant in the sources indexed so far. Still
     indexing: ..."; it is still silence, told by the answer's shape, not by its text."""
-    from passageway.kernel.records import Answer
     from passageway.kernel.query.rendering import render_answer
+    from passageway.kernel.records import Answer
 
     building = Answer(notes=("notes: 2 of 4 passages indexed",))
     environ = write_instance(tmp_path)
