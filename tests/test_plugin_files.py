@@ -1,7 +1,7 @@
 """The Claude Code plugin: its manifests, ``claude plugin validate --strict``, what an install
 copies, and the service writer.
 
-The plugin is the folder ``plugin/`` (manifest, skills, hook); the repository's
+The plugin is the folder ``claude-plugin/`` (manifest, skills, hook); the repository's
 ``.claude-plugin/marketplace.json`` points at it. The ``claude`` CLI comes from the npm package
 ``@anthropic-ai/claude-code`` at a pinned version, installed once into the same project-local cache
 folder as the other npm tools (``tests/test_mcp_npm.py``); it validates and installs offline.
@@ -24,7 +24,7 @@ import pytest
 from tests.test_mcp_npm import _install, _run
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN = ROOT / "plugin"
+PLUGIN = ROOT / "claude-plugin"
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.332"
 SKILLS = {
     "passageway", "passageway-install", "passageway-connect", "passageway-add-source",
@@ -43,7 +43,7 @@ def test_the_marketplace_lists_the_plugin_folder_not_the_repository():
     assert plugin["name"] == market["name"] == "passageway"
     [entry] = market["plugins"]
     assert entry["name"] == plugin["name"]
-    assert entry["source"] == "./plugin"
+    assert entry["source"] == "./claude-plugin"
 
 
 def test_the_plugin_folder_holds_the_manifest_the_skills_and_the_hook_only():
@@ -90,7 +90,7 @@ async def test_claude_plugin_validate_accepts_the_marketplace(tmp_path):
 
 
 @pytest.mark.npm
-@pytest.mark.parametrize("target", ["plugin", "plugin/.claude-plugin/plugin.json"])
+@pytest.mark.parametrize("target", ["claude-plugin", "claude-plugin/.claude-plugin/plugin.json"])
 async def test_claude_plugin_validate_passes_without_a_warning(target, tmp_path):
     code, output = await claude(tmp_path, "plugin", "validate", "--strict", "--json", target)
     assert code == 0, output
