@@ -23,7 +23,7 @@ import pytest
 from passageway.kernel import cli, config
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN = ROOT / "claude-plugin"
+PLUGIN = ROOT / "hooks"
 SKILL_FILES = sorted((PLUGIN / "skills").glob("*/SKILL.md"))
 AGENT_FILES = [*SKILL_FILES, ROOT / "llms.txt"]
 SYSTEM_VARIABLES = {"HOME", "PATH", "USER", "CLAUDE_PLUGIN_ROOT", "CLAUDE_CONFIG_DIR", "EDITOR"}

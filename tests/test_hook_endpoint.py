@@ -23,7 +23,7 @@ from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_bui
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
 TELESCOPE = "how does a refracting telescope gather starlight with a lens?"
-HOOKS = Path(__file__).resolve().parent.parent / "claude-plugin" / "hooks"
+HOOKS = Path(__file__).resolve().parent.parent / "hooks"
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The Claude Code plugin: its manifests, ``claude plugin validate --strict``, what an install
 copies, and the service writer.
 
-The plugin is the folder ``claude-plugin/`` (manifest, skills, hook); the repository's
+The plugin is the folder ``hooks/`` (manifest, skills, hook); the repository's
 ``.claude-plugin/marketplace.json`` points at it. The ``claude`` CLI comes from the npm package
 ``@anthropic-ai/claude-code`` at a pinned version, installed once into the same project-local cache
 folder as the other npm tools (``tests/test_mcp_npm.py``); it validates and installs offline.
@@ -24,7 +24,7 @@ import pytest
 from tests.test_mcp_npm import _install, _run
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN = ROOT / "claude-plugin"
+PLUGIN = ROOT / "hooks"
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.332"
 SKILLS = {
     "passageway", "passageway-install", "passageway-connect", "passageway-add-source",
@@ -43,11 +43,12 @@ def test_the_marketplace_lists_the_plugin_folder_not_the_repository():
     assert plugin["name"] == market["name"] == "passageway"
     [entry] = market["plugins"]
     assert entry["name"] == plugin["name"]
-    assert entry["source"] == "./claude-plugin"
+    assert entry["source"] == "./hooks"
 
 
 def test_the_plugin_folder_holds_the_manifest_the_skills_and_the_hook_only():
-    assert sorted(path.name for path in PLUGIN.iterdir()) == [".claude-plugin", "hooks", "skills"]
+    names = sorted(path.name for path in PLUGIN.iterdir() if path.name != "__pycache__")
+    assert names == [".claude-plugin", "hooks.json", "recall-hook.sh", "skills", "test-recall-hook.sh"]
 
 
 def test_the_plugin_version_is_the_package_version():
@@ -64,10 +65,11 @@ def test_the_icon_is_a_square_png_the_directory_accepts():
 
 
 def test_the_hook_is_the_plugins_hooks_file():
-    hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+    assert manifest("plugin.json")["hooks"] == "./hooks.json"
+    hooks = json.loads((PLUGIN / "hooks.json").read_text(encoding="utf-8"))
     [entry] = hooks["hooks"]["UserPromptSubmit"]
-    assert entry["hooks"][0]["command"] == 'bash "${CLAUDE_PLUGIN_ROOT}/hooks/recall-hook.sh"'
-    assert (PLUGIN / "hooks" / "recall-hook.sh").is_file()
+    assert entry["hooks"][0]["command"] == 'bash "${CLAUDE_PLUGIN_ROOT}/recall-hook.sh"'
+    assert (PLUGIN / "recall-hook.sh").is_file()
 
 
 async def claude(home: Path, *arguments: str, cwd: Path = ROOT) -> tuple[int, str]:
@@ -90,7 +92,7 @@ async def test_claude_plugin_validate_accepts_the_marketplace(tmp_path):
 
 
 @pytest.mark.npm
-@pytest.mark.parametrize("target", ["claude-plugin", "claude-plugin/.claude-plugin/plugin.json"])
+@pytest.mark.parametrize("target", ["hooks", "hooks/.claude-plugin/plugin.json"])
 async def test_claude_plugin_validate_passes_without_a_warning(target, tmp_path):
     code, output = await claude(tmp_path, "plugin", "validate", "--strict", "--json", target)
     assert code == 0, output

@@ -29,7 +29,7 @@ def test_uv_tool_install_from_the_clone(tmp_path):
         "UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin"),
         "UV_PYTHON_DOWNLOADS": "never", "UV_OFFLINE": "1", "VIRTUAL_ENV": "",
     }
-    skill = (ROOT / "claude-plugin" / "skills" / "passageway-install" / "SKILL.md").read_text("utf-8")
+    skill = (ROOT / "hooks" / "skills" / "passageway-install" / "SKILL.md").read_text("utf-8")
     [command] = [line for line in skill.splitlines() if line.startswith("uv tool install ")]
     assert '"$REPO/connectors/markdown"' in command
     def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

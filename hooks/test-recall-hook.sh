@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Self-test of recall-hook.sh against a stub passageway server (Python's http.server).
 #
-#   bash claude-plugin/hooks/test-recall-hook.sh
+#   bash hooks/test-recall-hook.sh
 #
 # Checks: a hit, no hit, a server error, a bad answer, a wrong token, no server, no config, a slow
 # server (the hook gives up after 1.5 s), a huge prompt (only the first 20,000 characters are
