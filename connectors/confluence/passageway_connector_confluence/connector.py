@@ -73,7 +73,7 @@ class ConfluenceConnector(Connector):
     def _most_listed(self) -> int:
         """The most results one listing may give: room for pages left out by their labels, and
         a bound for a server that lists without end."""
-        return max(10 * self.settings.max_pages, 10_000)
+        return max(10 * self.settings.max_pages, 1000)
 
     def versions(self) -> dict[str, str]:
         pages: dict[str, str] = {}

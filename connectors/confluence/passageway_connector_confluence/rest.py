@@ -196,14 +196,20 @@ class RestClient:
         """Every result of a paged listing, following ``start`` while ``_links.next`` is there.
 
         A server that repeats itself (the same ``next`` link again, or a page of results already
-        given) or lists more than ``most`` results fails with a message instead of being asked
-        forever.
+        given), lists more than ``most`` results, or needs more than ``most / 10`` pages for them
+        (a real one gives 25 or more a page) fails with a message instead of being asked forever.
         """
         start = 0
         links: set[str] = set()
         seen: set[str] = set()
-        given = 0
+        given = asked = 0
         while True:
+            asked += 1
+            if asked > most // 10 + 10:
+                raise SourceError(
+                    f"{self.api}{path} needed more than {asked - 1} pages for {what} at "
+                    f"{given} results; the server's paging is broken, so the listing stopped"
+                )
             answer = self.get(path, {**params, "start": str(start), "limit": str(PAGE_SIZE)}, what)
             results = answer.get("results") if isinstance(answer, dict) else None
             if not isinstance(results, list):
