@@ -173,34 +173,57 @@ async def test_an_embedder_change_rebuilds_the_source(tmp_path):
         assert hits and sync.health().passages == 10
 
 
-async def test_a_failing_batch_between_good_ones_costs_only_its_own_items(tmp_path):
+async def test_a_batch_that_fails_once_is_fetched_one_by_one_and_nothing_is_missing(tmp_path):
     runner = FakeRunner("notes", [item(n) for n in range(150)])
     runner.fail_batches = {2}
     async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError, match="1 of 3 fetch batches failed"):
-            await sync.sync_once()
+        await sync.sync_once()
         health = sync.health()
-        assert health.state == "failing" and health.items == 100
-        assert "1 of 3 fetch batches failed" in health.last_error
+        assert health.state == "ok" and health.items == 150
         assert (health.failed_batches, health.batches) == (1, 3)
-        stored = await sync.store.versions()
-        assert "item-49" in stored and "item-50" not in stored and "item-100" in stored
-        runner.fail_batches = set()
-        runner.fetch_calls.clear()
-        await sync.reconcile()  # the next sync asks for the missing items again
-        assert runner.fetch_calls == [[f"item-{n}" for n in range(50, 100)]]
-        assert sync.health().state == "ok" and sync.health().items == 150
+        assert runner.fetch_calls[2:52] == [[f"item-{n}"] for n in range(50, 100)]
 
 
-async def test_two_failing_batches_in_a_row_stop_the_fetch(tmp_path):
+async def test_a_poisoned_record_costs_only_itself_and_is_fetched_last_at_the_next_sync(tmp_path):
+    # Issue 32.2: one bad record in each of two batches left 0 of 200 items indexed, for good.
     runner = FakeRunner("notes", [item(n) for n in range(200)])
-    runner.fail_batches = {2, 3}
+    runner.fail_ids = {"item-10", "item-60"}
     async with Setup(tmp_path, runner) as sync:
         with pytest.raises(SyncError, match="2 of 4 fetch batches failed") as raised:
             await sync.sync_once()
-        assert "two in a row" in str(raised.value)
-        assert len(runner.fetch_calls) == 3  # the fourth batch was never asked for
+        assert "2 item(s) could not be stored" in str(raised.value)
+        assert "item-10: " in str(raised.value) and "item-60: " in str(raised.value)
+        health = sync.health()
+        assert health.state == "failing" and health.items == 198
+        assert set(await sync.store.versions()) == {f"item-{n}" for n in range(200)} - runner.fail_ids
+        runner.fetch_calls.clear()
+        with pytest.raises(SyncError, match="item-10"):
+            await sync.reconcile()  # the bad ones alone and last; no batch is lost to them
+        assert runner.fetch_calls == [["item-10"], ["item-60"]]
+        runner.fail_ids = set()
+        await sync.reconcile()
+        assert sync.health().state == "ok" and sync.health().items == 200
+
+
+async def test_a_source_that_is_down_costs_three_calls(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(200)])
+    runner.fail_batches = set(range(2, 100))  # every call after the first
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="source looks down") as raised:
+            await sync.sync_once()
+        assert "1 of 4 fetch batches failed" in str(raised.value)
+        assert len(runner.fetch_calls) == 4  # a batch, then two of its ids alone
         assert sync.health().items == 50
+
+
+async def test_a_bad_line_is_about_one_record_and_never_stops_the_fetch(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(100)])
+    runner.fail_ids = {f"item-{n}" for n in range(40, 60)}
+    runner.fail_rule = "malformed line"
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="20 item"):
+            await sync.sync_once()
+        assert sync.health().items == 80
 
 
 async def test_a_refused_protocol_keeps_the_old_index_serving(tmp_path):
@@ -247,7 +270,7 @@ async def test_health_views_hide_the_error_text_from_the_public(tmp_path):
 
 async def test_a_good_poll_does_not_hide_a_failed_batch(tmp_path):
     runner = FakeRunner("notes", [item(n) for n in range(100)])
-    runner.fail_batches = {1}
+    runner.fail_ids = {"item-1"}
     async with Setup(tmp_path, runner) as sync:
         with pytest.raises(SyncError):
             await sync.sync_once()
@@ -438,9 +461,10 @@ async def test_end_to_end_a_failing_fetch_batch(tmp_path):
     settings = fake_connector_settings("notes", items_file, FAKE_FAIL="fetch:item-60")
     runner = ConnectorRunner(settings, environ={"PATH": "/usr/bin:/bin"})
     async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError, match="1 of 3 fetch batches failed"):
+        with pytest.raises(SyncError, match="1 of 3 fetch batches failed") as raised:
             await sync.sync_once()
-        assert sync.health().items == 70
+        assert sync.health().items == 119  # all but the one that fails alone
+        assert "item-60: " in str(raised.value)
 
 
 async def test_a_hanging_source_does_not_hold_up_another(tmp_path):

@@ -12,9 +12,11 @@ serving what it has.
   :data:`POLL_OVERLAP_SECONDS`, and store the items whose version differs.
 
 Every connector call that succeeds is stored in one transaction; a call that fails stores
-nothing. A failing fetch batch does not stop the ones after it, but two failing in a row stop
-the fetch until the next sync (ADR 0008). A passage whose digest already has a vector in the
-:class:`~passageway.kernel.store.VectorCache` is not embedded again.
+nothing. A failing fetch batch is fetched again one id at a time, so a bad record costs only
+itself; its id is remembered and fetched alone, after every other, at later syncs. Three failed
+calls in a row that are not about a record stop the fetch until the next sync (ADR 0008). A
+passage whose digest already has a vector in the :class:`~passageway.kernel.store.VectorCache`
+is not embedded again.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ class SourceSync:
         self._failed_in: str | None = None  # "sync" or "poll": what failed last
         self._lock = asyncio.Lock()  # one operation at a time per source
         self._progress: BuildProgress | None = None  # the running fetch's counts, if any
+        self._poisoned: dict[str, str] = {}  # ids that failed alone, with their error (ADR 0008)
         self.embed_seconds = 0.0
         """Time spent awaiting the embedder (the benchmark compares it with the total)."""
 
@@ -308,8 +311,14 @@ class SourceSync:
     # -- fetching, embedding and storing ------------------------------------------------------
 
     async def _fetch_and_store(self, ids: list[str]) -> FetchOutcome:
-        """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`)."""
-        batches = [ids[start : start + self.fetch_batch] for start in range(0, len(ids), self.fetch_batch)]
+        """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`); ids that
+        failed alone before come last, one per batch, so they cost no other item a call."""
+        wanted = set(ids)
+        self._poisoned = {key: error for key, error in self._poisoned.items() if key in wanted}
+        fresh = [item_id for item_id in ids if item_id not in self._poisoned]
+        size = self.fetch_batch
+        batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
+        batches += [[item_id] for item_id in ids if item_id in self._poisoned]
         self._health.batches, self._health.failed_batches = len(batches), 0
         if not batches:
             return FetchOutcome()
@@ -317,7 +326,7 @@ class SourceSync:
         self._progress = progress
         run = FetchRun(
             self.source, batches, self.runner.fetch, self._updates, self._write, self._health, progress,
-            self.log,
+            self.log, self._poisoned,
         )
         try:
             return await run.run()
