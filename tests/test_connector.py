@@ -450,3 +450,17 @@ async def test_a_shell_connector_sees_only_the_documented_environment(tmp_path):
     await runner.check()
     names = {line.split("=", 1)[0] for line in dump.read_text().splitlines() if "=" in line}
     assert names - {"PWD", "SHLVL", "_"} == {"PATH", "HOME", "PASSAGEWAY_PROTOCOL", "FOLDER"}
+
+
+async def test_a_line_nested_200000_deep_is_a_malformed_line_not_a_recursion_error(tmp_path):
+    # Issue 32.2: json's RecursionError escaped the runner and stopped the whole sync.
+    script = tmp_path / "deep.py"
+    script.write_text("import sys\nprint('{\"id\": \"a\", \"version\": \"1\"}')\n"
+                      "print('{\"id\": \"b\", \"version\": ' + '[' * 200000 + ']' * 200000 + '}')\n")
+    runner = ConnectorRunner(ConnectorSettings(name="deep", command=(sys.executable, str(script))),
+                             environ=ENVIRON)
+    with pytest.raises(ConnectorError) as caught:
+        await runner.list()
+    assert caught.value.rule == "malformed line"
+    assert "line 2:" in str(caught.value) and "nested too deep" in str(caught.value)
+    assert len(str(caught.value)) < 600
