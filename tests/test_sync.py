@@ -195,6 +195,7 @@ async def test_a_poisoned_record_costs_only_itself_and_is_fetched_last_at_the_ne
         assert "item-10: " in str(raised.value) and "item-60: " in str(raised.value)
         health = sync.health()
         assert health.state == "failing" and health.items == 198
+        assert health.full()["failed_items"] == 2 and "item-60" in health.full()["last_error"]
         assert set(await sync.store.versions()) == {f"item-{n}" for n in range(200)} - runner.fail_ids
         runner.fetch_calls.clear()
         with pytest.raises(SyncError, match="item-10"):

@@ -201,6 +201,7 @@ class FetchRun:
     def _bad(self, item_id: str, error: PassagewayError) -> None:
         self.outcome.bad[item_id] = str(error)
         self.poisoned[item_id] = str(error)
+        self.health.failed_items = len(self.outcome.bad)
         self.log.warning("source %s: item %s could not be fetched, the rest of its batch is stored: %s",
                          self.source, item_id, error)
 

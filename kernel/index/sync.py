@@ -320,6 +320,7 @@ class SourceSync:
         batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
         batches += [[item_id] for item_id in ids if item_id in self._poisoned]
         self._health.batches, self._health.failed_batches = len(batches), 0
+        self._health.failed_items = 0
         if not batches:
             return FetchOutcome()
         progress = BuildProgress(self._health, len(ids), self.progress_seconds, self.log, self.clock)

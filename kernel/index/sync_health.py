@@ -47,6 +47,8 @@ class SourceHealth:
     last_error: str | None = None
     failed_batches: int = 0
     batches: int = 0
+    failed_items: int = 0
+    """Items of the last fetch that failed alone (a bad record each); ``last_error`` names them."""
     building: bool = False
     """True during a first build (or a rebuild for another embedder): the index is not complete."""
     expected_exact: bool = False
@@ -83,6 +85,7 @@ class SourceHealth:
         if self.batches:
             view["failed_batches"] = self.failed_batches
             view["batches"] = self.batches
+            view["failed_items"] = self.failed_items
         return view
 
 
