@@ -3,8 +3,9 @@
 The probe's case: N nested lists gave about N² bytes (144 KB of HTML became 64 MB, and a 0.9 MB
 page did not finish in 100 s). Each input here is converted at two sizes, the second twice the
 first: the output must stay within 3 times the input, and the time may grow by less than 3 times
-(a quadratic step grows by 4) plus a little for timer noise, each the best of two runs. The connectors' own converters
-(Confluence's storage format, Trilium's notes) run on the largest input too.
+(a quadratic step grows by 4) plus a little for timer noise, each the best of two runs. The
+connectors' own converters (Confluence's storage format, Trilium's notes) run on the largest
+input too.
 """
 
 from __future__ import annotations
