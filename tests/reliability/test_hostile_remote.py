@@ -36,6 +36,7 @@ REPEATS = scale(1, 3)
                          ids=[f"{kind}-{behaviour}" for kind, behaviour, _ in CASES])
 def test_every_hostile_answer_ends_within_the_limits_with_one_clear_error(kind, behaviour, expected,
                                                                           figures):
+    slowest, largest = 0.0, 0.0
     for _ in range(REPEATS):
         remote = Remote(behaviour, kind)
         with serve(remote.app()) as url:
@@ -50,5 +51,6 @@ def test_every_hostile_answer_ends_within_the_limits_with_one_clear_error(kind, 
         assert call.peak_mib < MOST_MIB, call.peak_mib
         assert len(remote.requests) <= 200, len(remote.requests)
         figures.add("hostile_remote", calls=1, clear_errors=1, requests=len(remote.requests))
-        figures.add("hostile_remote", **{f"seconds_{kind}_{behaviour}": round(call.seconds, 1),
-                                         f"peak_mib_{kind}_{behaviour}": call.peak_mib})
+        slowest, largest = max(slowest, call.seconds), max(largest, call.peak_mib)
+    figures.add("hostile_remote", **{f"seconds_{kind}_{behaviour}": round(slowest, 1),
+                                     f"peak_mib_{kind}_{behaviour}": largest})
