@@ -360,7 +360,8 @@ async def test_a_build_counts_passages_as_each_embedder_call_returns(tmp_path, c
     assert seen[0]["state"] == "indexing" and seen[0]["of"] == 200 and seen[0]["ready"] == 0
     # Each call of 10 passages shows in health before the batch of 50 items is stored.
     assert [entry["ready"] for entry in seen[:3]] == [0, 10, 20]
-    assert all(entry["fetched"] == 0 for entry in seen[:10])
+    # The first batch counts as fetched once the connector answered, before its passages are ready.
+    assert all(entry["fetched"] == 50 for entry in seen[:10])
     # Before every item was chunked the total is an estimate from the first batch: 2 passages an item.
     assert seen[1]["expected"] == 400
     # No rate in the first seconds, then one, and an estimate of the time left.
@@ -515,3 +516,24 @@ async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_bat
         with pytest.raises(SyncError, match="shape"):
             await sync.sync_once()
         assert sync.health().items == 0
+
+
+async def test_a_resync_counts_items_as_fetched_when_the_connector_has_answered(tmp_path):
+    # Issue 32.13: a re-sync of 200 changed items showed "0 of 200 items fetched" while half of
+    # their passages were ready, because an item counted only once its batch was written.
+    runner = FakeRunner("notes", [item(n) for n in range(200)])
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+        for number in range(200):
+            runner.set(item(number, "2"))
+        seen: list[tuple[int | None, int]] = []
+        original = sync.store.apply
+
+        async def spy(updates, deletions):
+            seen.append((sync.health().fetched, sync.health().ready))
+            await original(updates, deletions)
+
+        sync.store.apply = spy  # type: ignore[method-assign]
+        await sync.reconcile()
+        assert seen[0][1] >= 100 and seen[0][0] is not None and seen[0][0] >= 50, seen
+        assert sync.health().items == 200 and sync.health().fetched is None

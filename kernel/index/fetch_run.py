@@ -127,6 +127,7 @@ class FetchRun:
         stop = False
         if isinstance(problem, ConnectorError):
             if self._count_call(problem) or len(batch) == 1:
+                self.progress.advance(len(batch))
                 # The source looks down, or the batch is one id: there is nothing to isolate.
                 if len(batch) == 1:
                     self._bad(batch[0], problem)
@@ -140,6 +141,10 @@ class FetchRun:
             if not stop:
                 self.outcome.isolated += 1
                 self._fetch_next(index + 1)
+        # Counted when the connector has answered (or failed), not when the write commits: the
+        # write of a batch comes after its embedding, and "0 of 200 fetched" beside 200 ready
+        # passages read as a stalled fetch.
+        self.progress.advance(len(batch))
         updates: list[ItemUpdate] = []
         if problem is None:
             try:
@@ -230,7 +235,6 @@ class FetchRun:
         self.outcome.stored += writing.items
         for item_id in writing.ids:
             self.poisoned.pop(item_id, None)
-        self.progress.advance(len(self.batches[writing.index]))
         return False
 
     def _failed(self, index: int, error: PassagewayError) -> bool:
@@ -245,7 +249,6 @@ class FetchRun:
         outcome.first_error = outcome.first_error or str(error)
         self.log.warning("source %s: fetch batch %d of %d failed: %s",
                          self.source, index + 1, len(self.batches), error)
-        self.progress.advance(len(self.batches[index]))
         if not isinstance(error, ConnectorError):
             outcome.stopped = True
         return outcome.stopped

@@ -24,12 +24,12 @@ class SourceHealth:
 
     ``state`` is ``indexing`` while a build or a large fetch runs, ``failing`` when the last sync
     failed in any part (``last_error`` says how; the items already indexed keep serving), and
-    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items are stored, ``ready`` of
-    ``expected`` passages have their vector (``expected`` is exact once every item was fetched, an
-    estimate from the items so far before that), ``embedded`` of them were embedded in this run,
-    at ``rate`` passages per second, with ``eta_seconds`` left; ``rate`` and ``eta_seconds`` stay
-    ``None`` for the first :data:`RATE_AFTER_SECONDS` of embedding. :meth:`public` leaves the
-    error text out, :meth:`full` keeps it.
+    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items came from the connector (or
+    failed), ``ready`` of ``expected`` passages have their vector (``expected`` is exact once
+    every item was fetched, an estimate from the items so far before that), ``embedded`` of them
+    were embedded in this run, at ``rate`` passages per second, with ``eta_seconds`` left;
+    ``rate`` and ``eta_seconds`` stay ``None`` for the first :data:`RATE_AFTER_SECONDS` of
+    embedding. :meth:`public` leaves the error text out, :meth:`full` keeps it.
     """
 
     source: str
@@ -110,7 +110,7 @@ class BuildProgress:
         self.log = log
         self.clock = clock
         self.last_report = clock()
-        self.done = 0  # items stored (or given up in a failed batch)
+        self.done = 0  # items fetched (or given up in a failed batch)
         self.chunked = 0  # items chunked
         self.found = 0  # passages of the chunked items
         self.to_embed = 0  # of which had no vector yet
@@ -140,7 +140,7 @@ class BuildProgress:
         self._report()
 
     def advance(self, items: int) -> None:
-        """A fetch batch of ``items`` was stored (or failed, and counts as handled)."""
+        """A fetch batch of ``items`` came from the connector (or failed, and counts as handled)."""
         self.done += items
         self.health.fetched = self.done
         self._report()
