@@ -464,3 +464,16 @@ async def test_a_line_nested_200000_deep_is_a_malformed_line_not_a_recursion_err
     assert caught.value.rule == "malformed line"
     assert "line 2:" in str(caught.value) and "nested too deep" in str(caught.value)
     assert len(str(caught.value)) < 600
+
+
+async def test_a_lone_surrogate_in_a_version_is_repaired_and_an_id_is_reported(tmp_path, caplog):
+    # Issue 32.13: a list entry whose version held one was dropped silently, the source left ok.
+    caplog.set_level(logging.WARNING, logger="passageway.connector")
+    runner = fake_runner(tmp_path, [item("a", "1\udc80"), item("b\udc80"), item("c")])
+    entries = await runner.list()
+    assert entries == [ListEntry("a", "1\ufffd"), ListEntry("c", "1")]
+    assert [entry.version for entry in await runner.fetch(["a"])] == ["1\ufffd"]  # as listed
+    await runner.list()
+    assert len(runner.left_out) == 1 and "'b\ufffd'" in runner.left_out[0]
+    await runner.check()
+    assert runner.left_out == []  # each call reports its own

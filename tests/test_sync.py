@@ -537,3 +537,16 @@ async def test_a_resync_counts_items_as_fetched_when_the_connector_has_answered(
         await sync.reconcile()
         assert seen[0][1] >= 100 and seen[0][0] is not None and seen[0][0] >= 50, seen
         assert sync.health().items == 200 and sync.health().fetched is None
+
+
+async def test_a_listed_entry_left_out_keeps_the_source_from_saying_ok(tmp_path):
+    # Issue 32.13: an entry the runner leaves out (an id that is not Unicode) was silent.
+    runner = FakeRunner("notes", [item(n) for n in range(3)])
+    runner.left_out = ["line 2: the id 'b\ufffd' holds a lone surrogate escape"]
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="1 listed entries were left out: line 2"):
+            await sync.sync_once()
+        assert sync.health().state == "failing" and sync.health().items == 3
+        runner.left_out = []
+        await sync.reconcile()
+        assert sync.health().state == "ok"

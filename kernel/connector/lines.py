@@ -85,7 +85,7 @@ def _parse_line(line: bytes, number: int, mode: str) -> tuple[int, bytes, Any, s
         raise LineProblem("malformed line", number, "the line is JSON but not an object", line)
     note = None
     if SURROGATE_ESCAPE.search(line):
-        value, note = repair_record(value, identity_keys=() if mode == "check" else ("id", "version"))
+        value, note = repair_record(value, identity_keys=() if mode == "check" else ("id",))
         if value is None:
             return (number, line, None, note)
     if mode == "check":

@@ -84,6 +84,9 @@ class ConnectorRunner:
         self._environ = os.environ if environ is None else environ
         self._logger = logger or LOGGER
         self._observer = observer
+        self.left_out: builtins.list[str] = []
+        """The records the last call left out (an id that is not Unicode), one note each: the
+        sync reports them in health, so a source is not ``ok`` while a listed item is missing."""
 
     @property
     def name(self) -> str:
@@ -161,6 +164,7 @@ class ConnectorRunner:
         if mode not in DEFINITIONS:
             raise ValueError(f"unknown connector mode {mode!r}; the modes are {', '.join(MODES)}")
         environment = self.environment()
+        self.left_out = []
         masker = Masker(self._secret_values())
         trace = CallTrace(mode, tuple(arguments))
         started = time.monotonic()
@@ -346,6 +350,8 @@ class ConnectorRunner:
                 self._logger.warning("connector %s: line %d: %s", self.name, number, note)
             if record is not None:
                 kept.append((number, line, record))
+            else:
+                self.left_out.append(f"line {number}: {note}")
         return kept
 
     def _check_ids(

@@ -37,7 +37,7 @@ from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
 from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.index.fetch_run import FetchOutcome, FetchRun, latest_items
-from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
+from passageway.kernel.index.sync_health import BuildProgress, SourceHealth, joined, left_out_message
 from passageway.kernel.index.windows import embed_windows
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
 from passageway.kernel.store import ItemUpdate, Store, VectorCache
@@ -255,6 +255,7 @@ class SourceSync:
             raise ConnectorError(self.source, "check", "the connector's check reported ok = false; "
                                  "see its log lines for why")
         entries = await self.runner.list()
+        left_out = left_out_message(getattr(self.runner, "left_out", ()))
         listed = _latest_versions(entries)
         await self.store.reset(self.embedder.name, self.embedder.dim)
         self._health.state = "indexing"
@@ -264,13 +265,14 @@ class SourceSync:
         items, passages = await self.store.counts()
         self.log.info("source %s ready: %d items, %d passages in %.1f s",
                       self.source, items, passages, self.clock() - began)
-        return outcome.message()
+        return joined(outcome.message(), left_out)
 
     async def _reconcile(self) -> str | None:
         if not await self._index_fits():
             return await self._start()  # a reconcile cannot fill an index of another embedder
         started = _now()
         entries = await self.runner.list()
+        left_out = left_out_message(getattr(self.runner, "left_out", ()))
         listed = _latest_versions(entries)
         stored = await self.store.versions()
         changed = [item_id for item_id, version in listed.items() if stored.get(item_id) != version]
@@ -289,7 +291,7 @@ class SourceSync:
             self.log.info("source %s: deleted %d items no longer listed", self.source, len(gone))
         if await self.store.get_state(LAST_POLL) is None:
             await self.store.set_state(LAST_POLL, _iso(started))
-        return outcome.message()
+        return joined(outcome.message(), left_out)
 
     async def _poll(self) -> str | None:
         last = await self.store.get_state(LAST_POLL)

@@ -8,7 +8,7 @@ fetches, chunks and embeds, and logs them at most every few seconds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import attrs
@@ -180,3 +180,19 @@ class BuildProgress:
         health.fetched = health.of = health.expected = None
         health.expected_exact = False
         health.rate = health.eta_seconds = None
+
+
+def left_out_message(notes: Iterable[str]) -> str | None:
+    """Health's words for listed entries the runner had to leave out (an id that is not
+    Unicode), or None: a source is not ``ok`` while a listed item is missing."""
+    found = list(notes)
+    if not found:
+        return None
+    more = f"; and {len(found) - 1} more" if len(found) > 1 else ""
+    return f"{len(found)} listed entries were left out: {found[0]}{more}"
+
+
+def joined(*failures: str | None) -> str | None:
+    """The failures that happened, as one message; None when there were none."""
+    found = [failure for failure in failures if failure]
+    return "; ".join(found) if found else None
