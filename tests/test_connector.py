@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -477,3 +478,32 @@ async def test_a_lone_surrogate_in_a_version_is_repaired_and_an_id_is_reported(t
     assert len(runner.left_out) == 1 and "'b\ufffd'" in runner.left_out[0]
     await runner.check()
     assert runner.left_out == []  # each call reports its own
+
+
+def test_running_out_of_file_descriptors_is_said_as_such(tmp_path):
+    # Issue 32.13: it was reported as "command not found".
+    script = tmp_path / "exhaust.py"
+    script.write_text(f"""
+import asyncio, resource, sys
+from passageway.kernel.config import ConnectorSettings
+from passageway.kernel.connector.runner import ConnectorRunner
+from passageway.kernel.errors import ConnectorError
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(open({str(tmp_path / 'x')!r}, "w"))
+except OSError:
+    for _ in range(4):
+        held.pop().close()  # three for the event loop itself, one too few for a call's pipes
+runner = ConnectorRunner(ConnectorSettings(name="any", command=(sys.executable, "-c", "pass")),
+                         environ={{"PATH": "/usr/bin:/bin"}})
+try:
+    asyncio.run(runner.check())
+except ConnectorError as error:
+    print(error.rule, "|", error)
+""")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.startswith("out of file descriptors |"), done.stdout + done.stderr
+    assert "LimitNOFILE" in done.stdout and "command not found" not in done.stdout

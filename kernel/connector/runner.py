@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import errno
 import json
 import logging
 import os
@@ -221,9 +222,7 @@ class ConnectorRunner:
                 "(make the file executable or start it with its interpreter)",
             ) from None
         except OSError as error:
-            raise ConnectorError(
-                self.name, "command not found", f"cannot start {command[0]}: {error.strerror}"
-            ) from None
+            raise self._cannot_start(command[0], error) from None
 
         stderr_task = asyncio.create_task(forward_stderr(
             process.stderr, masker, trace, self._log_stderr, keep_raw=self._observer is not None
@@ -263,6 +262,24 @@ class ConnectorRunner:
             await finish(process, stderr_task, stdin_task)
             if trace.exit_code is None:
                 trace.exit_code = process.returncode
+
+    def _cannot_start(self, program: str, error: OSError) -> ConnectorError:
+        """Why a program could not start, named for what ran out: the pipes of a call need file
+        descriptors, and a full table is no missing command."""
+        if error.errno in (errno.EMFILE, errno.ENFILE):
+            return ConnectorError(
+                self.name, "out of file descriptors",
+                f"cannot start {program}: passageway has no file descriptors left ({error.strerror}); "
+                "raise the limit (LimitNOFILE= in its service, ulimit -n in a shell); the next call "
+                "tries again",
+            )
+        if error.errno in (errno.EAGAIN, errno.ENOMEM):
+            return ConnectorError(
+                self.name, "cannot start",
+                f"cannot start {program}: the system refused a new process ({error.strerror}); "
+                "memory or the process limit ran out; the next call tries again",
+            )
+        return ConnectorError(self.name, "command not found", f"cannot start {program}: {error.strerror}")
 
     def _log_stderr(self, text: str) -> None:
         self._logger.info("connector %s: %s", self.name, text)
