@@ -115,6 +115,8 @@ async def test_environment_holds_only_the_allowed_variables(tmp_path):
     seen = json.loads(dump.read_text())
     # Python itself may add LC_CTYPE when it coerces the C locale; nothing else may appear.
     seen.pop("LC_CTYPE", None)
+    # The call's marker: random, a new one per call (it finds a daemon the call started).
+    assert len(seen.pop("PASSAGEWAY_CALL")) == 24
     assert seen == {
         "PATH": ENVIRON["PATH"],
         "HOME": ENVIRON["HOME"],
@@ -450,7 +452,8 @@ async def test_a_shell_connector_sees_only_the_documented_environment(tmp_path):
     runner = ConnectorRunner(settings, environ={**ENVIRON, "LC_CTYPE": "C.UTF-8", "LANG": "de_DE.UTF-8"})
     await runner.check()
     names = {line.split("=", 1)[0] for line in dump.read_text().splitlines() if "=" in line}
-    assert names - {"PWD", "SHLVL", "_"} == {"PATH", "HOME", "PASSAGEWAY_PROTOCOL", "FOLDER"}
+    assert names - {"PWD", "SHLVL", "_"} == {"PATH", "HOME", "PASSAGEWAY_PROTOCOL", "PASSAGEWAY_CALL",
+                                              "FOLDER"}
 
 
 async def test_a_line_nested_200000_deep_is_a_malformed_line_not_a_recursion_error(tmp_path):
@@ -507,3 +510,36 @@ except ConnectorError as error:
                           cwd=Path(__file__).resolve().parents[1])
     assert done.stdout.startswith("out of file descriptors |"), done.stdout + done.stderr
     assert "LimitNOFILE" in done.stdout and "command not found" not in done.stdout
+
+
+async def test_a_daemon_started_by_a_call_that_succeeded_ends_with_the_call(tmp_path, caplog):
+    # Issue 32.13: a double fork with setsid left a process of the connector running for good.
+    pid_file = tmp_path / "daemon.pid"
+    script = tmp_path / "daemonise.py"
+    script.write_text(f"""
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for stream in (0, 1, 2):
+            os.close(stream)
+        with open({str(pid_file)!r} + ".tmp", "w") as handle:
+            handle.write(str(os.getpid()))
+        os.rename({str(pid_file)!r} + ".tmp", {str(pid_file)!r})
+        time.sleep(120)
+    os._exit(0)
+os.wait()
+while not os.path.exists({str(pid_file)!r}):
+    time.sleep(0.01)
+print('{{"ok": true, "count": 0}}')
+""")
+    caplog.set_level(logging.WARNING, logger="passageway.connector")
+    runner = ConnectorRunner(ConnectorSettings(name="daemon", command=(sys.executable, str(script))),
+                             environ=ENVIRON)
+    assert (await runner.check()).count == 0
+    daemon = int(pid_file.read_text())
+    deadline = time.monotonic() + 3
+    while not process_is_gone(daemon) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert process_is_gone(daemon), f"the daemon {daemon} outlived the call"
+    assert "left 1 process(es) running" in caplog.text

@@ -4,7 +4,8 @@ A connector is any executable. For each call the kernel runs ``<command> <mode> 
 with an environment that holds only ``PATH`` and ``HOME`` (from the server's environment),
 ``PASSAGEWAY_PROTOCOL=1``, the connector's ``env`` table and the values of the secrets it names.
 The program starts a session of its own, so a timeout can kill it together with every child it
-started.
+started; ``PASSAGEWAY_CALL``, a random value per call in its environment, finds a daemon that left
+the session too. Whatever a call started ends with the call, also when it succeeded.
 
 stdout is read in chunks while the program runs. Each line must be one JSON object that is valid
 against the schema definition of the mode (``checkReply``, ``listEntry`` or ``item``), and the
@@ -44,6 +45,7 @@ from passageway.kernel.connector.io import (
     stderr_note,
 )
 from passageway.kernel.connector.lines import DEFINITIONS, LineProblem, parse_batch
+from passageway.kernel.connector.processes import MARKER_VARIABLE, new_marker
 from passageway.kernel.errors import ConnectorError
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
@@ -131,7 +133,7 @@ class ConnectorRunner:
     # -- one call ---------------------------------------------------------------------------
 
     def environment(self) -> dict[str, str]:
-        """The whole environment a call runs with.
+        """The environment a call runs with, but for its ``PASSAGEWAY_CALL`` marker.
 
         :raises ConfigError: a secret refers to a variable that is not set (named, never a value).
         """
@@ -200,13 +202,14 @@ class ConnectorRunner:
         trace: CallTrace,
     ) -> builtins.list[Any]:
         command = self.settings.command
+        marker = new_marker()  # every process of this call inherits it, a daemon's too
         try:
             process = await asyncio.create_subprocess_exec(
                 *command, mode, *arguments,
                 stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env=environment,
+                env={**environment, MARKER_VARIABLE: marker},
                 start_new_session=True,
             )
         except FileNotFoundError:
@@ -257,8 +260,12 @@ class ConnectorRunner:
         except LineProblem as problem:
             raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
         finally:
-            if failed:
-                await kill_group(process)
+            # Also after a call that succeeded: what it started (a daemon) ends with it.
+            left = await kill_group(process, marker)
+            if left and not failed:
+                self._logger.warning(
+                    "connector %s: `%s` left %d process(es) running after it exited; passageway "
+                    "ended them (a connector's processes end with its call)", self.name, mode, left)
             await finish(process, stderr_task, stdin_task)
             if trace.exit_code is None:
                 trace.exit_code = process.returncode
