@@ -206,14 +206,16 @@ async def test_a_poisoned_record_costs_only_itself_and_is_fetched_last_at_the_ne
         assert sync.health().state == "ok" and sync.health().items == 200
 
 
-async def test_a_source_that_is_down_costs_three_calls(tmp_path):
+@pytest.mark.parametrize(("rule", "calls"), [("timeout", 3), ("exit status", 10)])
+async def test_a_source_that_is_down_costs_three_timeouts_or_ten_quick_calls(tmp_path, rule, calls):
     runner = FakeRunner("notes", [item(n) for n in range(200)])
     runner.fail_batches = set(range(2, 100))  # every call after the first
+    runner.fail_rule = rule
     async with Setup(tmp_path, runner) as sync:
         with pytest.raises(SyncError, match="source looks down") as raised:
             await sync.sync_once()
         assert "1 of 4 fetch batches failed" in str(raised.value)
-        assert len(runner.fetch_calls) == 4  # a batch, then two of its ids alone
+        assert len(runner.fetch_calls) == 1 + calls  # a batch, then some of its ids alone
         assert sync.health().items == 50
 
 
@@ -550,3 +552,19 @@ async def test_a_listed_entry_left_out_keeps_the_source_from_saying_ok(tmp_path)
         runner.left_out = []
         await sync.reconcile()
         assert sync.health().state == "ok"
+
+
+async def test_bad_records_are_remembered_across_a_restart_and_never_look_like_a_source_down(tmp_path):
+    # Five bad records, all that is left to fetch after a restart: each is tried alone and named,
+    # where three failing in a row would have looked like a source that is down.
+    runner = FakeRunner("notes", [item(n) for n in range(100)])
+    runner.fail_ids = {f"item-{n}" for n in (3, 4, 5, 6, 7)}
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError):
+            await sync.sync_once()
+    async with Setup(tmp_path, runner) as sync:  # a restart: a new sync over the same index
+        runner.fetch_calls.clear()
+        with pytest.raises(SyncError, match="5 item") as raised:
+            await sync.sync_once()
+        assert runner.fetch_calls == [[f"item-{n}"] for n in (3, 4, 5, 6, 7)]
+        assert "looks down" not in str(raised.value) and sync.health().items == 95

@@ -8,8 +8,10 @@ done only when its write has committed.
 A batch whose ``fetch`` fails is fetched again one id at a time, so a record the connector cannot
 deliver (a line that is not UTF-8, nested too deep, a page that crashes it) costs only itself:
 its id goes to ``poisoned`` with the error, the log and health name it, and the rest of the batch
-is stored. Three failed calls in a row that are not about one record (a timeout, an exit status)
-mean the source is down: the run stops and the rest waits for the next sync.
+is stored. Failed calls in a row that are not about one record mean the source is down (three
+timeouts, or ten quick failures such as an exit status): the run stops and the rest waits for the
+next sync. Ids that failed alone before are fetched alone and last, and their failing again says
+nothing about the source.
 """
 
 from __future__ import annotations
@@ -36,9 +38,15 @@ Write = Callable[[list[ItemUpdate]], Awaitable[None]]
 RECORD_RULES = frozenset({"malformed line", "invalid record", "line too long", "duplicate id",
                           "unrequested id"})
 """Connector failures that are about one line: the connector runs, one record is bad."""
+SLOW_RULES = frozenset({"timeout", "command not found", "cannot start", "out of file descriptors"})
+"""Connector failures that cost a call timeout, or that no record can cause."""
 DOWN_AFTER = 3
-"""Failed calls in a row, none about a record, after which the source counts as down: a batch
-and the first two of its ids alone."""
+"""Failed calls in a row of :data:`SLOW_RULES` after which the source counts as down: a batch and
+the first two of its ids alone, so a source that hangs costs three timeouts, not one per item."""
+QUICK_DOWN_AFTER = 10
+"""Failed calls in a row of any other rule (an exit status) after which the source counts as
+down: such a call is quick, and a connector that exits on each of a few bad records in a row
+must not look like a source that is down."""
 SHOWN_ITEMS = 3
 """Items named in the health message; the count says how many more."""
 
@@ -63,8 +71,8 @@ class FetchOutcome:
             return None
         text = f"{self.failed} of {self.batches} fetch batches failed"
         if self.stopped:
-            text += (f" ({DOWN_AFTER} calls in a row failed, so the source looks down: the fetch "
-                     "stopped, the rest waits for the next sync)")
+            text += (" (calls kept failing in a row, so the source looks down: the fetch stopped, "
+                     "the rest waits for the next sync)")
         if not self.bad:
             return f"{text}: {self.first_error}"
         shown = "; ".join(f"{item_id}: {error}" for item_id, error in list(self.bad.items())[:SHOWN_ITEMS])
@@ -103,11 +111,16 @@ class FetchRun:
     outcome: FetchOutcome = attrs.field(init=False)
     _in_a_row: int = attrs.field(default=0, init=False)
     """Failed calls since the last one that worked, none of them about a record."""
+    _slow_in_a_row: int = attrs.field(default=0, init=False)
+    """Of those, the ones of :data:`SLOW_RULES`."""
     _fetching: asyncio.Task[list[Item]] | None = attrs.field(default=None, init=False)
     _writing: _Write | None = attrs.field(default=None, init=False)
+    _known_bad: frozenset[str] = attrs.field(factory=frozenset, init=False)
+    """Ids that failed alone before this run: their failing again says nothing about the source."""
 
     def __attrs_post_init__(self) -> None:
         self.outcome = FetchOutcome(batches=len(self.batches))
+        self._known_bad = frozenset(self.poisoned)
 
     async def run(self) -> FetchOutcome:
         self._fetch_next(0)
@@ -126,6 +139,13 @@ class FetchRun:
         items, problem = await self._fetched(index)
         stop = False
         if isinstance(problem, ConnectorError):
+            if len(batch) == 1 and batch[0] in self._known_bad:
+                self.progress.advance(1)
+                self._bad(batch[0], problem)
+                stop = self._failed(index, problem)
+                if not stop:
+                    self._fetch_next(index + 1)
+                return stop
             if self._count_call(problem) or len(batch) == 1:
                 self.progress.advance(len(batch))
                 # The source looks down, or the batch is one id: there is nothing to isolate.
@@ -193,13 +213,14 @@ class FetchRun:
     def _count_call(self, error: ConnectorError | None) -> bool:
         """Count a call's outcome; True when the source now looks down (:data:`DOWN_AFTER`)."""
         if error is None or error.rule in RECORD_RULES:
-            self._in_a_row = 0  # the connector answered: the source is up
+            self._in_a_row = self._slow_in_a_row = 0  # the connector answered: the source is up
             return False
         self._in_a_row += 1
+        self._slow_in_a_row += error.rule in SLOW_RULES
         return self._down()
 
     def _down(self) -> bool:
-        if self._in_a_row >= DOWN_AFTER:
+        if self._slow_in_a_row >= DOWN_AFTER or self._in_a_row >= QUICK_DOWN_AFTER:
             self.outcome.stopped = True
         return self.outcome.stopped
 

@@ -13,8 +13,9 @@ serving what it has.
 
 Every connector call that succeeds is stored in one transaction; a call that fails stores
 nothing. A failing fetch batch is fetched again one id at a time, so a bad record costs only
-itself; its id is remembered and fetched alone, after every other, at later syncs. Three failed
-calls in a row that are not about a record stop the fetch until the next sync (ADR 0008). A
+itself; its id is remembered and fetched alone, after every other, at later syncs. Failed calls
+in a row that are not about a record (three timeouts, or ten quick failures) stop the fetch until
+the next sync (ADR 0008). A
 passage whose digest already has a vector in the :class:`~passageway.kernel.store.VectorCache`
 is not embedded again.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -51,6 +53,9 @@ POLL_OVERLAP_SECONDS = 5.0
 PROGRESS_SECONDS = 5.0
 """A long build logs its progress at most this often."""
 LAST_POLL = "last_poll"
+POISONED = "poisoned_ids"
+"""The store's state key of the ids that failed alone (JSON, id to error): kept across restarts."""
+POISONED_ERROR_CHARS = 300
 
 
 
@@ -135,7 +140,7 @@ class SourceSync:
         self._failed_in: str | None = None  # "sync" or "poll": what failed last
         self._lock = asyncio.Lock()  # one operation at a time per source
         self._progress: BuildProgress | None = None  # the running fetch's counts, if any
-        self._poisoned: dict[str, str] = {}  # ids that failed alone, with their error (ADR 0008)
+        self._poisoned: dict[str, str] | None = None  # ids that failed alone, and why (ADR 0008)
         self.embed_seconds = 0.0
         """Time spent awaiting the embedder (the benchmark compares it with the total)."""
 
@@ -316,11 +321,13 @@ class SourceSync:
         """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`); ids that
         failed alone before come last, one per batch, so they cost no other item a call."""
         wanted = set(ids)
-        self._poisoned = {key: error for key, error in self._poisoned.items() if key in wanted}
-        fresh = [item_id for item_id in ids if item_id not in self._poisoned]
+        if self._poisoned is None:
+            self._poisoned = _poisoned_from(await self.store.get_state(POISONED))
+        poisoned = self._poisoned = {key: error for key, error in self._poisoned.items() if key in wanted}
+        fresh = [item_id for item_id in ids if item_id not in poisoned]
         size = self.fetch_batch
         batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
-        batches += [[item_id] for item_id in ids if item_id in self._poisoned]
+        batches += [[item_id] for item_id in ids if item_id in poisoned]
         self._health.batches, self._health.failed_batches = len(batches), 0
         self._health.failed_items = 0
         if not batches:
@@ -329,13 +336,16 @@ class SourceSync:
         self._progress = progress
         run = FetchRun(
             self.source, batches, self.runner.fetch, self._updates, self._write, self._health, progress,
-            self.log, self._poisoned,
+            self.log, poisoned,
         )
         try:
             return await run.run()
         finally:
             progress.finish()
             self._progress = None
+            with contextlib.suppress(PassagewayError):  # a store that cannot write says so itself
+                await self.store.set_state(POISONED, json.dumps(
+                    {key: error[:POISONED_ERROR_CHARS] for key, error in poisoned.items()}))
 
     async def _updates(self, items: Sequence[Item]) -> list[ItemUpdate]:
         updates, _ = await self._prepare(items)
@@ -404,6 +414,14 @@ class SourceSync:
             if self._progress is not None and counted:
                 self._progress.embedded(len(chunk))
         return result
+
+
+def _poisoned_from(saved: str | None) -> dict[str, str]:
+    try:
+        found = json.loads(saved) if saved else {}
+    except ValueError:
+        return {}
+    return {str(key): str(value) for key, value in found.items()} if isinstance(found, dict) else {}
 
 
 def _latest_versions(entries: Sequence[ListEntry]) -> dict[str, str]:
