@@ -64,6 +64,12 @@ def figures() -> Figures:
     return FIGURES
 
 
+CONNECTOR_SECTIONS = {"redirects", "poisoned_batches", "hostile_remote", "quadratic_sdk"}
+"""Issue 32's connector families: test_redirect_leaks, test_poisoned_batches, test_hostile_remote
+and test_quadratic_sdk (report.py renders them after the others)."""
+SECTIONS |= CONNECTOR_SECTIONS
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not FULL or set(FIGURES.sections) != SECTIONS:
         return  # only a whole full run rewrites the page
