@@ -39,7 +39,7 @@ from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, statistics_of, 
 from passageway_store_postgres.store import EF_SEARCH, vector_literal
 from psycopg import sql
 
-from passageway.builtin.storage.textsearch import query_terms
+from passageway import query_terms
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import recall as recall_bench

@@ -488,7 +488,7 @@ def scale_questions(
 
 async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: int) -> dict[str, Any]:
     """Per question: the keyword search alone, both store searches, and the whole recall."""
-    from passageway.builtin.storage.textsearch import match_terms
+    from passageway.builtin.storage.keyword import match_terms
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
     from passageway.kernel.query.recall import keyword_query, recall
     from passageway.kernel.ranking import CANDIDATES

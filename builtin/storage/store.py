@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from passageway.builtin.storage import keyword, rows, tables
-from passageway.builtin.storage.textsearch import match_terms
+from passageway.builtin.storage.keyword import match_terms
 from passageway.builtin.storage.vector_file import VectorFile
 from passageway.kernel.data_folder import private_file
 from passageway.kernel.errors import StoreError
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.store import Candidate, ItemUpdate, StoredItem, check_updates
 
 T = TypeVar("T")
 
@@ -190,7 +190,7 @@ class SqliteStore:
 
     def _apply(self, updates: list[ItemUpdate], deletions: list[str]) -> None:
         connection = self._writing_connection()
-        tables.check_updates(updates, self.vectors.dim, self.source)
+        check_updates(updates, self.vectors.dim, self.source)
         removed, added_keys, added_vectors = tables.write(connection, updates, deletions)
         # The database has committed; bring the vectors in memory up to date with it.
         self.vectors.update(connection, removed, added_keys, added_vectors)

@@ -22,10 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from passageway.builtin.storage.tables import check_updates
-from passageway.builtin.storage.textsearch import query_terms
-from passageway.kernel.errors import StoreError
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway import Candidate, ItemUpdate, StoredItem, StoreError, check_updates, query_terms
 from passageway_store_postgres import keyword, schema
 from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, statistics_of, within_budget
 from passageway_store_postgres.bulk import BulkLoad

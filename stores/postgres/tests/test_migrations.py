@@ -12,7 +12,7 @@ from passageway_store_postgres.store import PostgresStore, vector_literal
 from passageway_store_postgres.testing import fresh_schema
 from psycopg import sql
 
-from passageway.testing.store_contract import DIM, doc, question_vector, update_for
+from passageway.testing import DIM, doc, question_vector, update_for
 
 ITEMS = [doc("mill", "The old mill", "The mill grinds grain.", "Grain came by boat.", path=("Guides",)),
          doc("river", "Rivers", "A river carries boats to the mill, boats and boats."),

@@ -13,7 +13,7 @@ from passageway_store_postgres.testing import fresh_schema, server_uri
 from passageway.kernel.app import Kernel
 from passageway.kernel.config import load_settings
 from passageway.kernel.plugins import build_plugin_manager
-from passageway.testing.toy_embedder import plugin as toy_plugin
+from passageway.testing import toy_plugin
 
 ITEMS = 150  # three fetch batches of 50
 
