@@ -37,9 +37,9 @@ from pathlib import Path
 import attrs
 import numpy as np
 
+from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases
+from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.eval.cases import Case, accepts, contains_answer, load_cases
-from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.windows import flat, window_texts
 from passageway.kernel.query.recall import gather_candidates, question_for, recall

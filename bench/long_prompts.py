@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall import (  # bench/recall.py, a script beside this one
     PASSWORD,
     ROOT,
-    bench_kernel_class,
     corpus_settings,
     log,
     ms,
+    open_bench_kernel,
     percentile,
     questions,
 )
@@ -107,7 +107,7 @@ async def run(rounds: int, whole: int, compare_queue: bool) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="passageway-bench-long-") as temporary:
         settings, environ = corpus_settings(Path(temporary))
         manager = build_plugin_manager(environ)
-        async with bench_kernel_class().open(settings, manager, environ) as kernel:
+        async with open_bench_kernel(settings, manager, environ) as kernel:
             log(f"building the sample corpus index with {kernel.embedder.name} ...")
             errors = await kernel.sync_once()
             if any(errors.values()):

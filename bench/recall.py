@@ -185,17 +185,12 @@ async def during_build(kernel: Any, asked: list[str], folder: Path, notes: int) 
             "embed_seconds": sync.embed_seconds}
 
 
-def bench_kernel_class() -> Any:
-    """The kernel with its vector cache in the shared data folder (as eval keeps it), so that a
-    rerun does not embed the corpus again; questions are embedded every time they are asked."""
+def open_bench_kernel(settings: Any, manager: Any, environ: dict[str, str]) -> Any:
+    """A started kernel with its vector cache in the shared data folder (as eval keeps it), so
+    that a rerun does not embed the corpus again; questions are embedded every time they are asked."""
     from passageway.kernel.app import Kernel
 
-    class BenchKernel(Kernel):
-        async def _open_vector_cache(self, folder: Path | None = None) -> None:
-            if self.settings is not None:
-                await super()._open_vector_cache(folder or self.settings.shared_data_dir)
-
-    return BenchKernel
+    return Kernel.open(settings, manager, environ, vector_cache_folder=settings.shared_data_dir)
 
 
 async def corpus_part(
@@ -209,7 +204,7 @@ async def corpus_part(
         folder = Path(temporary)
         settings, environ = corpus_settings(folder, engine)
         manager = build_plugin_manager(environ)
-        async with bench_kernel_class().open(settings, manager, environ) as kernel:
+        async with open_bench_kernel(settings, manager, environ) as kernel:
             if kernel.embedder_error:
                 raise SystemExit(f"the embedder cannot start: {kernel.embedder_error}")
             log(f"building the sample corpus index with {kernel.embedder.name} ...")

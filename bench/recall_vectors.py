@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_levels import ROOT, config_text
 
+from passageway.builtin.eval.cases import load_cases
+from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.eval.cases import load_cases
-from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.query.recall import recall
 
 

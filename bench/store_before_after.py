@@ -149,7 +149,7 @@ async def compare_corpus(older_class: Any, rounds: int) -> list[str]:
         folder = Path(temporary)
         settings, environ = bench.corpus_settings(folder)
         manager = build_plugin_manager(environ)
-        async with bench.bench_kernel_class().open(settings, manager, environ) as kernel:
+        async with bench.open_bench_kernel(settings, manager, environ) as kernel:
             if kernel.embedder_error:
                 raise SystemExit(f"the embedder cannot start: {kernel.embedder_error}")
             bench.log("building the sample corpus index ...")

@@ -23,7 +23,8 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -33,15 +34,13 @@ from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
-from passageway.kernel.index.replicas import Role, SharedStore, replica_name, run_source
-from passageway.kernel.index.sources import Source, SourceSyncLike, SyncFactory, removed_sources
+from passageway.kernel.index.replicas import replica_name
+from passageway.kernel.index.sources import Source, SourceSyncLike, SyncRuns, removed_sources
 from passageway.kernel.query.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from passageway.kernel.config import ConnectorSettings, Settings
     from passageway.kernel.embedder import Embedder
     from passageway.kernel.plugins import PluginManager, Registries
@@ -59,11 +58,16 @@ class Kernel:
     """Ties settings, plugins, the embedder, the stores, the syncs and health together.
 
     Build one with :meth:`open` (everything started) or :meth:`create` (nothing started yet, for
-    the server, which starts each resource in its own ``cleanup_ctx``).
-    """
+    the server, which starts each resource in its own ``cleanup_ctx``). What ``passageway eval``
+    and the benchmarks vary is a keyword argument of each, never a subclass:
 
-    chunk_cap: int | None = None
-    """The longest passage in characters; None keeps the chunker's default. Eval sweeps it."""
+    - ``wrap_embedder``: called with the embedder the settings build, returns the one the kernel
+      uses (eval meters it; the wrapper forwards what it does not change, see
+      :class:`~passageway.kernel.embedder.ForwardingEmbedder`);
+    - ``vector_cache_folder``: where the cache of passage vectors keeps its file (default the data
+      folder; eval's is the shared data folder, so that a throwaway index reuses its vectors);
+    - ``chunk_cap``: the longest passage in characters (None keeps the chunker's default).
+    """
 
     def __init__(
         self,
@@ -74,7 +78,9 @@ class Kernel:
         environ: Mapping[str, str] | None = None,
         password: str | None = None,
         config_error: str | None = None,
-        sync_factory: SyncFactory | None = None,
+        wrap_embedder: Callable[[Embedder], Embedder] | None = None,
+        vector_cache_folder: Path | None = None,
+        chunk_cap: int | None = None,
     ) -> None:
         self.settings = settings
         self.manager = manager
@@ -92,15 +98,12 @@ class Kernel:
         self.ranker: Any = None
         self.sources: dict[str, Source] = {}
         self.started_at = time.time()
-        self._sync_factory = sync_factory or self._make_source_sync
+        self.wrap_embedder = wrap_embedder
+        self.vector_cache_folder = vector_cache_folder
+        self.chunk_cap = chunk_cap
         self.vector_cache: Any = None
-        self._sync_tasks: dict[str, asyncio.Task[Any]] = {}
-        self.sync_errors: dict[str, str] = {}
-        """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
-        self.replica = replica_name()
-        """This server's name among replicas sharing one index (see kernel/index/replicas.py)."""
-        self.roles: dict[str, Role] = {}
-        """Per source on a shared store: which replica syncs it (health shows it)."""
+        self.syncs = SyncRuns(replica_name())
+        """The kernel-driven syncs, their failures and, on a shared store, the replicas' roles."""
 
     # -----------------------------------------------------------------------------------------
     # Construction
@@ -112,10 +115,10 @@ class Kernel:
         settings: Settings,
         manager: PluginManager | None = None,
         environ: Mapping[str, str] | None = None,
-        *,
-        sync_factory: SyncFactory | None = None,
+        **variations: Any,
     ) -> Kernel:
-        """A kernel with its plugins loaded and its ranker chosen, nothing started yet.
+        """A kernel with its plugins loaded and its ranker chosen, nothing started yet;
+        ``variations`` are the keyword arguments of the class (``wrap_embedder``, ...).
 
         A plugin or ranker that cannot be loaded gives a kernel in the ``error`` state rather than
         an exception, so that a server still answers ``/health`` with the reason.
@@ -131,7 +134,7 @@ class Kernel:
             kernel = cls(
                 settings, manager=manager, registries=registries, environ=environ,
                 password=load_password(environ) if password is None else password,
-                sync_factory=sync_factory,
+                **variations,
             )
             kernel.ranker = registries.rankers.get(settings.ranker)()
             registries.stores.get(settings.store)
@@ -165,14 +168,14 @@ class Kernel:
         settings: Settings,
         manager: PluginManager | None = None,
         environ: Mapping[str, str] | None = None,
-        *,
-        sync_factory: SyncFactory | None = None,
+        **variations: Any,
     ) -> AsyncIterator[Kernel]:
-        """A started kernel (embedder and stores open, no background sync), closed on exit.
+        """A started kernel (embedder and stores open, no background sync), closed on exit;
+        ``variations`` as for :meth:`create`.
 
         :raises PassagewayError: the configuration or the plugins cannot be used.
         """
-        kernel = cls.create(settings, manager, environ, sync_factory=sync_factory)
+        kernel = cls.create(settings, manager, environ, **variations)
         if kernel.config_error is not None:
             raise PassagewayError(kernel.config_error)
         try:
@@ -213,7 +216,8 @@ class Kernel:
     def _build_embedder(self) -> Embedder:
         assert self.settings is not None and self.registries is not None
         factory = self.registries.embedders.get(self.settings.embedder.kind)
-        return factory(self.settings.embedder, self.embedder_context())  # type: ignore[no-any-return]
+        embedder: Embedder = factory(self.settings.embedder, self.embedder_context())
+        return embedder if self.wrap_embedder is None else self.wrap_embedder(embedder)
 
     def embedder_context(self) -> Any:
         from passageway.kernel.embedder import EmbedderContext
@@ -262,9 +266,8 @@ class Kernel:
                 continue
             if self.embedder is not None and self.embedder_started:
                 try:
-                    if self._sync_factory == self._make_source_sync:
-                        await self._open_vector_cache()
-                    source.sync = self._sync_factory(connector, store, self.embedder, self.environ)
+                    await self._open_vector_cache()
+                    source.sync = self._make_source_sync(connector, store, self.embedder)
                 except PassagewayError as error:
                     source.error = str(error)
         if self.embedder is not None and self.embedder_started:
@@ -273,30 +276,29 @@ class Kernel:
                 set(self.sources), (self.embedder.name, self.embedder.dim),
             ))
 
-    def _make_source_sync(
-        self, connector: ConnectorSettings, store: Store, embedder: Embedder, environ: Mapping[str, str]
-    ) -> SourceSyncLike:
+    def _make_source_sync(self, connector: ConnectorSettings, store: Store, embedder: Embedder
+                          ) -> SourceSyncLike:
         from passageway.kernel.connector import runner as connector_module
         from passageway.kernel.index import sync as sync_module
 
         logger = logging.getLogger(f"passageway.sync.{connector.name}")
-        runner = connector_module.ConnectorRunner(connector, environ=environ, logger=logger)
+        runner = connector_module.ConnectorRunner(connector, environ=self.environ, logger=logger)
         options = {} if self.chunk_cap is None else {"cap": self.chunk_cap}
         return sync_module.SourceSync(  # type: ignore[no-any-return]
             connector, store, embedder, runner, self.vector_cache, **options
         )
 
-    async def _open_vector_cache(self, folder: Path | None = None) -> None:
+    async def _open_vector_cache(self) -> None:
         """The cache of passage vectors by digest, shared by every source of this embedder, from
-        the ``passageway_vector_cache`` hook, with its file (if any) in ``folder`` (by default
-        the data folder)."""
+        the ``passageway_vector_cache`` hook, with its file (if any) in ``vector_cache_folder``
+        (by default the data folder)."""
         if self.vector_cache is not None or self.embedder is None or self.settings is None:
             return
         from passageway.kernel.plugins import build_plugin_manager
 
         manager = self.manager or build_plugin_manager(self.environ)
         cache = manager.hook.passageway_vector_cache(
-            store=self.settings.store, folder=folder or self.settings.data_dir,
+            store=self.settings.store, folder=self.vector_cache_folder or self.settings.data_dir,
             embedder_name=self.embedder.name, dim=self.embedder.dim)
         await cache.open()
         self.vector_cache = cache
@@ -315,32 +317,11 @@ class Kernel:
     def start_background_sync(self) -> None:
         """One task per source: the first build or reconcile, then polling and reconciling."""
         assert self.settings is not None or not self.sources
-        for name, source in self.sources.items():
-            if source.sync is None or name in self._sync_tasks:
-                continue
-            self._sync_tasks[name] = asyncio.create_task(self._run_source(source), name=f"sync {name}")
-
-    async def _run_source(self, source: Source) -> None:
-        assert self.settings is not None and source.sync is not None
-        try:
-            role = Role(self.replica)
-            if isinstance(source.store, SharedStore):  # health shows which replica syncs it
-                role = self.roles.setdefault(source.name, role)
-            await run_source(source.sync, source.store, self.settings.poll_seconds,
-                             self.settings.reconcile_seconds, role)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # the sync's own bug: this source stops, the server does not
-            self.sync_errors[source.name] = f"the sync stopped: {type(error).__name__}: {error}"
-            log.exception("source %s: the sync stopped", source.name)
+        if self.settings is not None:
+            self.syncs.start(self.sources, self.settings.poll_seconds, self.settings.reconcile_seconds)
 
     async def stop_background_sync(self) -> None:
-        tasks, self._sync_tasks = self._sync_tasks, {}
-        for task in tasks.values():
-            task.cancel()
-        for task in tasks.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.syncs.stop()
 
     async def sync_once(self) -> dict[str, str | None]:
         """Build (or reconcile) every source once, concurrently; returns each source's error or None.
@@ -348,26 +329,8 @@ class Kernel:
         A source whose index is new or was built by another embedder is built in full, any other
         is reconciled (the sync decides). Failures are also kept for :meth:`health`.
         """
-
-        async def one(source: Source) -> str | None:
-            if source.sync is None:
-                return source.error or self.embedder_error or "no sync for this source"
-            try:
-                await source.sync.sync_once()
-            except PassagewayError as error:
-                self.sync_errors[source.name] = str(error)
-                return str(error)
-            except Exception as error:
-                message = f"{type(error).__name__}: {error}"
-                self.sync_errors[source.name] = message
-                log.exception("source %s: the sync failed", source.name)
-                return message
-            self.sync_errors.pop(source.name, None)
-            return None
-
         sources = [source for source in self.sources.values() if not source.removed]
-        results = await asyncio.gather(*(one(source) for source in sources))
-        return {source.name: result for source, result in zip(sources, results, strict=True)}
+        return await self.syncs.once(sources, self.embedder_error or "no sync for this source")
 
     # -----------------------------------------------------------------------------------------
     # The query path

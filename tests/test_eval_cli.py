@@ -377,7 +377,7 @@ def test_a_second_eval_reuses_the_vector_cache_and_embeds_only_questions(tmp_pat
 
 
 async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time():
-    from passageway.kernel.eval.engine import MeteredEmbedder
+    from passageway.builtin.eval.engine import MeteredEmbedder
 
     inner = ToyEmbedder()
     metered = MeteredEmbedder(inner)
@@ -390,7 +390,7 @@ async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time
 
 
 def test_metered_embedder_gates_with_the_wrapped_models_offset():
-    from passageway.kernel.eval.engine import MeteredEmbedder
+    from passageway.builtin.eval.engine import MeteredEmbedder
     from passageway.kernel.ranking import Gate
 
     metered = MeteredEmbedder(ToyEmbedder(min_similarity=0.87, cross_language_offset=0.06))

@@ -163,3 +163,22 @@ def test_the_kernels_data_paths_import_one_way():
         for path in (ROOT / "kernel" / folder).rglob("*.py")
     }
     assert {path: names for path, names in offenders.items() if names} == {}
+
+
+def test_nothing_subclasses_the_kernel():
+    """What eval and the benchmarks vary is an argument of ``Kernel`` (docs/adr/0009's door holds
+    for the kernel too): no class anywhere in the project derives from it, nor builds one with
+    ``type(...)``."""
+    offenders = []
+    for folder in ("kernel", "builtin", "testing", "tests", "bench", "stores", "connectors", "embedders"):
+        for path in (ROOT / folder).rglob("*.py"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    bases = [ast.unparse(base) for base in node.bases]
+                    if any(base.split(".")[-1] in {"Kernel", "EvalKernel"} for base in bases):
+                        offenders.append(f"{path.relative_to(ROOT)}: class {node.name}")
+                elif (isinstance(node, ast.Call) and ast.unparse(node.func) == "type" and len(node.args) == 3
+                      and "Kernel" in ast.unparse(node.args[1])):
+                    offenders.append(f"{path.relative_to(ROOT)}: type(...)")
+    assert offenders == []

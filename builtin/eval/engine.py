@@ -1,4 +1,4 @@
-"""The real :class:`~passageway.kernel.eval.runner.Engine`: an in-process kernel on a throwaway index.
+"""The real :class:`~passageway.builtin.eval.runner.Engine`: an in-process kernel on a throwaway index.
 
 The kernel is opened with the user's settings except for the data folder, which is a temporary
 one (or ``--data-dir``). The shared data folder, where the models and the per-embedder vector
@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from passageway.builtin.eval.report import IndexInfo, SourceCount
+from passageway.builtin.eval.runner import Reply
 from passageway.kernel.app import Kernel
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import EvalError, PassagewayError
-from passageway.kernel.eval.report import IndexInfo, SourceCount
-from passageway.kernel.eval.runner import Reply
 
 if TYPE_CHECKING:
     from passageway.kernel.config import Settings
@@ -94,22 +94,6 @@ class MeteredEmbedder:
         await self.inner.close()
 
 
-class EvalKernel(Kernel):
-    """The kernel with its embedder metered and its vector cache in the shared data folder.
-
-    The index is thrown away after the run, the cache of vectors by digest is not: it lives in
-    the shared data folder (where the models are), so the next eval of an unchanged corpus embeds
-    nothing but the questions.
-    """
-
-    def _build_embedder(self) -> Any:
-        return MeteredEmbedder(super()._build_embedder())
-
-    async def _open_vector_cache(self, folder: Path | None = None) -> None:
-        if self.settings is not None:
-            await super()._open_vector_cache(folder or self.settings.shared_data_dir)
-
-
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -118,7 +102,7 @@ def _stderr(message: str) -> None:
 class KernelEngine:
     """Builds every configured source into a throwaway (or ``--data-dir``) index and asks it."""
 
-    kernel: EvalKernel
+    kernel: Kernel
     reuse: bool
     load_seconds: float
     progress: Callable[[str], None] = _stderr
@@ -172,11 +156,13 @@ class KernelEngine:
                 folder = data_dir
             run_settings = attrs.evolve(settings, data_dir=folder)
             started = time.perf_counter()
-            # A subclass per run keeps the cap out of every other kernel in the process.
-            kernel_class = EvalKernel if chunk_cap is None else type(
-                "EvalKernel", (EvalKernel,), {"chunk_cap": chunk_cap}
-            )
-            async with kernel_class.open(run_settings, manager, environ) as kernel:
+            # The index is thrown away after the run, the cache of vectors by digest is not: it
+            # lives in the shared data folder (where the models are), so the next eval of an
+            # unchanged corpus embeds nothing but the questions.
+            async with Kernel.open(
+                run_settings, manager, environ, wrap_embedder=MeteredEmbedder,
+                vector_cache_folder=settings.shared_data_dir, chunk_cap=chunk_cap,
+            ) as kernel:
                 load_seconds = time.perf_counter() - started
                 if kernel.embedder_error is not None or kernel.embedder is None:
                     raise EvalError(f"the embedder could not start: {kernel.embedder_error}")
