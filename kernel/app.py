@@ -31,7 +31,7 @@ import attrs
 
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
-from passageway.kernel.embedder import cross_language_offset_of
+from passageway.kernel.embedder import BaseEmbedder, cross_language_offset_of, with_defaults
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
 from passageway.kernel.index.replicas import replica_name
@@ -89,7 +89,7 @@ class Kernel:
         self.password = password
         self.config_error = config_error
         self.instance = settings.instance if settings is not None else None
-        self.embedder: Embedder | None = None
+        self.embedder: BaseEmbedder | None = None
         self.questions: QuestionQueue | None = None
         """The embedder as recall sees it: questions one at a time, typed ones first."""
         self.embedder_error: str | None = None
@@ -213,11 +213,12 @@ class Kernel:
             self.questions = QuestionQueue(self.embedder) if QUEUE_QUESTIONS else None
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
-    def _build_embedder(self) -> Embedder:
+    def _build_embedder(self) -> BaseEmbedder:
         assert self.settings is not None and self.registries is not None
         factory = self.registries.embedders.get(self.settings.embedder.kind)
-        embedder: Embedder = factory(self.settings.embedder, self.embedder_context())
-        return embedder if self.wrap_embedder is None else self.wrap_embedder(embedder)
+        # A protocol-only embedder gets the optional members' defaults here, once for the kernel.
+        embedder = with_defaults(factory(self.settings.embedder, self.embedder_context()))
+        return embedder if self.wrap_embedder is None else with_defaults(self.wrap_embedder(embedder))
 
     def embedder_context(self) -> Any:
         from passageway.kernel.embedder import EmbedderContext

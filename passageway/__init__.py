@@ -50,6 +50,8 @@ PUBLIC: dict[str, str] = {
     "EmbedKind": "passageway.kernel.records",
     # embedding
     "Embedder": "passageway.kernel.embedder",
+    "BaseEmbedder": "passageway.kernel.embedder",
+    "ForwardingEmbedder": "passageway.kernel.embedder",
     "EmbedderContext": "passageway.kernel.embedder",
     "EmbedderSettings": "passageway.kernel.config",
     # ranking

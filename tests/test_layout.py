@@ -82,7 +82,7 @@ def test_the_docs_use_the_short_paths():
 
     behind = {(module, name) for name, module in passageway.PUBLIC.items()}
     behind |= set(passageway.testing.PUBLIC.values())
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *(ROOT / "docs").rglob("*.py")]
     offenders = []
     for page in pages:
         text = page.read_text(encoding="utf-8")

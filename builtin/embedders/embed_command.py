@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from passageway.kernel.connector.processes import close_pipes, kill_tree
+from passageway.kernel.embedder import BaseEmbedder
 from passageway.kernel.errors import EmbedderError
 from passageway.kernel.records import PROTOCOL_VERSION, validate_embedder_message
 
@@ -41,7 +42,7 @@ class _ProgramDied(Exception):
     """The program's stdout ended: it exited or crashed while (or before) answering."""
 
 
-class CommandEmbedder:
+class CommandEmbedder(BaseEmbedder):
     """An embedder program run as one long-lived process.
 
     :param name: a label for messages (the ``[embedder]`` table or your test); the model's own name

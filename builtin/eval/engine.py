@@ -24,28 +24,31 @@ import numpy as np
 from passageway.builtin.eval.report import IndexInfo, SourceCount
 from passageway.builtin.eval.runner import Reply
 from passageway.kernel.app import Kernel
-from passageway.kernel.embedder import cross_language_offset_of
+from passageway.kernel.embedder import Embedder, ForwardingEmbedder
 from passageway.kernel.errors import EvalError, PassagewayError
 
 if TYPE_CHECKING:
     from passageway.kernel.config import Settings
     from passageway.kernel.plugins import PluginManager
+    from passageway.kernel.records import EmbedKind
 
 PROGRESS_SECONDS = 2.0
 QUIET_SECONDS = 30.0
 
 
-class MeteredEmbedder:
+class MeteredEmbedder(ForwardingEmbedder):
     """Wraps the embedder: counts passage texts, times questions, embeds each question once.
 
     A question is embedded for real the first time it is asked. Asked again (at another threshold
     of a sweep, or by another ranker) its vector is reused, and the embedding time measured the
     first time is counted again instead, so every row's latency still includes embedding the
-    question while a sweep costs only the searches.
+    question while a sweep costs only the searches. Everything else is the wrapped embedder's
+    (:class:`~passageway.kernel.embedder.ForwardingEmbedder`): its token count and input limit cut
+    a question exactly as the server cuts it, its gate numbers gate it as the server does.
     """
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
         self.passages_embedded = 0
         self.embed_seconds_real = 0.0
         """Time really spent embedding questions."""
@@ -53,27 +56,7 @@ class MeteredEmbedder:
         """Time counted for embedding questions (the first measurement for a reused one)."""
         self._questions: dict[str, tuple[np.ndarray, float]] = {}
 
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    @property
-    def min_similarity(self) -> float:
-        return float(self.inner.min_similarity)
-
-    @property
-    def cross_language_offset(self) -> float:
-        """The wrapped embedder's (0 when it has none), so that eval gates as the server does."""
-        return cross_language_offset_of(self.inner)
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def embed(self, texts: Sequence[str], kind: Any) -> np.ndarray:
+    async def embed(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
         if kind == "query" and len(texts) == 1 and texts[0] in self._questions:
             vector, seconds = self._questions[texts[0]]
             self.embed_seconds_counted += seconds
@@ -88,10 +71,7 @@ class MeteredEmbedder:
                 self._questions[texts[0]] = (np.array(vectors, dtype=np.float32, copy=True), elapsed)
         else:
             self.passages_embedded += len(texts)
-        return vectors  # type: ignore[no-any-return]
-
-    async def close(self) -> None:
-        await self.inner.close()
+        return vectors
 
 
 def _stderr(message: str) -> None:
@@ -129,7 +109,7 @@ class KernelEngine:
 
         settings = self.kernel.settings
         level = settings.embedder.gate if settings is not None else "balanced"
-        threshold = gate_threshold(self.embedder.inner, level)
+        threshold = gate_threshold(self.embedder, level)
         return self.embedder.min_similarity if threshold is None else threshold
 
     @classmethod
