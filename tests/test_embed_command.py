@@ -249,12 +249,12 @@ def test_a_stopped_program_leaves_no_transport_open(tmp_path):
     embedder = fixture("daemon_holds_stdout", tmp_path)
     try:
         embedder.start()
-        process = embedder.embedder._process
+        process = embedder.embedder._program.process
         with pytest.raises(EmbedderError, match="vectors of length"):
             embedder.embed(["lighthouse", "banana"], "passage")
         assert process._transport.is_closing() and process.returncode is not None
         embedder.start()
-        process = embedder.embedder._process
+        process = embedder.embedder._program.process
     finally:
         embedder.close()
         daemon, deadline = tmp_path / "child.pid", time.monotonic() + 5
