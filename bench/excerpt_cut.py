@@ -33,10 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_levels import ROOT, Asked, Replay, Vectors, corpus_engine, halves
+from common import ROOT
+from common.replay import Asked, Replay, Vectors, corpus_engine, halves
 
 import passageway.kernel.query.rendering as rendering_module
 from passageway.builtin.eval.cases import accepts, contains_answer, load_cases

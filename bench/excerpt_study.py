@@ -25,10 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_study import CORPUS, read_item
+from common.corpus import CORPUS, read_item
 
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings

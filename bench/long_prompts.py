@@ -23,24 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from recall import (  # bench/recall.py, a script beside this one
-    PASSWORD,
-    ROOT,
-    corpus_settings,
-    log,
-    ms,
-    open_bench_kernel,
-    percentile,
-    questions,
-)
+from common import ROOT
+from common.corpus import PASSWORD, corpus_settings, open_bench_kernel, questions
+from common.measure import log, ms, percentile
 
 LENGTHS = (100, 1_000, 5_000, 20_000)
 PASTE = "\n".join((ROOT / name).read_text("utf-8")

@@ -22,10 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_levels import ROOT, config_text
+from common import ROOT
+from common.replay import config_text
 
 from passageway.builtin.eval.cases import load_cases
 from passageway.builtin.eval.engine import KernelEngine

@@ -29,10 +29,8 @@ from pathlib import Path
 
 import attrs
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_levels import ROOT, Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
+from common import ROOT
+from common.replay import Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
 
 from passageway.builtin.eval.cases import load_cases
 from passageway.kernel.index.chunking import digest_of

@@ -49,11 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("passageway.kernel")
 
 
-QUEUE_QUESTIONS = True
-"""Whether recall's questions go through a :class:`QuestionQueue` (``bench/long_prompts.py
---compare-queue`` times the server without it too, side by side)."""
-
-
 class Kernel:
     """Ties settings, plugins, the embedder, the stores, the syncs and health together.
 
@@ -97,7 +92,6 @@ class Kernel:
         """Whether the embedder's start succeeded (health names it only then)."""
         self.ranker: Any = None
         self.sources: dict[str, Source] = {}
-        self.started_at = time.time()
         self.wrap_embedder = wrap_embedder
         self.vector_cache_folder = vector_cache_folder
         self.chunk_cap = chunk_cap
@@ -210,7 +204,7 @@ class Kernel:
         else:
             self.embedder_error = None
             self.embedder_started = True
-            self.questions = QuestionQueue(self.embedder) if QUEUE_QUESTIONS else None
+            self.questions = QuestionQueue(self.embedder)
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
     def _build_embedder(self) -> BaseEmbedder:

@@ -53,10 +53,6 @@ class SqliteStore:
         self._reads = threading.Condition()
         self._running_reads = 0
 
-    @property
-    def vector_path(self) -> Path:
-        return self.vectors.path
-
     # -- threads and connections --------------------------------------------------------------
 
     async def _write(self, function: Callable[..., T], *args: Any) -> T:
@@ -269,15 +265,6 @@ class SqliteStore:
         items = connection.execute("SELECT count(*) FROM items").fetchone()[0]
         passages = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
         return int(items), int(passages)
-
-    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
-        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
-        return await self._read(
-            lambda: self._reading_connection().execute(
-                "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal",
-                (item_id,),
-            ).fetchall()
-        )
 
     async def check_integrity(self) -> list[str]:
         """Problems found by SQLite's and FTS5's integrity checks and by comparing the tables
