@@ -31,7 +31,7 @@ import attrs
 
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
-from passageway.kernel.embedder import BaseEmbedder, cross_language_offset_of, with_defaults
+from passageway.kernel.embedder import BaseEmbedder, EmbedderContext, cross_language_offset_of, with_defaults
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
 from passageway.kernel.index.replicas import replica_name
@@ -99,9 +99,7 @@ class Kernel:
         self.syncs = SyncRuns(replica_name())
         """The kernel-driven syncs, their failures and, on a shared store, the replicas' roles."""
 
-    # -----------------------------------------------------------------------------------------
-    # Construction
-    # -----------------------------------------------------------------------------------------
+    # -- construction ---------------------------------------------------------------------------
 
     @classmethod
     def create(
@@ -181,9 +179,7 @@ class Kernel:
             await kernel.close_stores()
             await kernel.close_embedder()
 
-    # -----------------------------------------------------------------------------------------
-    # Resources, each with its start and stop
-    # -----------------------------------------------------------------------------------------
+    # -- resources, each with its start and stop ------------------------------------------------
 
     async def start_embedder(self) -> None:
         """Build and start the embedder; a failure is kept for health and recall, not raised."""
@@ -211,21 +207,9 @@ class Kernel:
         assert self.settings is not None and self.registries is not None
         factory = self.registries.embedders.get(self.settings.embedder.kind)
         # A protocol-only embedder gets the optional members' defaults here, once for the kernel.
-        embedder = with_defaults(factory(self.settings.embedder, self.embedder_context()))
+        context = EmbedderContext.of(self.settings, self.environ, lambda message: log.info("%s", message))
+        embedder = with_defaults(factory(self.settings.embedder, context))
         return embedder if self.wrap_embedder is None else with_defaults(self.wrap_embedder(embedder))
-
-    def embedder_context(self) -> Any:
-        from passageway.kernel.embedder import EmbedderContext
-
-        assert self.settings is not None
-        return EmbedderContext(
-            data_dir=self.settings.data_dir,
-            shared_data_dir=self.settings.shared_data_dir,
-            model_dir=self.settings.model_dir,
-            model_hub=self.settings.model_hub,
-            environ=self.environ,
-            log=lambda message: log.info("%s", message),
-        )
 
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
@@ -327,9 +311,7 @@ class Kernel:
         sources = [source for source in self.sources.values() if not source.removed]
         return await self.syncs.once(sources, self.embedder_error or "no sync for this source")
 
-    # -----------------------------------------------------------------------------------------
-    # The query path
-    # -----------------------------------------------------------------------------------------
+    # -- the query path --------------------------------------------------------------------------
 
     async def recall(
         self, question: str, *, boost_words: Iterable[str] = (), exclude_items: Iterable[tuple[str, str]] = ()
@@ -383,9 +365,7 @@ class Kernel:
                 notes.append(note)
         return tuple(notes)
 
-    # -----------------------------------------------------------------------------------------
-    # Health and authorisation
-    # -----------------------------------------------------------------------------------------
+    # -- health and authorisation ----------------------------------------------------------------
 
     @property
     def version(self) -> str:

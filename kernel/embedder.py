@@ -16,13 +16,16 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
 from passageway.kernel.errors import EmbedderError
 from passageway.kernel.records import EmbedKind
+
+if TYPE_CHECKING:
+    from passageway.kernel.config import Settings
 
 MAX_TOKENS = 512
 """The input limit assumed for an embedder that does not state its own (e5 models: 512)."""
@@ -221,3 +224,10 @@ class EmbedderContext:
     model_hub: str
     environ: Mapping[str, str]
     log: Callable[[str], None] = print
+
+    @classmethod
+    def of(cls, settings: Settings, environ: Mapping[str, str], log: Callable[[str], None]
+           ) -> EmbedderContext:
+        """The context of the embedder of ``settings`` (the kernel's folders and model hub)."""
+        return cls(settings.data_dir, settings.shared_data_dir, settings.model_dir, settings.model_hub,
+                   environ, log)
