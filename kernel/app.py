@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from passageway.kernel.config import ConnectorSettings, Settings
     from passageway.kernel.embedder import Embedder
     from passageway.kernel.plugins import PluginManager, Registries
+    from passageway.kernel.query.prompt import Asked
     from passageway.kernel.store import Store
 
 log = logging.getLogger("passageway.kernel")
@@ -314,9 +315,11 @@ class Kernel:
     # -- the query path --------------------------------------------------------------------------
 
     async def recall(
-        self, question: str, *, boost_words: Iterable[str] = (), exclude_items: Iterable[tuple[str, str]] = ()
+        self, question: str | Asked, *, boost_words: Iterable[str] = (),
+        exclude_items: Iterable[tuple[str, str]] = (),
     ) -> Answer:
-        """At most three passages for ``question``, or a silent :class:`Answer`.
+        """At most three passages for ``question`` (a prompt, or what a caller reduced it to:
+        :func:`passageway.kernel.query.recall.recall`), or a silent :class:`Answer`.
 
         ``boost_words`` lift items whose title, path or labels contain one of them (the hook's
         folder names); ``exclude_items`` are ``(source, item_id)`` pairs already shown.
@@ -333,7 +336,8 @@ class Kernel:
 
         # Text that is not Unicode is the client's mistake; it must never fail the embedder and
         # turn health to degraded (the hook answers 400 before; other callers get it repaired).
-        question = repaired(question)
+        if isinstance(question, str):
+            question = repaired(question)
         stores = [source.store for source in self.sources.values() if source.store is not None]
         started = time.perf_counter()
         try:

@@ -162,7 +162,7 @@ async def gather_candidates(
 
 
 async def recall(
-    question: str,
+    prompt: str | Asked,
     stores: Sequence[Store],
     embedder: Embedder,
     ranker: Ranker,
@@ -172,8 +172,11 @@ async def recall(
     exclude_items: Iterable[tuple[str, str]] = (),
     vector_cache: VectorLookup | None = None,
 ) -> Answer:
-    """At most three passages for ``question`` from ``stores``, or a silent :class:`Answer`.
+    """At most three passages for ``prompt`` from ``stores``, or a silent :class:`Answer`.
 
+    :param prompt: a prompt, reduced here to what it asks; or what a caller reduced it to
+        already (the hook endpoint decides on the reduced text whether to search at all), so a
+        prompt is reduced once.
     :param embedder: an :class:`passageway.kernel.embedder.Embedder`; its ``min_similarity`` and
         ``cross_language_offset`` are the :class:`Gate`, except that ``min_similarity``, when
         given, replaces its ``min_similarity`` (``passageway eval --threshold``). The offset is
@@ -190,7 +193,7 @@ async def recall(
     :raises StoreError: every store failed.
     """
     gate = Gate.of(embedder, min_similarity)
-    reduced = question_for(question, embedder)
+    reduced = question_for(prompt, embedder)
     question = reduced.text
     if not question:
         return Answer()
@@ -242,11 +245,11 @@ async def recall(
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 
 
-def question_for(prompt: str, embedder: Embedder) -> Asked:
+def question_for(prompt: str | Asked, embedder: Embedder) -> Asked:
     """What recall embeds and searches for ``prompt``: its question sentences
-    (:func:`passageway.kernel.query.prompt.asked`) within ``embedder``'s input limit in its own
-    tokens (``""``: none)."""
-    reduced = asked(prompt)
+    (:func:`passageway.kernel.query.prompt.asked`, unless the caller reduced it already and hands
+    over the :class:`Asked`) within ``embedder``'s input limit in its own tokens (``""``: none)."""
+    reduced = prompt if isinstance(prompt, Asked) else asked(prompt)
     if not reduced.text:
         return reduced
     model = with_defaults(embedder)
