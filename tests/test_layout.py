@@ -151,10 +151,12 @@ def test_workspace_tests_import_no_builtin():
 
 def test_the_kernels_data_paths_import_one_way():
     """kernel/connector/ knows nothing of indexes or questions; kernel/index/ never imports
-    kernel/query/ (the window cutting both need lives on the index path)."""
+    kernel/query/ (the window cutting both need lives on the index path) and gets its connector
+    runner from the kernel; kernel/query/ never runs a program."""
     forbidden = {
         "connector": ("passageway.kernel.index", "passageway.kernel.query"),
-        "index": ("passageway.kernel.query",),
+        "index": ("passageway.kernel.query", "passageway.kernel.connector"),
+        "query": ("passageway.kernel.connector",),
     }
     offenders = {
         str(path.relative_to(ROOT)): sorted(
