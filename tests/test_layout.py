@@ -101,11 +101,6 @@ def _workspace_packages() -> list[Path]:
 
 def test_no_builtin_imports_another_builtin():
     """Each builtin is a plugin of its own: it imports the kernel, never another builtin."""
-    known = {
-        # Issue 31 moves the passage index into its own workspace package, which gets its cache
-        # through the passageway_vector_cache hook; remove this entry when that lands.
-        "builtin/passage_index/build.py": ["passageway.builtin.storage.vector_cache"],
-    }
     offenders = {}
     for path in (ROOT / "builtin").rglob("*.py"):
         relative = path.relative_to(ROOT / "builtin")
@@ -114,7 +109,7 @@ def test_no_builtin_imports_another_builtin():
                        and name != own and not name.startswith(own + "."))
         if names:
             offenders[str(path.relative_to(ROOT))] = names
-    assert offenders == known
+    assert offenders == {}
 
 
 def test_workspace_packages_import_only_the_public_door():
@@ -136,17 +131,13 @@ def test_workspace_packages_import_only_the_public_door():
 def test_workspace_tests_import_no_builtin():
     """Their tests may drive the kernel (the command line, a whole server) but reach a builtin only
     through the plugin registries, as a third party's tests would."""
-    known = {
-        # Issue 31 moves the passage index into its own workspace package; then this imports it.
-        "connectors/site/tests/conftest.py": ["passageway.builtin.passage_index"],
-    }
     offenders = {}
     for package in _workspace_packages():
         for path in (package / "tests").rglob("*.py"):
             names = sorted(name for name in imported_modules(path) if name.startswith("passageway.builtin"))
             if names:
                 offenders[str(path.relative_to(ROOT))] = names
-    assert offenders == known
+    assert offenders == {}
 
 
 def test_the_kernels_data_paths_import_one_way():
@@ -160,7 +151,8 @@ def test_the_kernels_data_paths_import_one_way():
     }
     offenders = {
         str(path.relative_to(ROOT)): sorted(
-            name for name in imported_modules(path) if name.startswith(prefixes))
+            name for name in imported_modules(path) if name.startswith(prefixes)
+        )
         for folder, prefixes in forbidden.items()
         for path in (ROOT / "kernel" / folder).rglob("*.py")
     }

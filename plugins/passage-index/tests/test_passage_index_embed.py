@@ -15,17 +15,19 @@ from pathlib import Path
 
 import jsonschema
 import numpy as np
+import passageway_passage_index
 import pytest
+from passageway_passage_index.files import load_schema
 
 from passageway import hookimpl
 from passageway.kernel import plugins
 from passageway.kernel.cli import main
 from passageway.kernel.errors import EmbedderError
-from passageway.kernel.records import load_schema
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from passageway.testing.toy_embedder import plugin as toy_plugin
 
-FIXTURES = Path(__file__).parent / "passage_index_fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
+BUILD_PLUGIN_MANAGER = plugins.build_plugin_manager  # before any fixture replaces it
 HOSTED_NAME = "openai:text-embedding-3-small@embeddings.internal.example:8443#0a1b2c3d"
 
 
@@ -48,7 +50,8 @@ def toy_plugins(monkeypatch, tmp_path):
     original = plugins.build_plugin_manager
 
     def with_toys(env=None, **kwargs):
-        return original(env, extra=(("toy", toy_plugin), ("more", _MoreToys())), load_entry_points=False)
+        extra = (("toy", toy_plugin), ("more", _MoreToys()), ("passage_index", passageway_passage_index))
+        return original(env, extra=extra, load_entry_points=False)
 
     monkeypatch.setattr(plugins, "build_plugin_manager", with_toys)
     for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR", "PASSAGEWAY_MODEL_DIR", "PASSAGEWAY_INSTANCE"):
@@ -181,7 +184,7 @@ def test_without_embed_no_network_request_is_made(site, tmp_path, capsys, monkey
 
 
 def test_a_command_embedder_is_built_from_the_config(site, tmp_path, capsys):
-    program = Path(__file__).resolve().parents[1] / "docs" / "examples" / "toy_hash_embedder.py"
+    program = Path(__file__).resolve().parents[3] / "docs" / "examples" / "toy_hash_embedder.py"
     toml = tmp_path / "command.toml"
     toml.write_text(
         f'[embedder]\nkind = "command"\ncommand = {json.dumps([sys.executable, str(program)])}\n'
@@ -211,3 +214,44 @@ def test_the_built_in_model_embeds_a_small_site(tmp_path, capsys):
     assert meta["provider"] == "builtin" and rows.shape == (2, 384)
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-4)
     assert float(rows[0] @ rows[1]) > 0.5  # two German sentences about the same configuration
+
+
+class _DictCache:
+    """A vector cache in a dict, recording what the index asked of it."""
+
+    def __init__(self) -> None:
+        self.vectors: dict = {}
+        self.opened = self.closed = False
+
+    async def open(self) -> None:
+        self.opened = True
+
+    async def close(self) -> None:
+        self.closed = True
+
+    async def get_many(self, digests):
+        return {digest: self.vectors[digest] for digest in digests if digest in self.vectors}
+
+    async def put_many(self, vectors) -> None:
+        self.vectors.update(vectors)
+
+
+def test_the_vector_cache_comes_from_the_hook(site, tmp_path, capsys, monkeypatch):
+    caches: list[_DictCache] = []
+
+    class CachePlugin:
+        @hookimpl
+        def passageway_vector_cache(self, store, folder, embedder_name, dim):
+            caches.append(_DictCache())
+            return caches[-1]
+
+    def with_cache(env=None, **kwargs):
+        extra = (("toy", toy_plugin), ("passage_index", passageway_passage_index), ("cache", CachePlugin()))
+        return BUILD_PLUGIN_MANAGER(env, extra=extra, load_entry_points=False)
+
+    monkeypatch.setattr(plugins, "build_plugin_manager", with_cache)
+    summary = index(capsys, site, "--embed", "--config", str(config(tmp_path)))
+    (cache,) = caches
+    assert cache.opened and cache.closed
+    assert len(cache.vectors) == summary["embeddings"]["embedded"] > 0
+    assert not (tmp_path / "home" / ".local" / "share" / "passageway" / "vectors").exists()

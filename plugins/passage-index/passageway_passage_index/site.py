@@ -9,44 +9,60 @@ which part of the build to fix. The format is written down in ``docs/reference/p
 
 from __future__ import annotations
 
-import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import attrs
 
-from passageway.kernel.errors import PassagewayError
-from passageway.kernel.records import schema_errors
+from passageway_passage_index.files import (
+    PassageIndexError,
+    UnreadablePage,
+    load_json,
+    read_text,
+    schema_errors,
+)
 
 DOCUMENTS_FILE = "documents.json"
 SEARCH_INDEX_FILE = "search-index.json"
 
 _FRONT_MATTER_END = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
 
+Skip = Callable[[UnreadablePage], None]
+"""Told about a page that cannot be read; it raises to stop the run (``--strict``) or records it."""
 
-class PassageIndexError(PassagewayError):
-    """A built site cannot be indexed: a file or field is missing or wrong (the message names it)."""
 
-    exit_code = 2
+@attrs.frozen
+class SourceSection:
+    """A section a page's HTML gave directly: its heading level (0 for the intro, 2 or 3), heading
+    text, the HTML id its heading carries, and its Markdown text."""
+
+    level: int
+    name: str
+    anchor: str | None
+    text: str
 
 
 @attrs.frozen
 class Page:
-    """One published page of ``documents.json`` with its Markdown twin's text."""
+    """One published page: from ``documents.json`` with its Markdown twin's text, or from HTML."""
 
     id: str
     title: str
     type: str
     url: str
-    markdown_url: str
+    markdown_url: str | None
+    """The page's Markdown twin; None for a page read from HTML."""
     variant: str
     """``channel|version|language``."""
     digest: str
     reader_filters: dict[str, list[str]] | None
     markdown: str
-    """The twin's text without its front matter."""
+    """The twin's text without its front matter (empty for a page read from HTML)."""
+    sections: tuple[SourceSection, ...] | None = None
+    """The sections of a page read from HTML, with their anchors; None for a twin."""
 
 
 @attrs.frozen
@@ -58,16 +74,21 @@ class Heading:
     id: str
 
 
-def read_site(site_dir: Path) -> tuple[list[Page], dict[str, list[Heading]] | None]:
+def has_build_contract(site_dir: Path) -> bool:
+    """Whether the build wrote the specification's contract (``documents.json``), read first."""
+    return (site_dir / DOCUMENTS_FILE).exists()
+
+
+def read_contract(site_dir: Path, skip: Skip) -> tuple[list[Page], dict[str, list[Heading]] | None]:
     """The pages in ``documents.json`` order, and the headings by page URL (None: no search index).
 
+    A twin that cannot be read (not UTF-8, not a regular file, too large) goes to ``skip``.
+
     :raises PassageIndexError: a file is missing, is not valid JSON, breaks its schema, or names
-        a twin that cannot be read; the message names the file and the field.
+        a twin that does not exist; the message names the file and the field.
     """
-    if not site_dir.is_dir():
-        raise PassageIndexError(f"{site_dir} is not a folder; give the build output folder of the site")
     documents = _load_json(site_dir / DOCUMENTS_FILE, "site-documents", "documentsFile", required=True)
-    pages = _pages(site_dir, documents)
+    pages = _pages(site_dir, documents, skip)
     search_index = _load_json(site_dir / SEARCH_INDEX_FILE, "site-search-index", "searchIndexFile",
                               required=False)
     headings = None if search_index is None else _headings(search_index)
@@ -75,17 +96,14 @@ def read_site(site_dir: Path) -> tuple[list[Page], dict[str, list[Heading]] | No
 
 
 def _load_json(path: Path, schema: str, definition: str, *, required: bool) -> Any:
-    if not path.is_file():
+    if not path.exists():
         if required:
             raise PassageIndexError(
                 f"{path} does not exist; build the site first, then run `passageway index` on its "
                 "output folder"
             )
         return None
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise PassageIndexError(f"{path.name}: cannot be read as JSON ({error}); rebuild the site") from None
+    value = load_json(path, path.name)
     problems = schema_errors(schema, definition, value)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -95,7 +113,7 @@ def _load_json(path: Path, schema: str, definition: str, *, required: bool) -> A
     return value
 
 
-def _pages(site_dir: Path, documents: dict[str, Any]) -> list[Page]:
+def _pages(site_dir: Path, documents: dict[str, Any], skip: Skip) -> list[Page]:
     root = site_dir.resolve()
     pages: list[Page] = []
     seen_ids: dict[tuple[str, str], int] = {}
@@ -117,6 +135,11 @@ def _pages(site_dir: Path, documents: dict[str, Any]) -> list[Page]:
                 "every page has a URL of its own"
             )
         seen_urls[record["url"]] = index
+        try:
+            markdown = _read_twin(root, record["markdownUrl"], f"{where}/markdownUrl")
+        except UnreadablePage as problem:
+            skip(problem)
+            continue
         pages.append(
             Page(
                 id=record["id"],
@@ -127,7 +150,7 @@ def _pages(site_dir: Path, documents: dict[str, Any]) -> list[Page]:
                 variant=variant,
                 digest=record["digest"],
                 reader_filters=record.get("readerFilters") or None,
-                markdown=_read_twin(root, record["markdownUrl"], f"{where}/markdownUrl"),
+                markdown=markdown,
             )
         )
     return pages
@@ -140,17 +163,12 @@ def _read_twin(root: Path, markdown_url: str, where: str) -> str:
             f"{where}: {markdown_url} leads outside the site folder; give a path inside it"
         )
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = read_text(path, f"{where}: {markdown_url}")
     except FileNotFoundError:
         raise PassageIndexError(
             f"{where}: {markdown_url} does not exist in the site folder; build the page's Markdown twin"
         ) from None
-    except OSError as error:
-        raise PassageIndexError(f"{where}: {markdown_url} cannot be read ({error.strerror})") from None
-    except UnicodeDecodeError:
-        raise PassageIndexError(f"{where}: {markdown_url} is not UTF-8 text") from None
-    return strip_front_matter(text.replace("\r\n", "\n"))
-
+    return strip_front_matter(text)
 
 def strip_front_matter(text: str) -> str:
     """``text`` without a YAML front matter block (``---`` lines at the very start)."""

@@ -2,10 +2,13 @@
 
 The rules, in the order they apply (``docs/reference/passage-index.md`` states them for users):
 
-1. A leading ``# Title`` line is the page title, which every passage already carries: it is
-   dropped. Text before the first ``##`` heading is the intro section; from then on every ``##``
-   and ``###`` heading outside a code fence starts a section. ``####`` and deeper headings, and
-   a ``###`` before the first ``##``, stay in their section's text.
+1. HTML comments are removed and underlined (setext) headings read as ``#`` / ``##`` headings
+   (:func:`~passageway_passage_index.markdown.normalised`). A leading ``# Title`` line is the page
+   title, which every passage already carries: it is dropped. Text before the first ``##`` or
+   ``###`` heading is the intro section; every ``##`` and ``###`` heading outside a code fence
+   starts a section (a ``###`` before any ``##`` has a heading path of its own name only).
+   ``####`` and deeper headings stay in their section's text. A heading's ``{#id}`` attribute
+   block is not part of its name. A page read from HTML arrives already in sections.
 2. A ``##`` section whose text is under :data:`SHORT_SECTION` characters and that is followed by
    a ``###`` subsection joins that subsection: its text goes first, the heading path is the
    subsection's. A short section with no subsection stays on its own.
@@ -16,9 +19,11 @@ The rules, in the order they apply (``docs/reference/passage-index.md`` states t
 4. The ID is the page ID, ``#`` and the slug of the heading path (``intro`` without one); a
    heading path whose slug is taken on the page gets ``-2``, ``-3``…, and the later parts of a
    split section get ``~2``, ``~3``… after their section's ID.
-5. The link is the page URL plus ``#`` and the heading ID that ``search-index.json`` gives for the
-   heading where the passage's text begins; without one (no search index, a heading it does
-   not list) the link is the page URL.
+5. The link is the page URL plus ``#`` and the heading ID where the passage's text begins: for a
+   page read from HTML the id its heading carries; for a twin the one ``search-index.json`` gives
+   for the heading (matched by its text as the search index writes it, or made plain), else the
+   heading's own ``{#id}``. Without one (no search index, a heading it does not list) the link is
+   the page URL.
 """
 
 from __future__ import annotations
@@ -28,10 +33,17 @@ from typing import Any
 
 import attrs
 
-from passageway.builtin.passage_index.markdown import fenced_lines, heading, plain, slug
-from passageway.builtin.passage_index.prepared import search_content
-from passageway.builtin.passage_index.site import Heading, Page
 from passageway.kernel.index.chunking import digest_of, split_section
+from passageway_passage_index.markdown import (
+    fenced_lines,
+    heading,
+    heading_attributes,
+    normalised,
+    plain,
+    slug,
+)
+from passageway_passage_index.prepared import search_content
+from passageway_passage_index.site import Heading, Page, SourceSection
 
 PASSAGE_CAP = 2000
 """Characters per passage before a section is split (the seed's fixed limit; recall keeps its own
@@ -57,9 +69,13 @@ def embedding_input(title: str, heading_path: tuple[str, ...] | list[str], text:
 
 def page_passages(page: Page, headings: list[Heading] | None) -> list[dict[str, Any]]:
     """The passage records of one page, in page order, as ``chunks.json`` holds them."""
-    sections = _merge_short_sections(_sections(page.markdown, headings or []))
+    if page.sections is not None:
+        found = _given_sections(page.sections)
+    else:
+        found = _sections(page.markdown, headings)
+    sections = _merge_short_sections(found)
     records: list[dict[str, Any]] = []
-    taken: set[str] = set()
+    taken: dict[str, int] = {}
     for section in sections:
         pieces = split_section(section.text, PASSAGE_CAP)
         if not pieces:
@@ -79,8 +95,9 @@ def _record(page: Page, section: _Section, text: str, fragment: str) -> dict[str
         "variant": page.variant,
         "headingPath": list(section.path),
         "url": f"{page.url}#{section.anchor}" if section.anchor else page.url,
-        "markdownUrl": page.markdown_url,
     }
+    if page.markdown_url is not None:
+        record["markdownUrl"] = page.markdown_url
     if page.reader_filters:
         record["readerFilters"] = {name: list(values) for name, values in page.reader_filters.items()}
     record["text"] = text
@@ -89,44 +106,92 @@ def _record(page: Page, section: _Section, text: str, fragment: str) -> dict[str
     return record
 
 
-def _unique(base: str, taken: set[str]) -> str:
+def _unique(base: str, taken: dict[str, int]) -> str:
+    """``base``, or ``base-N`` with the next N not taken; ``taken`` remembers the last N of each
+    base, so a page with many equal headings costs linear time."""
     base = base or "section"
-    candidate, number = base, 1
-    while candidate in taken:
+    if base not in taken:
+        taken[base] = 1
+        return base
+    number = taken[base]
+    while True:
         number += 1
         candidate = f"{base}-{number}"
-    taken.add(candidate)
-    return candidate
+        if candidate not in taken:
+            taken[base] = number
+            taken[candidate] = 1
+            return candidate
 
 
-def _sections(markdown: str, known: list[Heading]) -> list[_Section]:
-    """The intro and the ``##`` / ``###`` sections of a page, each with its heading ID if known."""
-    ids: dict[tuple[int, str], deque[str]] = defaultdict(deque)
-    for entry in known:
-        ids[(entry.level, plain(entry.text))].append(entry.id)
+class _Anchors:
+    """The heading IDs of ``search-index.json`` for one page, taken in page order."""
+
+    def __init__(self, known: list[Heading]) -> None:
+        self.known = known
+        self.by_text: dict[tuple[int, str], deque[int]] = defaultdict(deque)
+        self.used: set[int] = set()
+        for index, entry in enumerate(known):
+            # The search index writes plain text ("The __init__ hooks"); an older build may
+            # write it with its Markdown marks. Either form finds the heading.
+            for text in dict.fromkeys((" ".join(entry.text.split()), plain(entry.text))):
+                self.by_text[(entry.level, text)].append(index)
+
+    def take(self, level: int, name: str) -> str | None:
+        queue = self.by_text.get((level, name))
+        while queue:
+            index = queue.popleft()
+            if index not in self.used:
+                self.used.add(index)
+                return self.known[index].id
+        return None
+
+
+def _sections(markdown: str, known: list[Heading] | None) -> list[_Section]:
+    """The intro and the ``##`` / ``###`` sections of a twin, each with its heading ID if known."""
+    anchors = _Anchors(known or [])
     sections = [_Section(0, (), "", None)]
     lines: list[str] = []
     parent: str | None = None  # the current ## heading
     title_checked = False
-    for line, in_code in fenced_lines(markdown):
+    for line, in_code in fenced_lines(normalised(markdown)):
         found = None if in_code else heading(line)
         if not title_checked and (in_code or line.strip()):
             title_checked = True
             if found is not None and found[0] == 1:
                 continue  # the page title, which every passage carries already
-        if found is None or found[0] not in (2, 3) or (found[0] == 3 and parent is None):
+        if found is None or found[0] not in (2, 3):
             lines.append(line)
             continue
         sections[-1].text = "\n".join(lines)
         lines = []
         level, text = found
+        text, own_id = heading_attributes(text)
         name = plain(text)
         if level == 2:
             parent = name
-        path = (name,) if level == 2 else (parent or "", name)
-        queue = ids.get((level, name))
-        sections.append(_Section(level, path, "", queue.popleft() if queue else None))
+        path = (parent, name) if level == 3 and parent is not None else (name,)
+        anchor = anchors.take(level, name)
+        if anchor is None and known is not None:
+            anchor = own_id
+        sections.append(_Section(level, path, "", anchor))
     sections[-1].text = "\n".join(lines)
+    return sections
+
+
+def _given_sections(given: tuple[SourceSection, ...]) -> list[_Section]:
+    """The sections of a page read from HTML, with their heading paths."""
+    sections: list[_Section] = []
+    parent: str | None = None
+    for section in given:
+        if section.level == 2:
+            parent = section.name
+        if section.level == 0:
+            path: tuple[str, ...] = ()
+        elif section.level == 3 and parent is not None:
+            path = (parent, section.name)
+        else:
+            path = (section.name,)
+        sections.append(_Section(section.level, path, section.text, section.anchor))
     return sections
 
 

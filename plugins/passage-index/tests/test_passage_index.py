@@ -16,13 +16,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from passageway_passage_index import PassageIndexError, build_index, chunks_document
+from passageway_passage_index.chunker import PASSAGE_CAP
+from passageway_passage_index.files import load_schema
 
-from passageway.builtin.passage_index import PassageIndexError, build_index, chunks_document
-from passageway.builtin.passage_index.chunker import PASSAGE_CAP
 from passageway.kernel.cli import main
-from passageway.kernel.records import load_schema
 
-FIXTURES = Path(__file__).parent / "passage_index_fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
 FIELD_ORDER = ("id", "docId", "title", "type", "variant", "headingPath", "url", "markdownUrl",
                "readerFilters", "text", "digest", "search")
 
@@ -174,14 +174,17 @@ def test_a_short_section_merges_only_into_a_subsection_right_below(tmp_path):
 
 
 def test_headings_in_fences_and_before_the_first_section(tmp_path):
+    # D5: a ### before the first ## starts a section of its own (it used to stay in the intro,
+    # leaving whole pages without an anchor).
     site = write_page(tmp_path / "s", (
-        "# Page\n\nIntro.\n\n### Early\n\nStill intro.\n\n"
+        "# Page\n\nIntro.\n\n### Early\n\nOwn section.\n\n"
         "## Real\n\n~~~\n## not a heading\n### nor this\n~~~\n\nAfter the fence.\n"
     ))
-    found = [(p["id"], p["text"]) for p in passages(site)]
+    found = [(p["id"], p["headingPath"], p["text"]) for p in passages(site)]
     assert found == [
-        ("p#intro", "Intro.\n\n### Early\n\nStill intro."),
-        ("p#real", "~~~\n## not a heading\n### nor this\n~~~\n\nAfter the fence."),
+        ("p#intro", [], "Intro."),
+        ("p#early", ["Early"], "Own section."),
+        ("p#real", ["Real"], "~~~\n## not a heading\n### nor this\n~~~\n\nAfter the fence."),
     ]
 
 
@@ -245,7 +248,7 @@ def test_a_wrong_search_index_or_missing_input_is_refused(site, capsys):
         build_index(site)
     (site / "documents.json").unlink()
     assert main(["index", str(site)]) == 2
-    assert "documents.json does not exist; build the site first" in capsys.readouterr().err
+    assert "no HTML page with text; build the site first" in capsys.readouterr().err
     assert main(["index", str(site / "nowhere")]) == 2
     assert "is not a folder" in capsys.readouterr().err
 

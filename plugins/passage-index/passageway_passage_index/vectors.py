@@ -23,9 +23,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from passageway.builtin.passage_index.site import PassageIndexError
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.store import VectorCache
+from passageway_passage_index.site import PassageIndexError
 
 EMBEDDINGS_SCHEMA_VERSION = 1
 BATCH = 64

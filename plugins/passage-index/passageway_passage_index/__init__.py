@@ -23,14 +23,14 @@ from collections.abc import Callable
 from typing import Any
 
 from passageway import hookimpl
-from passageway.builtin.passage_index.build import build_index, chunks_document
-from passageway.builtin.passage_index.site import PassageIndexError
+from passageway_passage_index.build import build_index, chunks_document
+from passageway_passage_index.files import PassageIndexError
 
 __all__ = ["PassageIndexError", "build_index", "chunks_document"]
 
 
 @hookimpl
 def passageway_register_commands(register: Callable[[str, Any], None]) -> None:
-    from passageway.builtin.passage_index import command
+    from passageway_passage_index import command
 
     register(command.NAME, command)
