@@ -313,3 +313,19 @@ async def test_what_eval_varies_is_an_argument_of_the_kernel(tmp_path):
         assert kernel.sources["notes"].sync.cap == 300  # type: ignore[union-attr]
     assert list(cache_folder.glob("vectors/*.db"))
     assert not list((tmp_path / "data").glob("vectors/*.db"))
+
+
+def test_a_private_folder_makes_its_missing_parents_private_too(tmp_path):
+    """The data folder made on the way to the model folder is 700 at once: no repair, no warning."""
+    import os
+
+    from passageway.kernel.data_folder import private_folder, secure_data_folder
+
+    old_umask = os.umask(0o022)
+    try:
+        private_folder(tmp_path / "share" / "passageway" / "models" / "one")
+        private_folder(tmp_path / "share" / "passageway" / "models" / "one")  # exists: kept
+    finally:
+        os.umask(old_umask)
+    assert set(modes_under(tmp_path / "share").values()) == {0o700}
+    assert secure_data_folder(tmp_path / "share" / "passageway") == 0
