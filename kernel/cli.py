@@ -2,9 +2,9 @@
 
 Each of the kernel's subcommands is a module in ``passageway.kernel.commands`` with ``NAME``,
 ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` lists them. A
-plugin adds its own through ``passageway_register_commands`` (the builtins add ``model``, ``mcp``
-and ``index``); those are loaded only when the line needs them (``--help``, or a first word that
-is not the kernel's), so that the kernel's commands start without importing every plugin.
+plugin adds its own through ``passageway_register_commands`` (the builtins add ``eval``,
+``model``, ``mcp`` and ``index``); those are loaded only when the line needs them (``--help``, or
+a first word that is not the kernel's), so that the kernel's commands start without importing every plugin.
 ``--instance NAME`` is accepted anywhere on the line. A :class:`PassagewayError` becomes one line
 on stderr and its exit code, never a traceback.
 """
@@ -24,7 +24,6 @@ COMMANDS: tuple[str, ...] = (
     "serve",
     "init",
     "plugins",
-    "eval",
     "check_connector",
     "search",
     "status",
@@ -105,6 +104,21 @@ def _plugin_commands(taken: set[str]) -> list[tuple[str, Any]]:
     return [(name, registry.factories[name]) for name in registry.names()]
 
 
+class UnknownCommand(PassagewayError):
+    """The first word is no command: said as such, not as a stray argument of ``serve``."""
+
+    exit_code = 2
+
+
+def unknown_command(word: str, names: set[str]) -> str:
+    """One line: ``word`` is not a command, the closest one if any, and every command."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(names), n=1)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    return f"unknown command {word!r}; {hint}the commands are: {', '.join(sorted(names))}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -115,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if asks_for_help or (first_word is not None and first_word not in names):
             parser, names = build_parser()
         asks_for_help = asks_for_help or "--version" in rest
+        if rest and not rest[0].startswith("-") and rest[0] not in names:
+            raise UnknownCommand(unknown_command(rest[0], names))
         if first_word not in names and not asks_for_help and DEFAULT_COMMAND in names:
             rest = [DEFAULT_COMMAND, *rest]
         args = parser.parse_args(rest)

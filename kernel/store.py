@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from passageway.kernel.errors import StoreError
 from passageway.kernel.records import Item, Passage
 
 
@@ -194,3 +195,20 @@ class StoreContext:
 
     settings: Mapping[str, Any] = attrs.field(factory=dict)
     environ: Mapping[str, str] = attrs.field(factory=dict)
+
+
+def check_updates(updates: Sequence[ItemUpdate], dim: int | None, source: str) -> None:
+    """Refuse updates whose vectors do not fit their passages or the index's dimension (an update
+    without vectors, for a :class:`LaterVectors` store, has none to check)."""
+    for update in updates:
+        if update.vectors is None:
+            continue
+        if len(update.passages) != len(update.vectors):
+            raise StoreError(
+                f"item {update.item.id!r}: {len(update.passages)} passages but {len(update.vectors)} vectors"
+            )
+        if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
+            raise StoreError(
+                f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
+                f"of {source!r} was set up for {dim}; the sync must reset it first"
+            )

@@ -229,3 +229,24 @@ def test_passages_run_on_the_fp32_graph_and_questions_on_the_4bit_one(converted)
     alone = engine.embed(texts[:1], "passage")
     assert np.allclose(alone[0], batch[0], atol=1e-5)  # a passage's vector does not depend on its batch
     assert float(batch[0] @ engine.embed(texts[:1], "query")[0]) < 0.999  # another prefix, another graph
+
+
+def test_a_conversion_writes_private_files_only(tmp_path):
+    """The first start converts the model into the data folder: everything it writes is private,
+    so the start's data-folder check finds nothing to repair and warns about nothing."""
+    import os
+    import stat
+
+    from passageway.kernel.data_folder import secure_data_folder
+
+    data = tmp_path / "share" / "passageway"
+    copy = data / "models" / "copy"
+    old_umask = os.umask(0o022)
+    try:
+        convert.ensure_converted(copy, lambda line: None)  # from scratch, as on a first start
+    finally:
+        os.umask(old_umask)
+    opened = [path for path in [tmp_path / "share", *(tmp_path / "share").rglob("*")]
+              if stat.S_IMODE(path.stat().st_mode) & 0o077]
+    assert opened == []
+    assert secure_data_folder(data) == 0

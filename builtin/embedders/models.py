@@ -27,6 +27,7 @@ from typing import Literal
 
 import attrs
 
+from passageway.kernel.data_folder import private_folder
 from passageway.kernel.errors import ModelError
 
 MARKER = ".passageway-model.json"
@@ -271,10 +272,6 @@ def folder_problem(preset: Preset, folder: Path, *, check_hashes: bool = True) -
     return None
 
 
-def is_present(preset: Preset, folder: Path, *, check_hashes: bool = True) -> bool:
-    return folder_problem(preset, folder, check_hashes=check_hashes) is None
-
-
 # ---------------------------------------------------------------------------------------------
 # Download
 # ---------------------------------------------------------------------------------------------
@@ -312,7 +309,7 @@ def download_preset(
         raise ModelError(f"the preset {preset.name} ships inside its package; there is nothing to download")
     if not hub.startswith(("https://", "http://")):
         raise ModelError(f"PASSAGEWAY_MODEL_HUB must be an https:// address, got {hub!r}")
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)  # downloads are private (mkstemp) like every file of the data folder
     # The marker goes first, so a folder being (re)written is never taken as valid.
     (folder / MARKER).unlink(missing_ok=True)
     context = https_context() if hub.startswith("https:") else None

@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from passageway.builtin.storage import keyword, rows, tables
-from passageway.builtin.storage.textsearch import match_terms
+from passageway.builtin.storage.keyword import match_terms
 from passageway.builtin.storage.vector_file import VectorFile
 from passageway.kernel.data_folder import private_file
 from passageway.kernel.errors import StoreError
 from passageway.kernel.records import Passage
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.store import Candidate, ItemUpdate, StoredItem, check_updates
 
 T = TypeVar("T")
 
@@ -54,14 +54,19 @@ class SqliteStore:
         self._reads = threading.Condition()
         self._running_reads = 0
 
-    @property
-    def vector_path(self) -> Path:
-        return self.vectors.path
-
     # -- threads and connections --------------------------------------------------------------
 
     async def _write(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._writer_thread, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._writer_thread, self._writing, function, *args)
+
+    def _writing(self, function: Callable[..., T], *args: Any) -> T:
+        """Run ``function`` on the writer; SQLite refusing the write (a full disk, an I/O error)
+        is a :class:`StoreError` that names the source and the cause."""
+        try:
+            return function(*args)
+        except sqlite3.OperationalError as error:
+            raise tables.write_failure(f"the index of source {self.source!r} ({self.path})", error) from None
 
     async def _read(self, function: Callable[..., T], *args: Any) -> T:
         if self._closed:
@@ -191,7 +196,7 @@ class SqliteStore:
 
     def _apply(self, updates: list[ItemUpdate], deletions: list[str]) -> None:
         connection = self._writing_connection()
-        tables.check_updates(updates, self.vectors.dim, self.source)
+        check_updates(updates, self.vectors.dim, self.source)
         removed, added_keys, added_vectors = tables.write(connection, updates, deletions)
         # The database has committed; bring the vectors in memory up to date with it.
         self.vectors.update(connection, removed, added_keys, added_vectors)
@@ -290,15 +295,6 @@ class SqliteStore:
         items = connection.execute("SELECT count(*) FROM items").fetchone()[0]
         passages = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
         return int(items), int(passages)
-
-    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
-        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
-        return await self._read(
-            lambda: self._reading_connection().execute(
-                "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal",
-                (item_id,),
-            ).fetchall()
-        )
 
     async def check_integrity(self) -> list[str]:
         """Problems found by SQLite's and FTS5's integrity checks and by comparing the tables

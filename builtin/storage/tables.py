@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from passageway.builtin.storage.textsearch import index_text
 from passageway.kernel.errors import StoreError
 from passageway.kernel.index.chunking import embedding_input
+from passageway.kernel.keyword_text import index_text
 from passageway.kernel.records import Passage
 from passageway.kernel.store import ItemUpdate
 
@@ -99,9 +99,22 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield connection
     except BaseException:
-        connection.execute("ROLLBACK")
+        # SQLite has already rolled back after some errors (a full disk, SQLITE_FULL); a second
+        # ROLLBACK would fail and hide the error that matters.
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def write_failure(what: str, error: sqlite3.Error) -> StoreError:
+    """One line for a write SQLite refused, naming a full disk when that is the cause."""
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(error):
+        return StoreError(
+            f"{what} could not be written: the disk is full ({error}); nothing of this write was "
+            "kept. Free space in the data folder; the next sync goes on from there"
+        )
+    return StoreError(f"{what} could not be written ({error}); nothing of this write was kept")
 
 
 def get_state(connection: sqlite3.Connection, key: str) -> str | None:
@@ -132,22 +145,6 @@ def empty(connection: sqlite3.Connection, embedder_name: str, dim: int) -> None:
         set_state(connection, "embedder_name", embedder_name)
         set_state(connection, "embedder_dim", str(dim))
         set_state(connection, "generation", str(following))
-
-
-def check_updates(updates: Sequence[ItemUpdate], dim: int | None, source: str) -> None:
-    """Refuse updates whose vectors do not fit their passages or the index's dimension."""
-    for update in updates:
-        if update.vectors is None:
-            continue
-        if len(update.passages) != len(update.vectors):
-            raise StoreError(
-                f"item {update.item.id!r}: {len(update.passages)} passages but {len(update.vectors)} vectors"
-            )
-        if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
-            raise StoreError(
-                f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
-                f"of {source!r} was set up for {dim}; the sync must reset it first"
-            )
 
 
 def write(connection: sqlite3.Connection, updates: Sequence[ItemUpdate], deletions: Sequence[str]

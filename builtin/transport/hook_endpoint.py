@@ -12,26 +12,23 @@ OAuth token. The answer is ``{"context": "..."}``, an empty string when there is
 from __future__ import annotations
 
 import collections
-import contextlib
 import hashlib
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from passageway.builtin.transport.request_body import BadBody, parse_json
-from passageway.kernel.auth import unauthorized
+from passageway.kernel.auth import REFUSED_WRONG_VALUE, bearer_token, unauthorized
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.query.prompt import asked
-from passageway.kernel.query.question_queue import yielding
 from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.query.stopwords import content_words
-from passageway.kernel.records import Answer
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
@@ -164,7 +161,7 @@ class HookEndpoint:
     async def handle(self, request: web.Request) -> web.Response:
         # The static password only: an OAuth token for /mcp is not accepted here.
         if not self.kernel.authorize(request):
-            return unauthorized()
+            return unauthorized(reason=REFUSED_WRONG_VALUE if bearer_token(request) else None)
         body = await _read_limited(request, MAX_BODY_BYTES)
         if body is None:
             return web.json_response(
@@ -193,17 +190,16 @@ class HookEndpoint:
         if not is_question(reduced.text):
             return web.json_response({"context": ""})
         try:
-            # A question cut out of a paste lets typed questions go first to the embedder.
-            with yielding() if reduced.why == "questions" else contextlib.nullcontext():
-                answer = await self.kernel.recall(
-                    reduced.text, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
-                )
+            # Handed over reduced: recall neither reduces it again nor searches what the filter
+            # refused, and lets a question cut out of a paste wait behind typed ones.
+            answer = await self.kernel.recall(
+                reduced, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
+            )
         except PassagewayError as error:
             return web.json_response({"context": "", "error": str(error)}, status=503)
-        answer = _without(answer, self.memory.sent(session_id))
         self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
-        quiet = answer.silent and not answer.notes
-        return web.json_response({"context": "" if quiet else render_answer(answer)})
+        # Silence is an empty context, also while a source builds: the hook then adds nothing at all.
+        return web.json_response({"context": "" if answer.silent else render_answer(answer)})
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes | None:
@@ -226,14 +222,3 @@ def _session_key(value: object) -> str | None:
     if len(value) <= MAX_SESSION_ID_CHARS and is_unicode(value):
         return value
     return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _without(answer: Answer, sent: Sequence[tuple[str, str]]) -> Answer:
-    """Drops hits the session already saw, whether or not the query path honoured the exclusion."""
-    if not sent:
-        return answer
-    seen = set(sent)
-    hits = tuple(hit for hit in answer.hits if (hit.source, hit.item_id) not in seen)
-    if len(hits) == len(answer.hits):
-        return answer
-    return Answer(hits=hits, related=answer.related if hits else (), notes=answer.notes)

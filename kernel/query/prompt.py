@@ -41,6 +41,7 @@ from collections.abc import Callable
 
 import attrs
 
+from passageway.kernel.embedder import MAX_TOKENS
 from passageway.kernel.query.stopwords import content_words
 
 PLAIN_CHARS = 1_000
@@ -50,9 +51,6 @@ questions like any other."""
 
 MIN_CONTENT_WORDS = 1
 """A question with fewer content words than this ("Any idea why?") borrows the sentence before it."""
-
-MAX_TOKENS = 512
-"""The input limit assumed for an embedder that does not state its own (e5 models: 512)."""
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TRACE = re.compile(
@@ -313,13 +311,6 @@ def _questions(paragraphs: list[list[str]]) -> list[str]:
             if sentence not in kept:
                 kept.append(sentence)
     return kept
-
-
-def approx_model_tokens(text: str) -> int:
-    """A conservative guess at a model's token count, for an embedder that cannot count (or has
-    not loaded its tokenizer yet): three UTF-8 bytes a token, plus two special tokens. It cuts a
-    question early rather than late."""
-    return -(-len(text.encode("utf-8")) // 3) + 2
 
 
 def fit_to_tokens(text: str, count: Callable[[str], int], limit: int = MAX_TOKENS) -> str:
