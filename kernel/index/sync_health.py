@@ -26,8 +26,8 @@ class SourceHealth:
     failed in any part (``last_error`` says how; the items already indexed keep serving), and
     ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items came from the connector (or
     failed), ``stored`` passages are stored (searchable by keywords), ``ready`` of ``expected``
-    passages have their vector (``expected`` is exact once every item was fetched, an estimate from the items so far before
-    that), ``embedded`` of them were embedded in this run, ``windows`` of about
+    passages have their vector (``expected`` is exact once every item was fetched, an estimate
+    from the items so far before that), ``embedded`` of them were embedded in this run, ``windows`` of about
     ``windows_expected`` excerpt windows are done, at ``rate`` passages per second (the windows'
     work counted in passages of the source's average length), with ``eta_seconds`` left for
     both; ``rate`` and ``eta_seconds`` stay ``None`` for the first :data:`RATE_AFTER_SECONDS` of
