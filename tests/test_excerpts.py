@@ -207,7 +207,7 @@ def test_an_excerpt_starts_up_to_a_third_of_its_share_before_its_sentence():
     assert excerpt.startswith("… " + sentences[8]) and sentences[10] in excerpt
 
 
-DOC_INTRO = " ".join(f"Step {n} of the setup explains a detail of the configuration folder." for n in range(6))
+DOC_INTRO = " ".join(f"Step {n} of the setup explains a detail of the configuration." for n in range(6))
 DOC_CODE = "\n".join(f"app.add_route('/page{n}', handler_{n})" for n in range(30))
 DOC_PAGE = f"""{DOC_INTRO}
 
@@ -255,5 +255,6 @@ def test_a_table_row_that_holds_the_questions_words_is_the_anchor():
 def test_a_prose_anchor_stays_when_no_literal_line_shows_more_of_the_question():
     from passageway.kernel.query.rendering import excerpt
 
-    piece = excerpt(DOC_PAGE, "What does step 4 of the setup explain?", 200, anchor=flat(DOC_PAGE).index("Step 4"))
+    step = flat(DOC_PAGE).index("Step 4")
+    piece = excerpt(DOC_PAGE, "What does step 4 of the setup explain?", 200, anchor=step)
     assert piece.startswith("… Step 3") or piece.startswith("… Step 4")
