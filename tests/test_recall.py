@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import ClassVar
 
 import attrs
 import numpy as np
@@ -482,3 +483,31 @@ def test_a_silent_answer_with_a_building_note_says_both_in_one_line():
     assert render_answer(answer) == (
         "Nothing relevant in the sources indexed so far. Still indexing: notes: 48 of 96 passages indexed."
     )
+
+
+async def test_the_names_of_a_paste_join_the_keyword_search_but_not_the_embedded_question():
+    class Recording:
+        source = "notes"
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def search(self, question, vector, limit):
+            self.asked.append(question)
+            return [], []
+
+        async def items(self, item_ids):
+            return []
+
+    class Embedder(ToyEmbedder):
+        embedded: ClassVar[list[str]] = []
+
+        async def embed(self, texts, kind):
+            self.embedded += list(texts)
+            return await super().embed(texts, kind)
+
+    store, embedder = Recording(), Embedder()
+    trace = 'Traceback (most recent call last):\n  File "x.py", line 1\nImportStringError: app'
+    paste = f"{trace}\n\nWhat is wrong?"
+
+    await recall(paste, [store], embedder, FusionRanker("hybrid"))
+    assert store.asked == ["wrong importstringerror"] and embedder.embedded == ["What is wrong?"]

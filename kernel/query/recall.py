@@ -5,7 +5,8 @@
 
 0. **What is asked.** A prompt is reduced to its question sentences first
    (:func:`passageway.kernel.query.prompt.asked`: a pasted file, log or trace is not searched), and cut
-   to the embedder's input limit in its tokens. A prompt that asks nothing is silence, without
+   to the embedder's input limit in its tokens; the names in a paste around the question join
+   the keyword search (``Asked.terms``). A prompt that asks nothing is silence, without
    embedding or searching anything. Every later step, the gate's word counts included, sees only
    the reduced question.
 1. **Embed** the question (``kind="query"``). An embedder failure raises :class:`EmbedderError`:
@@ -208,7 +209,10 @@ async def recall(
     if not stores:
         return Answer()
 
-    keyword, by_vector, _failed = await gather_candidates(question, vector, stores)
+    # The names of a paste around the question are evidence for the keyword search only
+    # (kernel/query/prompt.py, rule 5); the vector, the ranker and the gate see the question.
+    searched = " ".join((question, *reduced.terms))
+    keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
 
     excluded = {(source, item_id) for source, item_id in exclude_items}
     boost = frozenset(word for text in boost_words for word in words(text) if len(word) > 2)
