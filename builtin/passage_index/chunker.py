@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from passageway.builtin.passage_index.markdown import fenced_lines, heading, plain, slug
+from passageway.builtin.passage_index.markdown import fenced_lines, heading, heading_id, plain, slug
 from passageway.builtin.passage_index.prepared import search_content
 from passageway.builtin.passage_index.site import Heading, Page
 from passageway.kernel.index.chunking import digest_of, split_section
@@ -125,7 +125,7 @@ def _sections(markdown: str, known: list[Heading]) -> list[_Section]:
             parent = name
         path = (name,) if level == 2 else (parent or "", name)
         queue = ids.get((level, name))
-        sections.append(_Section(level, path, "", queue.popleft() if queue else None))
+        sections.append(_Section(level, path, "", queue.popleft() if queue else heading_id(line)))
     sections[-1].text = "\n".join(lines)
     return sections
 

@@ -1,9 +1,10 @@
 """The little Markdown the passage index must read: fences, ATX headings, inline marks, slugs.
 
 Only what the chunker and the prepared search content need. A heading is an ATX heading
-(``## Title``, closing ``#`` marks dropped) outside a fenced code block; fences open and close by
-the rule :mod:`passageway.kernel.index.chunking` uses for its blocks, so a ``# comment`` inside a fence
-is code for both. Underlined (setext) headings are plain text.
+(``## Title``, closing ``#`` marks and an attribute block such as ``{ #id }`` dropped) outside a
+fenced code block; fences open and close by the rule :mod:`passageway.kernel.index.chunking` uses
+for its blocks, so a ``# comment`` inside a fence is code for both. Underlined (setext) headings
+are plain text.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Iterator
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_ATTRIBUTE = r"(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
+_ATTRIBUTES = re.compile(rf"[ \t]*\{{[ \t]*({_ATTRIBUTE}(?:[ \t]+{_ATTRIBUTE})*)[ \t]*\}}[ \t]*$")
 
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
@@ -45,11 +48,21 @@ def fenced_lines(text: str) -> Iterator[tuple[str, bool]]:
 
 
 def heading(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` of an ATX heading line, closing hashes removed; None for other lines."""
+    """``(level, text)`` of an ATX heading line, closing hashes and attribute block removed; None
+    for other lines."""
     match = _HEADING.match(line)
     if match is None:
         return None
-    return len(match.group(1)), _CLOSING_HASHES.sub("", match.group(2) or "").strip()
+    text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
+    return len(match.group(1)), _ATTRIBUTES.sub("", text).strip()
+
+
+def heading_id(line: str) -> str | None:
+    """The ``#id`` of a heading line's attribute block (``## Install { #install }``), else None."""
+    match = _HEADING.match(line)
+    found = _ATTRIBUTES.search(_CLOSING_HASHES.sub("", match.group(2) or "").strip()) if match else None
+    ids = [token[1:] for token in found.group(1).split() if token.startswith("#")] if found else []
+    return ids[0] if ids else None
 
 
 def plain(text: str) -> str:

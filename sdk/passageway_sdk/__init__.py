@@ -9,7 +9,7 @@ Subclass :class:`Connector`, implement ``versions()`` and ``fetch(ids)``, and ca
 from .connector import PROTOCOL_VERSION, Connector, SettingsError, SourceError, parse_since
 from .html import MarkdownWriter, cut_text, html_to_markdown
 from .http import retry_after_seconds
-from .markdown import first_h1, split_markdown, strip_code
+from .markdown import first_h1, heading_id, split_markdown, strip_code
 from .schema import message_errors
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "SourceError",
     "cut_text",
     "first_h1",
+    "heading_id",
     "html_to_markdown",
     "message_errors",
     "parse_since",
