@@ -207,7 +207,7 @@ def test_the_names_in_a_paste_go_with_its_question_as_terms():
     assert result.text == "What's going on with the StaticFiles mount?"
     assert result.terms == ("HTTPException", "--reload", "--port", "starlette", "starlette.staticfiles")
     config = asked("[server]\nallow_origins = ['*']\nDATABASE_URL=postgres://db\n\nWhy are cookies not sent?")
-    assert config.terms == ("allow_origins", "DATABASE_URL")
+    assert config.terms == ("server", "allow_origins", "DATABASE_URL")
 
 
 def test_a_paste_that_asks_nothing_has_no_terms_and_a_bare_question_none():

@@ -26,7 +26,8 @@ The rules, in order (``docs/ranking-and-gate.md``, "Long prompts", has the measu
 3. **Otherwise the prose is cut into sentences and the questions are kept**: a sentence that ends
    with a question mark or opens with a question or request word of English or German ("how",
    "explain", "wie", "erkläre", …). A question with fewer than :data:`MIN_CONTENT_WORDS` content
-   words of its own ("Any idea why?") takes the prose sentence before it as well.
+   words of its own ("Any idea why?", "How do I hide it?") takes the prose sentence before it as
+   well.
 4. **Nothing asked, nothing searched**: a prompt without such a sentence (a paste alone, a long
    text that asks nothing) reduces to ``""``, and recall answers silence without embedding it.
 5. **The paste's names as evidence**: when a question was cut out of pasted material, the names
@@ -55,8 +56,11 @@ PLAIN_CHARS = 1_000
 a user typed. A longer one, or several paragraphs (a pasted email, an article), is reduced to its
 questions like any other."""
 
-MIN_CONTENT_WORDS = 1
-"""A question with fewer content words than this ("Any idea why?") borrows the sentence before it."""
+MIN_CONTENT_WORDS = 3
+"""A question with fewer content words than this ("Any idea why?", "How do I hide it?") borrows
+the sentence before it in its paragraph, which says what "it" is. 1 before issue 27: the questions
+inside pastes of the public documentation set mostly lean on the sentence before them; a bare
+question of the XQuAD sets still reduces to itself (tests/test_prompt.py)."""
 
 ASKING_WORDS = 3
 """Plain words (outside inline code) that a line which asks needs to be prose whatever it quotes."""
@@ -260,6 +264,10 @@ _EXCEPTION = re.compile(r"\b(?:[a-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Warnin
 _FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]+)")
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w., ]+))")
 _PACKAGE_PATH = re.compile(r"(?:site-packages|dist-packages|node_modules)/([\w.-]+)/")
+_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)\b")
+_API = re.compile(r"(?<![\w./])([a-z_]\w*\.[A-Za-z_]\w*)\(")
+_KEYWORD_ARGUMENT = re.compile(r"[(,]\s*([a-z]\w*_\w+)\s*=(?!=)")
+_TABLE = re.compile(r"^\s*\[\[?([\w.-]+)\]\]?\s*$")
 _SETTING = re.compile(r"^\s*\"?([A-Za-z][\w.-]*[_.-][\w.-]*)\"?\s*[:=]")
 GENERIC_NAMES = frozenset(("exception", "error", "warning", "traceback", "valueerror", "typeerror",
                            "runtimeerror", "keyerror", "oserror"))
@@ -269,12 +277,15 @@ GENERIC_NAMES = frozenset(("exception", "error", "warning", "traceback", "valuee
 def paste_terms(material: list[str], question: str = "") -> tuple[str, ...]:
     """The names in pasted ``material`` lines that are evidence for the question asked about it
     (rule 5): exception names, ``--flags``, imported modules and the packages a trace runs
-    through, and settings keys (``allow_origins = …``, ``DATABASE_URL=…``), in that order, each
-    once, none already in ``question``, at most :data:`MAX_TERMS`."""
-    found: dict[str, list[str]] = {"exception": [], "flag": [], "module": [], "setting": []}
+    through, class and function names (``TestClient``, ``typer.Option(``), settings keys
+    (``allow_origins = …``, ``DATABASE_URL=…``, ``[directory]``, ``hide_input=…``), in that order,
+    each once, none already in ``question``, at most :data:`MAX_TERMS`."""
+    found: dict[str, list[str]] = {"exception": [], "flag": [], "module": [], "name": [], "setting": []}
     for line in material:
         found["exception"] += _EXCEPTION.findall(line)
         found["flag"] += _FLAG.findall(line)
+        found["name"] += _CAMEL.findall(line) + _API.findall(line)
+        found["setting"] += _KEYWORD_ARGUMENT.findall(line) + _TABLE.findall(line)
         imported = _IMPORT.match(line)
         if imported:
             names = " ".join(part for part in imported.groups() if part)
@@ -285,7 +296,7 @@ def paste_terms(material: list[str], question: str = "") -> tuple[str, ...]:
             found["setting"].append(setting.group(1))
     asked_words = {word.casefold() for word in re.findall(r"[\w.-]+", question)}
     terms: dict[str, None] = {}
-    for kind in ("exception", "flag", "module", "setting"):
+    for kind in ("exception", "flag", "module", "name", "setting"):
         for name in found[kind]:
             folded = name.casefold()
             if folded in GENERIC_NAMES or folded in asked_words or len(name) < 3:
