@@ -24,6 +24,10 @@ Where each excerpt starts is chosen by :mod:`passageway.kernel.query.excerpts`.
 
 from __future__ import annotations
 
+import bisect
+import re
+from collections.abc import Callable, Sequence
+
 import attrs
 
 from passageway.kernel.index.windows import flat
@@ -62,10 +66,42 @@ def excerpt(text: str, question: str, limit: int, anchor: int | None = None) -> 
     word boundary with "…" when cut.
     """
     flat_text = flat(text)
-    if len(flat_text) <= limit:
-        return flat_text
+    shown, moved = compact_tables(flat_text)
+    if len(shown) <= limit:
+        return shown
     starts = unit_starts(text)
-    return cut(flat_text, best_start(text, flat_text, question, limit, anchor, starts), limit, starts=starts)
+    start = best_start(text, flat_text, question, limit, anchor, starts)
+    return cut(shown, moved(start), limit, starts=sorted({moved(unit) for unit in starts}))
+
+
+_DELIMITER_CELLS = re.compile(r"(?<=\|) ?:?-{4,}:? ?(?=\|)")
+_DELIMITER_ROW = re.compile(r"\|(?: ?:?-{3,}:? ?\|)+")
+
+
+def compact_tables(text: str) -> tuple[str, Callable[[int], int]]:
+    """Flat ``text`` with the dashes of its table delimiter rows cut to three a cell
+    (``| --- | --- |``), and the map from a place in ``text`` to the same place in the result.
+    Aligned Markdown tables pad that row to the widest cell, often hundreds of characters that
+    would fill an excerpt's share and say nothing."""
+    removed: list[tuple[int, int]] = []  # (end in text, characters removed up to there)
+    pieces: list[str] = []
+    last = total = 0
+    for row in _DELIMITER_ROW.finditer(text):
+        short = _DELIMITER_CELLS.sub(" --- ", row.group(0))
+        pieces += [text[last : row.start()], short]
+        total += len(row.group(0)) - len(short)
+        removed.append((row.end(), total))
+        last = row.end()
+    if not removed:
+        return text, lambda place: place
+    pieces.append(text[last:])
+    ends = [end for end, _ in removed]
+
+    def moved(place: int) -> int:
+        before = bisect.bisect_right(ends, place)
+        return place - (removed[before - 1][1] if before else 0)
+
+    return "".join(pieces), moved
 
 
 def _header(hit: Hit) -> str:
@@ -119,9 +155,16 @@ def shares(needs: list[int], room: int, weights: list[float]) -> list[int]:
     return given
 
 
+def leads_clearly(hits: Sequence[Hit]) -> bool:
+    """Whether the first of several hits is closer to the question than every other by
+    :data:`CLEAR_LEAD` or more: it then gets :data:`LEADER_WEIGHT` shares, and recall shows its
+    item's next passage with it, as it does for a lone hit."""
+    return len(hits) > 1 and all(hits[0].similarity - hit.similarity >= CLEAR_LEAD for hit in hits[1:])
+
+
 def _weights(hits: list[Hit]) -> list[float]:
     weights = [1.0] * len(hits)
-    if len(hits) > 1 and all(hits[0].similarity - hit.similarity >= CLEAR_LEAD for hit in hits[1:]):
+    if leads_clearly(hits):
         weights[0] = LEADER_WEIGHT
     return weights
 
@@ -137,7 +180,7 @@ def fit_budget(
     while hits:
         bare = render_answer(Answer(tuple(attrs.evolve(hit, text="") for hit in hits)), note=True)
         room = (budget - approx_tokens(bare)) * 4 - 3 * len(hits)  # the excerpts' indentation
-        needs = [len(flat(hit.text)) for hit in hits]
+        needs = [len(compact_tables(flat(hit.text))[0]) for hit in hits]
         given = shares(needs, room, _weights(hits))
         enough = all(size >= min(MIN_SHARE, need) for size, need in zip(given, needs, strict=True))
         if len(hits) == 1 or enough:
