@@ -3,6 +3,7 @@ recall, the word rule where window vectors are missing (kernel/query/excerpts.py
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
@@ -161,9 +162,13 @@ async def test_a_lone_hit_shows_its_items_next_passage_in_the_items_order():
     lone = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.89), FusionRanker("vector"))
     assert [hit.item_id for hit in lone.hits] == ["tesla"]
     assert lone.hits[0].text == f"{first.text} {second.text}"  # both, in the item's order
-    several = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
+    leader = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
+    assert [hit.item_id for hit in leader.hits] == ["tesla", "edison"]
+    assert leader.hits[0].text == f"{first.text} {second.text}"  # 0.05 ahead: a clear leader
+    close = OneStore([second, first, attrs.evolve(other, similarity=0.89)])
+    several = await recall("Tesla born", [close], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
     assert [hit.item_id for hit in several.hits] == ["tesla", "edison"]
-    assert several.hits[0].text == first.text  # two hits share the budget: one passage each
+    assert several.hits[0].text == first.text  # two close hits share the budget: one passage each
 
 
 def test_an_initial_or_an_ordinal_does_not_end_a_sentence():
@@ -258,3 +263,15 @@ def test_a_prose_anchor_stays_when_no_literal_line_shows_more_of_the_question():
     step = flat(DOC_PAGE).index("Step 4")
     piece = excerpt(DOC_PAGE, "What does step 4 of the setup explain?", 200, anchor=step)
     assert piece.startswith("… Step 3") or piece.startswith("… Step 4")
+
+
+def test_a_padded_table_delimiter_row_does_not_fill_the_excerpt():
+    from passageway.kernel.query.rendering import compact_tables, excerpt
+
+    table = ("| Option" + " " * 30 + "| Default | Description" + " " * 60 + "|\n"
+             "| " + "-" * 36 + " | ------- | " + "-" * 70 + " |\n"
+             "| `truncation_length` | `3` | The number of parent folders to keep. |")
+    shown, moved = compact_tables(flat(table))
+    assert "| --- | --- | --- |" in shown and "----" not in shown
+    assert shown[moved(flat(table).index("| `truncation")):].startswith("| `truncation_length`")
+    assert excerpt(table, "how many parent folders", 140) == shown  # whole, once compact
