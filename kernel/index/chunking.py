@@ -7,7 +7,9 @@ passage each. A section longer than the size cap is split between its blocks, ne
   fenced code block; blank lines separate blocks, except inside a code fence;
 * blocks are packed into passages in order, each passage as full as the cap allows;
 * a table too long for one passage is split between rows, and every part repeats the table's
-  header rows (the lines up to and including the ``|---|`` delimiter row);
+  header rows (the lines up to and including the ``|---|`` delimiter row); a table is measured
+  as it reads (:func:`table_size`: the padding of aligned columns and the dashes of the
+  delimiter row do not count), so that a padded table is not cut into one row a passage;
 * a code block, a list or a single paragraph longer than the cap is never cut: it becomes one
   passage of its own that exceeds the cap;
 * a section with no text (only whitespace) gives no passage.
@@ -69,6 +71,15 @@ def passages_for(item: Item, cap: int = DEFAULT_CAP) -> list[Passage]:
     return passages
 
 
+_PADDING = re.compile(r"[ \t]{2,}")
+_DASHES = re.compile(r"-{4,}")
+
+
+def table_size(text: str) -> int:
+    """The length of a table as it reads: runs of spaces count as one, a run of dashes as three."""
+    return len(_DASHES.sub("---", _PADDING.sub(" ", text)))
+
+
 def split_section(text: str, cap: int = DEFAULT_CAP) -> list[str]:
     """The pieces of one section's text: one piece when it fits, none when it is empty."""
     text = text.strip()
@@ -77,30 +88,31 @@ def split_section(text: str, cap: int = DEFAULT_CAP) -> list[str]:
     if len(text) <= cap:
         return [text]
     pieces: list[str] = []
-    current = ""
+    current, current_size = "", 0
 
     def flush() -> None:
-        nonlocal current
+        nonlocal current, current_size
         if current:
             pieces.append(current)
-            current = ""
+            current, current_size = "", 0
 
     for kind, block in _blocks(text):
-        joined = f"{current}\n\n{block}" if current else block
-        if len(joined) <= cap:
-            current = joined
+        size = table_size(block) if kind == "table" else len(block)
+        joined_size = current_size + 2 + size if current else size
+        if joined_size <= cap:
+            current, current_size = (f"{current}\n\n{block}" if current else block), joined_size
             continue
-        if kind == "table" and len(block) > cap:
+        if kind == "table" and size > cap:
             parts = _split_table(block, cap)
             flush()
             pieces.extend(parts[:-1])
-            current = parts[-1]
+            current, current_size = parts[-1], table_size(parts[-1])
             continue
         flush()
-        if len(block) > cap:
+        if size > cap:
             pieces.append(block)  # a paragraph, list or code block is never cut
         else:
-            current = block
+            current, current_size = block, size
     flush()
     return pieces
 
@@ -180,7 +192,7 @@ def _split_table(table: str, cap: int) -> list[str]:
     current = head
     for row in rows:
         candidate = f"{current}\n{row}"
-        if len(candidate) > cap and current != head:
+        if table_size(candidate) > cap and current != head:
             parts.append(current)
             current = f"{head}\n{row}"  # one row wider than the cap still goes whole
         else:
