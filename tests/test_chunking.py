@@ -142,16 +142,3 @@ def test_parts_of_a_split_section_keep_its_heading():
     assert len(passages) == 3
     assert {p.heading for p in passages} == {"Long"}
     assert [p.ordinal for p in passages] == [0, 1, 2]
-
-
-def test_a_padded_table_is_measured_as_it_reads_not_cut_into_one_row_a_passage():
-    from passageway.kernel.index.chunking import split_section, table_size
-
-    header = "| Option" + " " * 40 + "| Description" + " " * 80 + "|\n| " + "-" * 46 + " | " + "-" * 90 + " |"
-    rows = [f"| `option_{n}`" + " " * 30 + f"| What option {n} does." + " " * 60 + "|" for n in range(12)]
-    table = "\n".join([header, *rows])
-    assert table_size(table) < len(table) // 3
-    parts = split_section(table, 400)
-    assert all(part.startswith(header) for part in parts)
-    assert 2 <= len(parts) <= 4  # a few rows a passage (one a passage by raw length)
-    assert all(table_size(part) <= 400 for part in parts)

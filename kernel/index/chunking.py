@@ -7,9 +7,7 @@ passage each. A section longer than the size cap is split between its blocks, ne
   fenced code block; blank lines separate blocks, except inside a code fence;
 * blocks are packed into passages in order, each passage as full as the cap allows;
 * a table too long for one passage is split between rows, and every part repeats the table's
-  header rows (the lines up to and including the ``|---|`` delimiter row); a table is measured
-  as it reads (:func:`table_size`: the padding of aligned columns and the dashes of the
-  delimiter row do not count), so that a padded table is not cut into one row a passage;
+  header rows (the lines up to and including the ``|---|`` delimiter row);
 * a code block, a list or a single paragraph longer than the cap is never cut: it becomes one
   passage of its own that exceeds the cap;
 * a section with no text (only whitespace) gives no passage.
@@ -71,15 +69,6 @@ def passages_for(item: Item, cap: int = DEFAULT_CAP) -> list[Passage]:
     return passages
 
 
-_PADDING = re.compile(r"[ \t]{2,}")
-_DASHES = re.compile(r"-{4,}")
-
-
-def table_size(text: str) -> int:
-    """The length of a table as it reads: runs of spaces count as one, a run of dashes as three."""
-    return len(_DASHES.sub("---", _PADDING.sub(" ", text)))
-
-
 def split_section(text: str, cap: int = DEFAULT_CAP) -> list[str]:
     """The pieces of one section's text: one piece when it fits, none when it is empty."""
     text = text.strip()
@@ -88,31 +77,30 @@ def split_section(text: str, cap: int = DEFAULT_CAP) -> list[str]:
     if len(text) <= cap:
         return [text]
     pieces: list[str] = []
-    current, current_size = "", 0
+    current = ""
 
     def flush() -> None:
-        nonlocal current, current_size
+        nonlocal current
         if current:
             pieces.append(current)
-            current, current_size = "", 0
+            current = ""
 
     for kind, block in _blocks(text):
-        size = table_size(block) if kind == "table" else len(block)
-        joined_size = current_size + 2 + size if current else size
-        if joined_size <= cap:
-            current, current_size = (f"{current}\n\n{block}" if current else block), joined_size
+        joined = f"{current}\n\n{block}" if current else block
+        if len(joined) <= cap:
+            current = joined
             continue
-        if kind == "table" and size > cap:
+        if kind == "table" and len(block) > cap:
             parts = _split_table(block, cap)
             flush()
             pieces.extend(parts[:-1])
-            current, current_size = parts[-1], table_size(parts[-1])
+            current = parts[-1]
             continue
         flush()
-        if size > cap:
+        if len(block) > cap:
             pieces.append(block)  # a paragraph, list or code block is never cut
         else:
-            current, current_size = block, size
+            current = block
     flush()
     return pieces
 
@@ -192,7 +180,7 @@ def _split_table(table: str, cap: int) -> list[str]:
     current = head
     for row in rows:
         candidate = f"{current}\n{row}"
-        if table_size(candidate) > cap and current != head:
+        if len(candidate) > cap and current != head:
             parts.append(current)
             current = f"{head}\n{row}"  # one row wider than the cap still goes whole
         else:
