@@ -188,19 +188,6 @@ def test_headings_in_fences_and_before_the_first_section(tmp_path):
     ]
 
 
-def test_a_heading_attribute_block_is_the_anchor_and_not_part_of_the_heading(tmp_path):
-    site = write_page(tmp_path / "s", (
-        "## Create a Project { #create-a-project }\n\nRun it.\n\n"
-        "## Learn More {#more .wide}\n\nRead on.\n\n## Set {x} in braces\n\nKept.\n"
-    ))
-    found = [(p["id"], p["headingPath"], p["url"]) for p in passages(site)]
-    assert found == [
-        ("p#create-a-project", ["Create a Project"], "/p#create-a-project"),
-        ("p#learn-more", ["Learn More"], "/p#more"),
-        ("p#set-x-in-braces", ["Set {x} in braces"], "/p"),
-    ]
-
-
 def test_slug_collisions_and_split_parts_get_suffixes(tmp_path):
     big = "\n\n".join("z" * 900 for _ in range(3))
     site = write_page(
