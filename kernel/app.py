@@ -358,6 +358,20 @@ class Kernel:
         log.info("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer
 
+    async def read(self, source: str, item_id: str, section: str | None = None) -> str:
+        """The ``read`` tool's text: the passages of one indexed item or one of its sections
+        (:mod:`passageway.kernel.query.reading`).
+
+        :raises ReadError: an unknown source, item or section.
+        :raises PassagewayError: the configuration is broken.
+        """
+        if self.config_error is not None:
+            raise PassagewayError(f"the configuration is broken: {self.config_error}")
+        from passageway.kernel.query.reading import read_item
+
+        stores = {name: entry.store for name, entry in self.sources.items() if entry.store is not None}
+        return await read_item(stores, source, item_id, section)
+
     def building_notes(self) -> tuple[str, ...]:
         """One line per source whose first build is running, for the answer (see ``Answer.notes``)."""
         notes = []

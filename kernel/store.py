@@ -126,6 +126,11 @@ class Store(Protocol):
         """How many items and passages the index holds."""
         ...
 
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages in order (empty for an
+        unknown item): what the ``read`` tool shows of the item an excerpt was cut from."""
+        ...
+
     async def get_state(self, key: str) -> str | None:
         """A small value the sync keeps with the index (for example the last poll time)."""
         ...

@@ -296,6 +296,15 @@ class SqliteStore:
         passages = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
         return int(items), int(passages)
 
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (the ``read`` tool)."""
+        return await self._read(
+            lambda: self._reading_connection().execute(
+                "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal",
+                (item_id,),
+            ).fetchall()
+        )
+
     async def check_integrity(self) -> list[str]:
         """Problems found by SQLite's and FTS5's integrity checks and by comparing the tables
         with each other and with the vector index."""

@@ -5,7 +5,8 @@
 
 0. **What is asked.** A prompt is reduced to its question sentences first
    (:func:`passageway.kernel.query.prompt.asked`: a pasted file, log or trace is not searched), and cut
-   to the embedder's input limit in its tokens. A prompt that asks nothing is silence, without
+   to the embedder's input limit in its tokens; the names in a paste around the question join
+   the keyword search (``Asked.terms``). A prompt that asks nothing is silence, without
    embedding or searching anything. Every later step, the gate's word counts included, sees only
    the reduced question.
 1. **Embed** the question (``kind="query"``). An embedder failure raises :class:`EmbedderError`:
@@ -48,7 +49,7 @@ from passageway.kernel.query.duplicates import Pool, distinct
 from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
 from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
 from passageway.kernel.query.question_queue import yielding
-from passageway.kernel.query.rendering import fit_budget
+from passageway.kernel.query.rendering import fit_budget, leads_clearly
 from passageway.kernel.query.stopwords import content_words, words
 from passageway.kernel.ranking import CANDIDATES, MAX_HITS, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
@@ -211,7 +212,10 @@ async def recall(
     if not stores:
         return Answer()
 
-    keyword, by_vector, _failed = await gather_candidates(question, vector, stores)
+    # The names of a paste around the question are evidence for the keyword search only
+    # (kernel/query/prompt.py, rule 5); the vector, the ranker and the gate see the question.
+    searched = " ".join((question, *reduced.terms))
+    keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
 
     excluded = {(source, item_id) for source, item_id in exclude_items}
     boost = frozenset(word for text in boost_words for word in words(text) if len(word) > 2)
@@ -238,9 +242,11 @@ async def recall(
         for entry in ranked
     )
     parts = [[hit.text] for hit in hits]
-    if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/query/excerpts.py)
-        parts = [with_neighbour(ranked[0].candidate, [*by_vector, *keyword])]
-        hits = (attrs.evolve(hits[0], text=joined(parts[0])),)
+    if len(hits) == 1 or leads_clearly(hits):
+        # A lone hit, or a clear leader with its larger share, has room for a second passage of
+        # its item (kernel/query/excerpts.py, kernel/query/rendering.py).
+        parts[0] = with_neighbour(ranked[0].candidate, [*by_vector, *keyword])
+        hits = (attrs.evolve(hits[0], text=joined(parts[0])), *hits[1:])
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 

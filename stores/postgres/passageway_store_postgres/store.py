@@ -373,6 +373,12 @@ class PostgresStore:
 
         return await self._run(self._read, count)
 
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (the ``read`` tool)."""
+        return await self._run(self._read, lambda connection: [tuple(row) for row in connection.execute(
+            self.names.format("SELECT ordinal, heading, text, digest FROM {passages} WHERE item = %s "
+                              "ORDER BY ordinal"), (item_id,)).fetchall()])  # type: ignore[misc]
+
     async def analyze(self) -> None:
         """Refresh PostgreSQL's statistics of this source's tables now (autovacuum does it in time;
         a benchmark that has just written a large index wants them before its first question)."""
