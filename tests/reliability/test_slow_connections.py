@@ -90,7 +90,8 @@ def test_idle_and_slow_connections_do_not_lock_the_server_out(server_factory, fi
         # Slow clients: headers a byte at a time, and a body a byte at a time after full headers.
         slow_head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 4000
         slow_body = (b"POST /recall HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: "
-                     + AUTH["Authorization"].encode() + b"\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{\"prompt\": \"")
+                     + AUTH["Authorization"].encode()
+                     + b"\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{\"prompt\": \"")
         for number in range(scale(20, 100)):
             sock = socket.create_connection(("127.0.0.1", port), timeout=5)
             sock.setblocking(False)
