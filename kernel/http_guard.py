@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import logging
 import resource
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -222,3 +223,46 @@ def _error(status: int, error: str, description: str, *, close: bool = False) ->
     if close:
         response.force_close()
     return response
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def client_address(request: web.BaseRequest, trusted: Sequence[Network] = ()) -> str:
+    """The address of the client a request comes from, for per-client limits.
+
+    The connection's peer, unless the peer is a trusted reverse proxy (``PASSAGEWAY_TRUSTED_PROXY``):
+    then the ``X-Forwarded-For`` address the proxy added, read from the right past any other trusted
+    proxies. A client can write anything in that header itself, so only what trusted proxies
+    appended counts, and an entry that is not an address ends the walk.
+    """
+    peer = request.remote or "unknown"
+    if not trusted or not _within(peer, trusted):
+        return peer
+    forwarded = ",".join(request.headers.getall("X-Forwarded-For", ()))
+    address = peer
+    for entry in reversed([part.strip() for part in forwarded.split(",") if part.strip()]):
+        if not _is_address(entry):
+            break
+        address = entry
+        if not _within(entry, trusted):
+            break
+    return address
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _within(text: str, networks: Sequence[Network]) -> bool:
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return any(address in network for network in networks)

@@ -141,3 +141,38 @@ async def test_a_connection_that_dribbles_its_headers_is_closed(monkeypatch):
     finally:
         listening.close()
         await runner.cleanup()
+
+
+def request_from(peer: str, forwarded: list[str]) -> web.BaseRequest:
+    from aiohttp.test_utils import make_mocked_request
+    from multidict import CIMultiDict
+
+    headers = CIMultiDict([("X-Forwarded-For", value) for value in forwarded])
+    request = make_mocked_request("GET", "/", headers=headers)
+    return request.clone(remote=peer)
+
+
+def test_the_client_address_behind_a_trusted_proxy():
+    # 32.13: behind the documented reverse proxy every user shared the proxy's limits.
+    from passageway.kernel.config import trusted_proxies
+
+    proxy = trusted_proxies("127.0.0.1, 10.0.0.0/8")
+    assert http_guard.client_address(request_from("127.0.0.1", ["203.0.113.7"]), proxy) == "203.0.113.7"
+    # What the client wrote itself comes first; only what the trusted proxies appended counts.
+    forged = request_from("127.0.0.1", ["1.2.3.4, 203.0.113.7"])
+    assert http_guard.client_address(forged, proxy) == "203.0.113.7"
+    assert http_guard.client_address(request_from("127.0.0.1", ["198.51.100.1", "203.0.113.7, 10.1.2.3"]),
+                                     proxy) == "203.0.113.7"
+    assert http_guard.client_address(request_from("127.0.0.1", ["junk, 10.1.2.3"]), proxy) == "10.1.2.3"
+    assert http_guard.client_address(request_from("127.0.0.1", []), proxy) == "127.0.0.1"
+    # Not from a trusted proxy, or no proxy trusted: the header is the client's own words.
+    assert http_guard.client_address(request_from("192.0.2.9", ["203.0.113.7"]), proxy) == "192.0.2.9"
+    assert http_guard.client_address(request_from("127.0.0.1", ["203.0.113.7"])) == "127.0.0.1"
+
+
+def test_a_trusted_proxy_that_is_not_an_address_is_a_config_error():
+    from passageway.kernel.config import trusted_proxies
+    from passageway.kernel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"PASSAGEWAY_TRUSTED_PROXY lists 'proxy\.local'"):
+        trusted_proxies("127.0.0.1, proxy.local")

@@ -517,3 +517,21 @@ async def test_a_save_of_a_large_state_does_not_stall_the_loop(tmp_path):
     state.load()
     assert len(state.clients) == 8000
     assert max(gaps) < 0.08, max(gaps)  # the round trip took about 0.2 s here
+
+
+async def test_limits_behind_a_trusted_proxy_count_each_forwarded_client(tmp_path):
+    # 32.13: behind the reverse proxy every user shared the proxy's one limit.
+    port = free_port()
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_BASE_URL": f"http://127.0.0.1:{port}",
+                                                  "PASSAGEWAY_TRUSTED_PROXY": "127.0.0.1"})
+    kernel = make_kernel(environ)
+    async with running_server(kernel, port=port) as url, httpx2.AsyncClient(timeout=10) as client:
+        await wait_built(kernel)
+
+        async def register_from(address: str) -> int:
+            response = await client.post(f"{url}/register", json={"redirect_uris": [REDIRECT]},
+                                         headers={"X-Forwarded-For": address})
+            return response.status_code
+
+        assert [await register_from("203.0.113.7") for _ in range(11)][-1] == 429
+        assert await register_from("203.0.113.8") == 201  # another user behind the same proxy

@@ -302,6 +302,9 @@ async def call_asgi(
                 disconnected.set()
 
     peer = request.transport.get_extra_info("peername") if request.transport else None
+    # The address the connection came in on, not the Host header: that is the client's text, and
+    # one that is not a host name (a 0xFF byte) made building request.url raise, a 500.
+    own = request.transport.get_extra_info("sockname") if request.transport else None
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -316,7 +319,7 @@ async def call_asgi(
         "root_path": "",
         "headers": [(name.lower(), value) for name, value in request.raw_headers],
         "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
-        "server": (request.host.rsplit(":", 1)[0], request.url.port),
+        "server": tuple(own[:2]) if isinstance(own, tuple) else None,
         "state": {},
     }
     try:

@@ -22,7 +22,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -34,6 +34,7 @@ from passageway.builtin.transport.oauth_state import LoginLimiter, OAuthState, h
 from passageway.builtin.transport.redirect_address import redirect_problem
 from passageway.builtin.transport.request_body import BadBody, form_body, json_body
 from passageway.kernel.auth import password_matches
+from passageway.kernel.http_guard import Network, client_address
 
 log = logging.getLogger("passageway.oauth")
 
@@ -53,8 +54,10 @@ VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}\Z")
 class OAuthServer:
     """The OAuth routes and the check of access tokens for ``/mcp``."""
 
-    def __init__(self, base_url: str, password: str | None, state_path: Path) -> None:
+    def __init__(self, base_url: str, password: str | None, state_path: Path,
+                 trusted_proxies: Sequence[Network] = ()) -> None:
         self.base_url = base_url.rstrip("/")
+        self.trusted_proxies = tuple(trusted_proxies)
         self.password = password
         self.state = OAuthState(state_path)
         self._forget_unused_clients(keep=MAX_UNUSED_CLIENTS)  # a file grown before the cap existed
@@ -124,7 +127,7 @@ class OAuthServer:
     # -----------------------------------------------------------------------------------------
 
     async def register(self, request: web.Request) -> web.Response:
-        address = request.remote or "unknown"
+        address = client_address(request, self.trusted_proxies)
         if self.registrations.blocked(address):
             return _oauth_error(
                 "too_many_requests", f"more than {MAX_REGISTRATIONS_PER_ADDRESS} registrations from this "
@@ -261,7 +264,7 @@ class OAuthServer:
         if refusal is not None:
             return refusal
         assert client is not None
-        address = request.remote or "unknown"
+        address = client_address(request, self.trusted_proxies)
         if self.limiter.blocked(address):
             return login_page(
                 client, params, "Too many wrong passwords. Wait a quarter of an hour.", status=429
