@@ -18,8 +18,10 @@ from typing import Any
 
 log = logging.getLogger("passageway.mcp")
 
-MAX_SESSIONS = 10_000
-PER_CLIENT = 200
+MAX_SESSIONS = 1_000
+"""Sessions the server holds at most (the SDK's default is 10,000). Few enough that a stop ends
+them all within about a second; with the per-client rule below, never a lock-out."""
+PER_CLIENT = 100
 IDLE_SECONDS = 30 * 60
 """An MCP session nobody has used this long ends (the SDK's idle timeout)."""
 
@@ -34,10 +36,10 @@ class Held:
 class SessionBook:
     """The sessions of one SDK session manager, by client, with the one to end when room is needed."""
 
-    def __init__(self, manager: Any, per_client: int = PER_CLIENT, most: int = MAX_SESSIONS) -> None:
+    def __init__(self, manager: Any, per_client: int | None = None, most: int | None = None) -> None:
         self.manager = manager
-        self.per_client = per_client
-        self.most = most
+        self.per_client = PER_CLIENT if per_client is None else per_client
+        self.most = MAX_SESSIONS if most is None else most
         self.held: dict[str, Held] = {}
         self.ended = 0
 
