@@ -244,7 +244,8 @@ async def test_a_host_header_that_is_no_host_name_is_no_server_error(served, hos
     from tests.test_auth import raw_request
 
     _, url = served
-    answer = await raw_request(url, b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
-                               b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer "
-                               + PASSWORD.encode() + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    head = (b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer " + PASSWORD.encode()
+            + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n")
+    answer = await raw_request(url, head + b"{}")
     assert answer.startswith((b"HTTP/1.1 4", b"HTTP/1.0 4")), answer[:200]
