@@ -56,7 +56,7 @@ class Figures:
 
 
 FIGURES = Figures()
-SECTIONS = {"faults", "connectors", "hostile_http", "fuzz", "load"}
+SECTIONS = {"faults", "connectors", "hostile_http", "fuzz", "load", "server_limits"}
 
 
 @pytest.fixture(scope="session")
