@@ -442,3 +442,17 @@ async def test_the_kernel_takes_its_vector_cache_from_the_hook(tmp_path):
     assert len(plugin.cache.vectors) == counts[1] > 0  # every passage's vector went to the plugin's cache
     assert plugin.cache.closed
     assert not (tmp_path / "data" / "vectors").exists()  # and no file of the builtin cache was made
+
+
+async def test_a_full_disk_during_a_write_is_reported_as_a_full_disk(store):
+    # Issue 32.13: a re-sync on a full disk said "cannot rollback - no transaction is active".
+    await store.apply([update_for(item(0))], [])
+    limit = await store._write(lambda: store._writer.execute("PRAGMA page_count").fetchone()[0] + 1)
+    await store._write(lambda: store._writer.execute(f"PRAGMA max_page_count = {limit}"))
+    with pytest.raises(StoreError, match="the disk is full") as caught:
+        await store.apply([update_for(item(n, sections=40)) for n in range(1, 30)], [])
+    assert "rollback" not in str(caught.value) and "'notes'" in str(caught.value)
+    await store._write(lambda: store._writer.execute("PRAGMA max_page_count = 1073741823"))
+    await store.apply([update_for(item(1))], [])  # the store goes on once there is room
+    assert set(await store.versions()) == {"item-0", "item-1"}
+    assert await store.check_integrity() == []

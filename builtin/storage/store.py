@@ -60,7 +60,16 @@ class SqliteStore:
     # -- threads and connections --------------------------------------------------------------
 
     async def _write(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._writer_thread, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._writer_thread, self._writing, function, *args)
+
+    def _writing(self, function: Callable[..., T], *args: Any) -> T:
+        """Run ``function`` on the writer; SQLite refusing the write (a full disk, an I/O error)
+        is a :class:`StoreError` that names the source and the cause."""
+        try:
+            return function(*args)
+        except sqlite3.OperationalError as error:
+            raise tables.write_failure(f"the index of source {self.source!r} ({self.path})", error) from None
 
     async def _read(self, function: Callable[..., T], *args: Any) -> T:
         if self._closed:

@@ -94,9 +94,22 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield connection
     except BaseException:
-        connection.execute("ROLLBACK")
+        # SQLite has already rolled back after some errors (a full disk, SQLITE_FULL); a second
+        # ROLLBACK would fail and hide the error that matters.
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def write_failure(what: str, error: sqlite3.Error) -> StoreError:
+    """One line for a write SQLite refused, naming a full disk when that is the cause."""
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(error):
+        return StoreError(
+            f"{what} could not be written: the disk is full ({error}); nothing of this write was "
+            "kept. Free space in the data folder; the next sync goes on from there"
+        )
+    return StoreError(f"{what} could not be written ({error}); nothing of this write was kept")
 
 
 def get_state(connection: sqlite3.Connection, key: str) -> str | None:

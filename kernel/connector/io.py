@@ -165,15 +165,12 @@ async def feed(stream: asyncio.StreamWriter, data: bytes) -> None:
         stream.close()
 
 
-async def kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGKILL the connector's whole process group (its session) and every process below it that
-    left the group (``setsid``), then reap the leader.
-
-    A process that left the group *and* whose parent already exited (a daemon's double fork)
-    belongs to init and cannot be told apart from any other; it survives, and the warning below
-    names the connector.
+async def kill_group(process: asyncio.subprocess.Process, marker: str | None = None) -> int:
+    """SIGKILL the connector's whole process group (its session), every process below it that
+    left the group (``setsid``) and every process marked with the call's ``marker`` (a daemon's
+    double fork), then reap the leader; returns how many processes besides the leader it found.
     """
-    await asyncio.to_thread(kill_tree, process.pid)
+    found = await asyncio.to_thread(kill_tree, process.pid, marker)
     try:
         async with asyncio.timeout(KILL_GRACE_SECONDS):
             await process.wait()
@@ -184,6 +181,7 @@ async def kill_group(process: asyncio.subprocess.Process) -> None:
             "connector process %d: a process it started outside its process group still holds its "
             "output open; passageway closed its end", process.pid,
         )
+    return found
 
 
 async def finish(

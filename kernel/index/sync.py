@@ -12,9 +12,12 @@ serving what it has.
   :data:`POLL_OVERLAP_SECONDS`, and store the items whose version differs.
 
 Every connector call that succeeds is stored in one transaction; a call that fails stores
-nothing. A failing fetch batch does not stop the ones after it, but two failing in a row stop
-the fetch until the next sync (ADR 0008). A passage whose digest already has a vector in the
-:class:`~passageway.kernel.store.VectorCache` is not embedded again.
+nothing. A failing fetch batch is fetched again one id at a time, so a bad record costs only
+itself; its id is remembered and fetched alone, after every other, at later syncs. Failed calls
+in a row that are not about a record (three timeouts, or ten quick failures) stop the fetch until
+the next sync (ADR 0008). A
+passage whose digest already has a vector in the :class:`~passageway.kernel.store.VectorCache`
+is not embedded again.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +39,7 @@ from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
 from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.index.fetch_run import FetchOutcome, FetchRun, latest_items
-from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
+from passageway.kernel.index.sync_health import BuildProgress, SourceHealth, joined, left_out_message
 from passageway.kernel.index.windows import embed_windows
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
 from passageway.kernel.store import ItemUpdate, Store, VectorCache
@@ -49,6 +53,9 @@ POLL_OVERLAP_SECONDS = 5.0
 PROGRESS_SECONDS = 5.0
 """A long build logs its progress at most this often."""
 LAST_POLL = "last_poll"
+POISONED = "poisoned_ids"
+"""The store's state key of the ids that failed alone (JSON, id to error): kept across restarts."""
+POISONED_ERROR_CHARS = 300
 
 
 
@@ -133,6 +140,7 @@ class SourceSync:
         self._failed_in: str | None = None  # "sync" or "poll": what failed last
         self._lock = asyncio.Lock()  # one operation at a time per source
         self._progress: BuildProgress | None = None  # the running fetch's counts, if any
+        self._poisoned: dict[str, str] | None = None  # ids that failed alone, and why (ADR 0008)
         self.embed_seconds = 0.0
         """Time spent awaiting the embedder (the benchmark compares it with the total)."""
 
@@ -252,6 +260,7 @@ class SourceSync:
             raise ConnectorError(self.source, "check", "the connector's check reported ok = false; "
                                  "see its log lines for why")
         entries = await self.runner.list()
+        left_out = left_out_message(getattr(self.runner, "left_out", ()))
         listed = _latest_versions(entries)
         await self.store.reset(self.embedder.name, self.embedder.dim)
         self._health.state = "indexing"
@@ -261,13 +270,14 @@ class SourceSync:
         items, passages = await self.store.counts()
         self.log.info("source %s ready: %d items, %d passages in %.1f s",
                       self.source, items, passages, self.clock() - began)
-        return outcome.message()
+        return joined(outcome.message(), left_out)
 
     async def _reconcile(self) -> str | None:
         if not await self._index_fits():
             return await self._start()  # a reconcile cannot fill an index of another embedder
         started = _now()
         entries = await self.runner.list()
+        left_out = left_out_message(getattr(self.runner, "left_out", ()))
         listed = _latest_versions(entries)
         stored = await self.store.versions()
         changed = [item_id for item_id, version in listed.items() if stored.get(item_id) != version]
@@ -286,7 +296,7 @@ class SourceSync:
             self.log.info("source %s: deleted %d items no longer listed", self.source, len(gone))
         if await self.store.get_state(LAST_POLL) is None:
             await self.store.set_state(LAST_POLL, _iso(started))
-        return outcome.message()
+        return joined(outcome.message(), left_out)
 
     async def _poll(self) -> str | None:
         last = await self.store.get_state(LAST_POLL)
@@ -308,22 +318,34 @@ class SourceSync:
     # -- fetching, embedding and storing ------------------------------------------------------
 
     async def _fetch_and_store(self, ids: list[str]) -> FetchOutcome:
-        """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`)."""
-        batches = [ids[start : start + self.fetch_batch] for start in range(0, len(ids), self.fetch_batch)]
+        """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`); ids that
+        failed alone before come last, one per batch, so they cost no other item a call."""
+        wanted = set(ids)
+        if self._poisoned is None:
+            self._poisoned = _poisoned_from(await self.store.get_state(POISONED))
+        poisoned = self._poisoned = {key: error for key, error in self._poisoned.items() if key in wanted}
+        fresh = [item_id for item_id in ids if item_id not in poisoned]
+        size = self.fetch_batch
+        batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
+        batches += [[item_id] for item_id in ids if item_id in poisoned]
         self._health.batches, self._health.failed_batches = len(batches), 0
+        self._health.failed_items = 0
         if not batches:
             return FetchOutcome()
         progress = BuildProgress(self._health, len(ids), self.progress_seconds, self.log, self.clock)
         self._progress = progress
         run = FetchRun(
             self.source, batches, self.runner.fetch, self._updates, self._write, self._health, progress,
-            self.log,
+            self.log, poisoned,
         )
         try:
             return await run.run()
         finally:
             progress.finish()
             self._progress = None
+            with contextlib.suppress(PassagewayError):  # a store that cannot write says so itself
+                await self.store.set_state(POISONED, json.dumps(
+                    {key: error[:POISONED_ERROR_CHARS] for key, error in poisoned.items()}))
 
     async def _updates(self, items: Sequence[Item]) -> list[ItemUpdate]:
         updates, _ = await self._prepare(items)
@@ -392,6 +414,14 @@ class SourceSync:
             if self._progress is not None and counted:
                 self._progress.embedded(len(chunk))
         return result
+
+
+def _poisoned_from(saved: str | None) -> dict[str, str]:
+    try:
+        found = json.loads(saved) if saved else {}
+    except ValueError:
+        return {}
+    return {str(key): str(value) for key, value in found.items()} if isinstance(found, dict) else {}
 
 
 def _latest_versions(entries: Sequence[ListEntry]) -> dict[str, str]:

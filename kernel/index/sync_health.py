@@ -8,7 +8,7 @@ fetches, chunks and embeds, and logs them at most every few seconds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import attrs
@@ -24,12 +24,12 @@ class SourceHealth:
 
     ``state`` is ``indexing`` while a build or a large fetch runs, ``failing`` when the last sync
     failed in any part (``last_error`` says how; the items already indexed keep serving), and
-    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items are stored, ``ready`` of
-    ``expected`` passages have their vector (``expected`` is exact once every item was fetched, an
-    estimate from the items so far before that), ``embedded`` of them were embedded in this run,
-    at ``rate`` passages per second, with ``eta_seconds`` left; ``rate`` and ``eta_seconds`` stay
-    ``None`` for the first :data:`RATE_AFTER_SECONDS` of embedding. :meth:`public` leaves the
-    error text out, :meth:`full` keeps it.
+    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items came from the connector (or
+    failed), ``ready`` of ``expected`` passages have their vector (``expected`` is exact once
+    every item was fetched, an estimate from the items so far before that), ``embedded`` of them
+    were embedded in this run, at ``rate`` passages per second, with ``eta_seconds`` left;
+    ``rate`` and ``eta_seconds`` stay ``None`` for the first :data:`RATE_AFTER_SECONDS` of
+    embedding. :meth:`public` leaves the error text out, :meth:`full` keeps it.
     """
 
     source: str
@@ -47,6 +47,8 @@ class SourceHealth:
     last_error: str | None = None
     failed_batches: int = 0
     batches: int = 0
+    failed_items: int = 0
+    """Items of the last fetch that failed alone (a bad record each); ``last_error`` names them."""
     building: bool = False
     """True during a first build (or a rebuild for another embedder): the index is not complete."""
     expected_exact: bool = False
@@ -83,6 +85,7 @@ class SourceHealth:
         if self.batches:
             view["failed_batches"] = self.failed_batches
             view["batches"] = self.batches
+            view["failed_items"] = self.failed_items
         return view
 
 
@@ -107,7 +110,7 @@ class BuildProgress:
         self.log = log
         self.clock = clock
         self.last_report = clock()
-        self.done = 0  # items stored (or given up in a failed batch)
+        self.done = 0  # items fetched (or given up in a failed batch)
         self.chunked = 0  # items chunked
         self.found = 0  # passages of the chunked items
         self.to_embed = 0  # of which had no vector yet
@@ -137,7 +140,7 @@ class BuildProgress:
         self._report()
 
     def advance(self, items: int) -> None:
-        """A fetch batch of ``items`` was stored (or failed, and counts as handled)."""
+        """A fetch batch of ``items`` came from the connector (or failed, and counts as handled)."""
         self.done += items
         self.health.fetched = self.done
         self._report()
@@ -177,3 +180,19 @@ class BuildProgress:
         health.fetched = health.of = health.expected = None
         health.expected_exact = False
         health.rate = health.eta_seconds = None
+
+
+def left_out_message(notes: Iterable[str]) -> str | None:
+    """Health's words for listed entries the runner had to leave out (an id that is not
+    Unicode), or None: a source is not ``ok`` while a listed item is missing."""
+    found = list(notes)
+    if not found:
+        return None
+    more = f"; and {len(found) - 1} more" if len(found) > 1 else ""
+    return f"{len(found)} listed entries were left out: {found[0]}{more}"
+
+
+def joined(*failures: str | None) -> str | None:
+    """The failures that happened, as one message; None when there were none."""
+    found = [failure for failure in failures if failure]
+    return "; ".join(found) if found else None

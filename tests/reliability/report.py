@@ -32,6 +32,7 @@ def render(results: dict[str, Any]) -> str:
     sections = results["sections"]
     faults, connectors = sections["faults"], sections["connectors"]
     hostile, fuzz, load = sections["hostile_http"], sections["fuzz"], sections["load"]
+    index = sections["index_input"]
     limits = sections["server_limits"]
     statuses = ", ".join(f"{status}: {count}" for status, count in hostile["statuses"].items())
     targets = ", ".join(f"{name} {count}" for name, count in fuzz["by_target"].items())
@@ -144,6 +145,21 @@ question path (`tests/reliability/test_fuzz.py`).
     ("crashes", fuzz["crashes"]),
 ])}
 
+## Hostile site folders
+
+`passageway index` run as the real command on site folders built to hurt it
+(`tests/reliability/test_index_input.py`): an `ai/` that links out of the site and links planted in
+it, pages and twins that link outside, paragraphs of unmatched Markdown marks, repeated headings,
+named pipes, deep JSON and HTML, and a page over the size cap. Each ends with exit status 0 (a bad
+page skipped with one warning) or 2 (one error line), never a traceback.
+
+{_rows([
+    ("runs", index["runs"]),
+    ("repeated headings in one page", index.get("repeated_headings", 0)),
+    ("slowest run", f"{index['slowest_s']} s"),
+    ("peak memory of a run", f"{index['peak_mib']} MiB"),
+])}
+
 ## Load
 
 {load["hook_clients"]} concurrent `/recall` clients and {load["mcp_clients"]} MCP clients (each its
@@ -159,7 +175,78 @@ clients and server together.
     ("MCP p50 / p95", f"{load['mcp_p50_ms']} / {load['mcp_p95_ms']} ms"),
     ("server memory before / after", f"{load['rss_before_mib']} / {load['rss_after_mib']} MiB"),
 ])}
-"""
+{connector_families(sections)}"""
+
+
+def connector_families(sections: dict[str, Any]) -> str:
+    """The sections of issue 32's connector families, where the run has them."""
+    parts = []
+    redirects = sections.get("redirects")
+    if redirects:
+        parts.append(f"""
+## Connectors: redirects to another origin
+
+The Trilium and Confluence connectors against a fake server that answers every request with a
+redirect (301, 302, 303, 307, 308) to a second fake on another port or host: each call must fail
+with one line naming both origins, and the second server counts every `Authorization` header it
+receives. A redirect within the origin is followed with the token
+(`tests/reliability/test_redirect_leaks.py`).
+
+{_rows([
+    ("calls redirected to another origin", redirects["calls"]),
+    ("credentials sent to another origin", redirects["credentials_to_other_origins"]),
+    ("same-origin redirects followed", redirects.get("same_origin_followed", 0)),
+])}
+""")
+    poisoned = sections.get("poisoned_batches")
+    if poisoned:
+        parts.append(f"""
+## Connectors: poisoned records
+
+{poisoned["sources"]} sources of {poisoned["items_per_source"]} items ({", ".join(poisoned["kinds"])}),
+each with {poisoned["bad_records"]} bad records in different fetch batches, in a real server beside a
+healthy source, through a first build and a restart: a failing batch is fetched again one id at a
+time, so each bad record costs only itself, and `/health` names it
+(`tests/reliability/test_poisoned_batches.py`).
+
+{_rows([
+    ("bad records per source", poisoned["bad_records"]),
+    ("items lost to another record's fault", poisoned["items_lost_to_another_record"]),
+])}
+""")
+    hostile = sections.get("hostile_remote")
+    if hostile:
+        timings = [(name.removeprefix("seconds_").replace("_", " "), f"{value} s, "
+                    f"{hostile.get('peak_mib_' + name.removeprefix('seconds_'), '?')} MiB")
+                   for name, value in hostile.items() if name.startswith("seconds_")]
+        parts.append(f"""
+## Connectors: hostile remote servers
+
+`list` of each connector against a fake that answers without end (with and without a length),
+drips a byte every 0.2 s, nests its JSON 200,000 deep, or pages without end; `TIMEOUT` is 3 s.
+Each call must end with one clear line on stderr, within its limits
+(`tests/reliability/test_hostile_remote.py`). Time and peak memory of the slowest call of each:
+
+{_rows([
+    ("calls", hostile["calls"]),
+    ("ended with one clear error", hostile["clear_errors"]),
+    ("requests the connectors sent", hostile["requests"]),
+    *timings,
+])}
+""")
+    quadratic = sections.get("quadratic_sdk")
+    if quadratic:
+        rows = [(name, value) for name, value in quadratic.items() if ":" in name]
+        parts.append(f"""
+## Connectors: quadratic inputs to the SDK
+
+Nested lists and blocks and one long sentence through the SDK's HTML to markdown step and its
+text cutter, at two sizes: output and time must grow linearly
+(`tests/reliability/test_quadratic_sdk.py`). The larger input of each:
+
+{_rows(rows)}
+""")
+    return "".join(parts)
 
 
 if __name__ == "__main__":
