@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent
 PREFIX = "repository"
 PUBLISHED = (
     "README.md", "sdk/README.md", "stores/*/README.md", "connectors/*/README.md",
-    "embedders/*/README.md", "plugins/*/README.md", "schemas/*.json", "schemas/examples/*.json",
-    "plugins/*/*/schemas/*.json",
+    "embedders/*/README.md", "schemas/*.json", "schemas/examples/*.json",
+    "plugins/*/README.md", "plugins/*/*/schemas/*.json", "bench/README.md",
 )
 LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
 

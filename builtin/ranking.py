@@ -73,7 +73,6 @@ class Scored:
     candidate: Candidate
     score: float
     vector_rank: int
-    keyword_rank: int | None
     matched: frozenset[str]
     coverage: float
     language: str | None
@@ -83,7 +82,6 @@ class Scored:
 class Evidence:
     """What the gate knows about the question as a whole."""
 
-    question_words: tuple[str, ...]
     language: str | None
     unknown: frozenset[str]
     """Content words of the question that no candidate contains (see :func:`unknown_words`);
@@ -197,7 +195,7 @@ class FusionRanker:
             kw_rank = keyword_rank.get(key)
             score = self._fuse(candidate, vector_rank, kw_rank, coverage) * candidate.weight
             scored.append(
-                Scored(candidate, score, vector_rank, kw_rank, matched, coverage, language)
+                Scored(candidate, score, vector_rank, matched, coverage, language)
             )
         scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
         reference = pool[by_cosine[REFERENCE_RANK]].similarity if len(by_cosine) > REFERENCE_RANK else None
@@ -206,7 +204,7 @@ class FusionRanker:
         unknown = frozenset()
         if self.unknown_margin is not None:
             unknown = unknown_words(question_words, vocabulary)
-        evidence = Evidence(question_words, language_of(question), unknown, reference)
+        evidence = Evidence(language_of(question), unknown, reference)
         return scored, evidence
 
     def _fuse(self, candidate: Candidate, vector_rank: int, kw_rank: int | None, coverage: float) -> float:

@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from passageway.kernel.errors import StoreError
 from passageway.kernel.records import Item, Passage
 
 
@@ -121,6 +122,11 @@ class Store(Protocol):
         """How many items and passages the index holds."""
         ...
 
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages in order (empty for an
+        unknown item): what the ``read`` tool shows of the item an excerpt was cut from."""
+        ...
+
     async def get_state(self, key: str) -> str | None:
         """A small value the sync keeps with the index (for example the last poll time)."""
         ...
@@ -163,3 +169,17 @@ class StoreContext:
 
     settings: Mapping[str, Any] = attrs.field(factory=dict)
     environ: Mapping[str, str] = attrs.field(factory=dict)
+
+
+def check_updates(updates: Sequence[ItemUpdate], dim: int | None, source: str) -> None:
+    """Refuse updates whose vectors do not fit their passages or the index's dimension."""
+    for update in updates:
+        if len(update.passages) != len(update.vectors):
+            raise StoreError(
+                f"item {update.item.id!r}: {len(update.passages)} passages but {len(update.vectors)} vectors"
+            )
+        if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
+            raise StoreError(
+                f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
+                f"of {source!r} was set up for {dim}; the sync must reset it first"
+            )

@@ -126,6 +126,16 @@ async def test_apply_stores_versions_counts_items_and_deletes(contract_store):
         ("item-2", "https://example.test/item/2"), ("item-1", "https://example.test/item/1")]
 
 
+async def test_passages_of_an_item_come_in_order_with_heading_and_text(contract_store):
+    store = contract_store
+    entry = numbered(4, sections=3)
+    await store.apply([update_for(entry)], [])
+    rows = [tuple(row) for row in await store.passages_of("item-4")]
+    expected = [(p.ordinal, p.heading, p.text, p.digest) for p in update_for(entry).passages]
+    assert rows == expected
+    assert await store.passages_of("missing") == []
+
+
 async def test_a_failing_apply_leaves_the_index_as_it_was(contract_store):
     store = contract_store
     await store.apply([update_for(numbered(1))], [])

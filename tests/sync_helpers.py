@@ -4,7 +4,9 @@ the real fake connector, and a store + sync built in a temporary folder."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -166,3 +168,12 @@ class Setup:
 
 def items_from_file(path: Path) -> list[Item]:
     return [item_from_json(record) for record in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def stored_passages(store: SqliteStore, item_id: str) -> list[tuple[int, str | None, str, str]]:
+    """``(ordinal, heading, text, digest)`` of one item's passages in a sqlite store's file, in
+    order, read on a connection of its own (a test's look inside; the store has no such method)."""
+    with contextlib.closing(sqlite3.connect(store.path)) as connection:
+        rows = connection.execute(
+            "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal", (item_id,))
+        return [tuple(row) for row in rows]  # type: ignore[misc]

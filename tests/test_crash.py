@@ -14,7 +14,7 @@ from pathlib import Path
 
 from passageway.builtin.storage import SqliteStore
 from passageway.kernel.index.chunking import passages_for
-from tests.sync_helpers import item, write_items
+from tests.sync_helpers import item, stored_passages, write_items
 
 ITEMS = 200
 BATCH = 50
@@ -91,7 +91,7 @@ async def stored_state(folder: Path) -> tuple[dict[str, str], list[str]]:
         for item_id in versions:
             number = int(item_id.rsplit("-", 1)[1])
             expected = [(p.ordinal, p.heading, p.text, p.digest) for p in passages_for(item(number))]
-            if [tuple(row) for row in await store.passages_of(item_id)] != expected:
+            if stored_passages(store, item_id) != expected:
                 problems.append(f"{item_id} is stored incompletely")
         return versions, problems
     finally:

@@ -123,7 +123,7 @@ async def test_the_whole_flow_with_pkce(oauth_server, tmp_path):
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {access}"}, timeout=30)
     async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as mcp:
         names = {tool.name for tool in (await mcp.list_tools()).tools}
-        assert names == {"recall", "status"}
+        assert names == {"recall", "read", "status"}
     # ... but never the hook endpoint, which takes the static password only.
     hook = await client.post(f"{url}/recall", json={"prompt": "telescope lenses"},
                              headers={"Authorization": f"Bearer {access}"})

@@ -51,7 +51,7 @@ async def test_recall_and_status_through_the_stdio_client(served, tmp_path):
     async with bridge(tmp_path, "--url", served, env={"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(password_file)}
                       ) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"recall", "status"}
+        assert set(tools) == {"recall", "read", "status"}
         assert tools["recall"].input_schema["required"] == ["question"]
 
         result = await client.call_tool("recall", {"question": TELESCOPE})
@@ -85,7 +85,7 @@ async def test_the_port_comes_from_the_environment_and_the_password_from_the_ins
 async def test_no_server_is_one_clear_tool_error(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     async with bridge(tmp_path, "--url", url, env={"PASSAGEWAY_LOGIN_PASSWORD": PASSWORD}) as client:
-        assert {tool.name for tool in (await client.list_tools()).tools} == {"recall", "status"}
+        assert {tool.name for tool in (await client.list_tools()).tools} == {"recall", "read", "status"}
         result = await client.call_tool("recall", {"question": TELESCOPE})
         assert result.is_error
         message = result.content[0].text

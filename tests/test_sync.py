@@ -19,7 +19,7 @@ from passageway.kernel.index.sync import (
     deletion_refusal,
 )
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
-from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, write_items
+from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, stored_passages, write_items
 
 
 async def keyword_list(store, question, vector, limit):
@@ -63,7 +63,7 @@ async def test_reconcile_fetches_only_edits_and_additions_and_deletes_the_rest(t
         assert len(versions) == 10
         # item-3's texts changed (version is in the text), item-10 is new: 4 passages embedded
         assert setup.embedder.texts_embedded - embedded == 4
-        assert all("version 2" in text for _, _, text, _ in await sync.store.passages_of("item-3"))
+        assert all("version 2" in text for _, _, text, _ in stored_passages(sync.store, "item-3"))
         assert sync.health().state == "ok"
 
 

@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from passageway.builtin.storage import keyword, rows, tables
-from passageway.builtin.storage.textsearch import match_terms
+from passageway.builtin.storage.keyword import match_terms
 from passageway.builtin.storage.vector_file import VectorFile
 from passageway.kernel.data_folder import private_file
 from passageway.kernel.errors import StoreError
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.store import Candidate, ItemUpdate, StoredItem, check_updates
 
 T = TypeVar("T")
 
@@ -52,10 +52,6 @@ class SqliteStore:
         self._closed = False
         self._reads = threading.Condition()
         self._running_reads = 0
-
-    @property
-    def vector_path(self) -> Path:
-        return self.vectors.path
 
     # -- threads and connections --------------------------------------------------------------
 
@@ -199,7 +195,7 @@ class SqliteStore:
 
     def _apply(self, updates: list[ItemUpdate], deletions: list[str]) -> None:
         connection = self._writing_connection()
-        tables.check_updates(updates, self.vectors.dim, self.source)
+        check_updates(updates, self.vectors.dim, self.source)
         removed, added_keys, added_vectors = tables.write(connection, updates, deletions)
         # The database has committed; bring the vectors in memory up to date with it.
         self.vectors.update(connection, removed, added_keys, added_vectors)
@@ -280,7 +276,7 @@ class SqliteStore:
         return int(items), int(passages)
 
     async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
-        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (the ``read`` tool)."""
         return await self._read(
             lambda: self._reading_connection().execute(
                 "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal",

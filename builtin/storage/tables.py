@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from passageway.builtin.storage.textsearch import index_text
 from passageway.kernel.errors import StoreError
+from passageway.kernel.keyword_text import index_text
 from passageway.kernel.store import ItemUpdate
 
 PATH_SEPARATOR = " › "
@@ -140,20 +140,6 @@ def empty(connection: sqlite3.Connection, embedder_name: str, dim: int) -> None:
         set_state(connection, "embedder_name", embedder_name)
         set_state(connection, "embedder_dim", str(dim))
         set_state(connection, "generation", str(following))
-
-
-def check_updates(updates: Sequence[ItemUpdate], dim: int | None, source: str) -> None:
-    """Refuse updates whose vectors do not fit their passages or the index's dimension."""
-    for update in updates:
-        if len(update.passages) != len(update.vectors):
-            raise StoreError(
-                f"item {update.item.id!r}: {len(update.passages)} passages but {len(update.vectors)} vectors"
-            )
-        if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
-            raise StoreError(
-                f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
-                f"of {source!r} was set up for {dim}; the sync must reset it first"
-            )
 
 
 def write(connection: sqlite3.Connection, updates: Sequence[ItemUpdate], deletions: Sequence[str]

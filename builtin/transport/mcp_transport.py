@@ -1,4 +1,4 @@
-"""``/mcp``: the MCP server (tools ``recall`` and ``status``) over streamable HTTP inside aiohttp.
+"""``/mcp``: the MCP server (tools ``recall``, ``read`` and ``status``) over streamable HTTP inside aiohttp.
 
 The MCP SDK's server machinery (``mcp.server.lowlevel.Server`` and its
 ``StreamableHTTPSessionManager``) does the protocol: sessions, JSON-RPC, SSE, version
@@ -47,6 +47,11 @@ DEFAULT_TOOL_DESCRIPTION = (
     "passages, each with its title, place in the source and link, or a note that nothing relevant "
     "is indexed. Ask a full question in natural language."
 )
+READ_DESCRIPTION = (
+    "The rest of a passage that `recall` showed cut (…): the whole section, or the whole item, as "
+    "indexed, up to 8,000 characters. Pass the source and item a recall answer named (its "
+    "`source: item` line) and, for one section, the heading it was shown under."
+)
 STATUS_DESCRIPTION = (
     "The server's health report: whether each source is indexed, how many items it holds, and "
     "the error text of anything that fails."
@@ -57,7 +62,7 @@ Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
 
 
 def tool_list(tool_description: str = DEFAULT_TOOL_DESCRIPTION) -> list[Any]:
-    """The two tools, ``recall`` and ``status``, as MCP tool definitions.
+    """The tools, ``recall``, ``read`` and ``status``, as MCP tool definitions.
 
     Shared by the server's ``/mcp`` and the stdio bridge (``passageway mcp``), so both offer
     the same tools with the same arguments.
@@ -74,6 +79,21 @@ def tool_list(tool_description: str = DEFAULT_TOOL_DESCRIPTION) -> list[Any]:
                     "question": {"type": "string", "description": "The question, in natural language"},
                 },
                 "required": ["question"],
+            },
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        types.Tool(
+            name="read",
+            description=READ_DESCRIPTION,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "source": {"type": "string", "description": "The source, as a recall answer named it"},
+                    "item": {"type": "string", "description": "The item, as a recall answer named it"},
+                    "section": {"type": "string",
+                                "description": "Optional: the heading of one section (after the title's ›)"},
+                },
+                "required": ["source", "item"],
             },
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
@@ -171,8 +191,11 @@ class McpTransport:
             return types.CallToolResult(
                 content=[types.TextContent(text=json.dumps(report, indent=2, ensure_ascii=False))],
             )
+        if params.name == "read":
+            return await self._read(arguments)
         if params.name != "recall":
-            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are recall and status")
+            raise MCPError(INVALID_PARAMS,
+                           f"unknown tool {params.name!r}; the tools are recall, read and status")
         question = arguments.get("question")
         if not isinstance(question, str) or not question.strip():
             return _tool_error("`question` is required: the question to search the sources for, as text")
@@ -188,6 +211,23 @@ class McpTransport:
         # The answer's shape for programs (`passageway search`): silence is told by this, never by the text.
         shape = {"silent": answer.silent, "passages": len(answer.hits), "indexing": list(answer.notes)}
         return types.CallToolResult(content=[types.TextContent(text=text)], meta={"passageway": shape})
+
+    async def _read(self, arguments: dict[str, Any]) -> Any:
+        import mcp_types as types
+
+        source, item, section = (arguments.get(key) for key in ("source", "item", "section"))
+        if not isinstance(source, str) or not source or not isinstance(item, str) or not item:
+            return _tool_error("`source` and `item` are required: the source and item a recall answer named")
+        if section is not None and not isinstance(section, str):
+            return _tool_error("`section` must be text: the heading a recall answer showed, or left out")
+        try:
+            text = await self.kernel.read(source, item, section)
+        except PassagewayError as error:
+            return _tool_error(f"read failed: {error}")
+        except Exception as error:
+            log.exception("read failed")
+            return _tool_error(f"read failed: {type(error).__name__}")
+        return types.CallToolResult(content=[types.TextContent(text=text)])
 
     # -----------------------------------------------------------------------------------------
     # aiohttp

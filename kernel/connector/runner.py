@@ -34,19 +34,16 @@ from typing import Any
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
 from passageway.kernel.connector.io import (
     EXCERPT_CHARS,
-    READ_CHUNK,
+    STDERR_MAX_LINES,
     CallTrace,
-    Masker,
     excerpt,
     feed,
-    finish,
-    forward_stderr,
-    kill_group,
     stderr_note,
 )
 from passageway.kernel.connector.lines import DEFINITIONS, LineProblem, parse_batch
-from passageway.kernel.connector.processes import MARKER_VARIABLE, new_marker
+from passageway.kernel.connector.processes import new_marker
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.program import READ_CHUNK, Masker, Program, Stderr
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
@@ -202,16 +199,13 @@ class ConnectorRunner:
         trace: CallTrace,
     ) -> builtins.list[Any]:
         command = self.settings.command
+        stderr = Stderr(masker, self._log_stderr, max_logged=STDERR_MAX_LINES,
+                        keep_raw=self._observer is not None)
         marker = new_marker()  # every process of this call inherits it, a daemon's too
         try:
-            process = await asyncio.create_subprocess_exec(
-                *command, mode, *arguments,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env={**environment, MARKER_VARIABLE: marker},
-                start_new_session=True,
-            )
+            program = await Program.spawn((*command, mode, *arguments), environment, stderr,
+                                          stdin=stdin is not None, label=f"connector {self.name}",
+                                          marker=marker)
         except FileNotFoundError:
             raise ConnectorError(
                 self.name, "command not found",
@@ -227,9 +221,7 @@ class ConnectorRunner:
         except OSError as error:
             raise self._cannot_start(command[0], error) from None
 
-        stderr_task = asyncio.create_task(forward_stderr(
-            process.stderr, masker, trace, self._log_stderr, keep_raw=self._observer is not None
-        ))
+        process = program.process
         stdin_task = (
             asyncio.create_task(feed(process.stdin, stdin)) if stdin is not None and process.stdin else None
         )
@@ -239,14 +231,14 @@ class ConnectorRunner:
                 assert process.stdout is not None
                 records = await self._read_stdout(process.stdout, mode, requested, masker, trace)
                 exit_code = await process.wait()
-                await stderr_task
+                await program.stderr_done()
             trace.exit_code = exit_code
             if exit_code != 0:
                 how = f"status {exit_code}" if exit_code > 0 else f"signal {-exit_code}"
                 raise ConnectorError(
                     self.name, "exit status",
                     f"`{mode}` exited with {how} after printing {len(records)} records; nothing from "
-                    f"this call is kept{stderr_note(trace)}",
+                    f"this call is kept{stderr_note(stderr.last)}",
                 )
             failed = False
             return records
@@ -255,18 +247,19 @@ class ConnectorRunner:
                 self.name, "timeout",
                 f"`{mode}` did not finish within {self.settings.timeout:g} s (`timeout` in "
                 f"passageway.toml); its process group was killed and nothing from this call is kept"
-                f"{stderr_note(trace)}",
+                f"{stderr_note(stderr.last)}",
             ) from None
         except LineProblem as problem:
             raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
         finally:
             # Also after a call that succeeded: what it started (a daemon) ends with it.
-            left = await kill_group(process, marker)
+            left = await program.kill()
             if left and not failed:
                 self._logger.warning(
                     "connector %s: `%s` left %d process(es) running after it exited; passageway "
                     "ended them (a connector's processes end with its call)", self.name, mode, left)
-            await finish(process, stderr_task, stdin_task)
+            await program.finish(stdin_task)
+            trace.stderr_lines, trace.last_stderr = stderr.raw, stderr.last
             if trace.exit_code is None:
                 trace.exit_code = process.returncode
 

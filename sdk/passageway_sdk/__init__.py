@@ -19,7 +19,7 @@ from .http import (
     read_capped,
     retry_after_seconds,
 )
-from .markdown import first_h1, split_markdown, strip_code
+from .markdown import first_h1, heading_id, split_markdown, strip_code
 from .schema import message_errors
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "cut_text",
     "deadline",
     "first_h1",
+    "heading_id",
     "html_to_markdown",
     "load_json",
     "message_errors",

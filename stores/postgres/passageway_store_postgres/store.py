@@ -22,10 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from passageway.builtin.storage.tables import check_updates
-from passageway.builtin.storage.textsearch import query_terms
-from passageway.kernel.errors import StoreError
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway import Candidate, ItemUpdate, StoredItem, StoreError, check_updates, query_terms
 from passageway_store_postgres import keyword, schema
 from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, statistics_of, within_budget
 from passageway_store_postgres.bulk import BulkLoad
@@ -373,23 +370,6 @@ class PostgresStore:
             raise
         return keyword, nearest.result()
 
-    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
-        if limit <= 0 or not query_terms(question):
-            return []
-        literal = vector_literal(np.asarray(vector, dtype=np.float32).reshape(-1))
-        return await self._run(
-            self._searching, lambda connection: self._keyword_rows(connection, question, literal, limit))
-
-    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
-        question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if limit <= 0:
-            return []
-
-        def nearest(connection: psycopg.Connection[Any]) -> list[Candidate]:
-            return self._vector_rows(connection, vector_literal(question_vector), limit)
-
-        return await self._run(self._searching, nearest)
-
     async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
         wanted = list(dict.fromkeys(item_ids))
         if not wanted:
@@ -408,6 +388,12 @@ class PostgresStore:
 
         return await self._run(self._read, count)
 
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (the ``read`` tool)."""
+        return await self._run(self._read, lambda connection: [tuple(row) for row in connection.execute(
+            self.names.format("SELECT ordinal, heading, text, digest FROM {passages} WHERE item = %s "
+                              "ORDER BY ordinal"), (item_id,)).fetchall()])  # type: ignore[misc]
+
     async def analyze(self) -> None:
         """Refresh PostgreSQL's statistics of this source's tables now (autovacuum does it in time;
         a benchmark that has just written a large index wants them before its first question)."""
@@ -423,12 +409,6 @@ class PostgresStore:
         load; ``options`` are its settings)."""
         return BulkLoad(self._dsn, self.names, self.source, self._config,
                         finished=self._word_statistics.forget, **options)
-
-    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
-        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
-        return await self._run(self._read, lambda connection: [tuple(row) for row in connection.execute(
-            self.names.format("SELECT ordinal, heading, text, digest FROM {passages} WHERE item = %s "
-                              "ORDER BY ordinal"), (item_id,)).fetchall()])  # type: ignore[misc]
 
 
 def _first_line(error: BaseException) -> str:
