@@ -252,3 +252,16 @@ async def test_mcp_with_a_query_of_any_character_is_no_server_error(served):
             headers={"Authorization": f"Bearer {PASSWORD}", "Accept": "application/json, text/event-stream"},
         )
         assert response.status_code < 500
+
+
+@pytest.mark.parametrize("host", [b"\xff\xfe:1", b"\xff", b"[::1", b"a b"])
+async def test_a_host_header_that_is_no_host_name_is_no_server_error(served, host):
+    # 32.13: a 0xFF byte in Host made building request.url raise: a 500 with a traceback.
+    from tests.test_auth import raw_request
+
+    _, url = served
+    head = (b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer " + PASSWORD.encode()
+            + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n")
+    answer = await raw_request(url, head + b"{}")
+    assert answer.startswith((b"HTTP/1.1 4", b"HTTP/1.0 4")), answer[:200]

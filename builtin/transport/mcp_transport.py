@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -21,7 +22,9 @@ import anyio
 from aiohttp import web
 from multidict import CIMultiDict
 
+from passageway.builtin.transport.mcp_sessions import IDLE_SECONDS, MAX_SESSIONS, SessionBook
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.http_guard import client_address
 from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.server import LOOPBACK_NAMES
 
@@ -131,7 +134,11 @@ class McpTransport:
             json_response=False,
             stateless=False,
             security_settings=self._security_settings(),
+            session_idle_timeout=IDLE_SECONDS,
+            max_sessions=MAX_SESSIONS,
         )
+        self.sessions = SessionBook(self.manager, most=MAX_SESSIONS)
+        self.trusted_proxies = settings.trusted_proxies if settings is not None else ()
 
     def _security_settings(self) -> Any:
         """DNS-rebinding protection for a server on the loopback address (as the SDK does).
@@ -266,13 +273,36 @@ class McpTransport:
         if sessions:
             log.info("closing %d MCP session%s", sessions, "s" if sessions != 1 else "")
         self._closing.set()  # every request's receive() now reports a disconnect
+        # Ending each session first lets its task finish by itself; cancelling thousands of them
+        # through the SDK's task group took anyio more than ten seconds (issue 32).
+        started = time.monotonic()
+        for transport in list(getattr(self.manager, "_server_instances", {}).values()):
+            with contextlib.suppress(Exception):
+                await transport.terminate()
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, timeout=10)
+        if sessions:
+            log.info("MCP sessions closed in %.1f s", time.monotonic() - started)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Serve one request to ``/mcp`` (the caller has authenticated it)."""
-        return await call_asgi(self.manager.handle_request, request, closing=self._closing)
+        """Serve one request to ``/mcp`` (the caller has authenticated it).
+
+        A request without a session id may open a session: first, if its client (or the server)
+        holds too many, the client's least recently used idle one ends (:mod:`.mcp_sessions`).
+        """
+        client = client_address(request, self.trusted_proxies)
+        session = request.headers.get("Mcp-Session-Id")
+        if session is None and request.method == "POST":
+            await self.sessions.make_room(client)
+        self.sessions.started(session)
+        response: web.StreamResponse | None = None
+        try:
+            response = await call_asgi(self.manager.handle_request, request, closing=self._closing)
+            return response
+        finally:
+            opened = response.headers.get("Mcp-Session-Id") if response is not None else None
+            self.sessions.finished(session, client, opened)
 
 
 def _target_bytes(text: str) -> bytes:
@@ -344,6 +374,9 @@ async def call_asgi(
                 disconnected.set()
 
     peer = request.transport.get_extra_info("peername") if request.transport else None
+    # The address the connection came in on, not the Host header: that is the client's text, and
+    # one that is not a host name (a 0xFF byte) made building request.url raise, a 500.
+    own = request.transport.get_extra_info("sockname") if request.transport else None
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -358,7 +391,7 @@ async def call_asgi(
         "root_path": "",
         "headers": [(name.lower(), value) for name, value in request.raw_headers],
         "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
-        "server": (request.host.rsplit(":", 1)[0], request.url.port),
+        "server": tuple(own[:2]) if isinstance(own, tuple) else None,
         "state": {},
     }
     try:

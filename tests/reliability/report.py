@@ -33,6 +33,7 @@ def render(results: dict[str, Any]) -> str:
     faults, connectors = sections["faults"], sections["connectors"]
     hostile, fuzz, load = sections["hostile_http"], sections["fuzz"], sections["load"]
     index = sections["index_input"]
+    limits = sections["server_limits"]
     statuses = ", ".join(f"{status}: {count}" for status, count in hostile["statuses"].items())
     targets = ", ".join(f"{name} {count}" for name, count in fuzz["by_target"].items())
     verdict = "passed" if results["passed"] else "FAILED"
@@ -98,6 +99,38 @@ floods, password guessing). None may answer 500 or leave a traceback or an ERROR
     ("answers by status", statuses),
     ("server errors (500)", hostile["server_errors"]),
     ("tracebacks in the log", hostile["tracebacks"]),
+])}
+
+## Idle connections, dropped clients, OAuth abuse
+
+The server runs under `ulimit -n {limits["descriptor_limit"]}` (the systemd default) while
+{limits["idle_connections"]} connections that send nothing are held open (each one the server
+closes is opened again) and {limits["slow_connections"]} more dribble headers or a body a byte at a
+time, for {limits["seconds_held"]} s; `/health` and an authenticated `/recall` are timed every half
+second (`tests/reliability/test_slow_connections.py`). Clients hang up mid-body on `/register`,
+`/token`, `/authorize`, `/recall` and `/mcp`. Redirect addresses that a browser reads otherwise
+than Python does, bodies that do not decompress, `Host` headers that are no host name, and
+anonymous registrations with the largest fields are sent (`tests/reliability/test_oauth_abuse.py`);
+one client opens MCP sessions and never closes them, then the server gets `SIGTERM`
+(`tests/reliability/test_mcp_sessions.py`).
+
+{_rows([
+    ("idle connections reopened after the server closed them", limits["idle_reopened"]),
+    ("probes / slowest answer", f"{limits['probes']} / {limits['slowest_answer_s']} s"),
+    ("answers slower than 1 s", limits["answers_over_1s"]),
+    ("log growth under the idle connections", f"{limits['log_bytes_per_minute']} bytes a minute"),
+    ("clients that hung up mid-body / log lines about them",
+     f"{limits['dropped_clients']} / {limits['log_lines_for_dropped']}"),
+    ("tricky redirect addresses refused / plain ones accepted",
+     f"{limits['redirect_tricks_refused']} / {limits['redirect_addresses_accepted']}"),
+    ("bad bodies and hosts (all 4xx) / with a JSON error",
+     f"{limits['bad_body_cases']} / {limits['bad_body_json_errors']}"),
+    ("anonymous registrations / oauth.json size / slowest",
+     f"{limits['registrations']} / {limits['oauth_state_bytes']} bytes / "
+     f"{limits['slowest_registration_s']} s"),
+    ("MCP sessions opened (never closed) / refused",
+     f"{limits['sessions_opened']} / {limits['sessions_refused']}"),
+    ("SIGTERM after them", f"{limits['stop_seconds_after_sessions']} s"),
 ])}
 
 ## Fuzzing

@@ -35,6 +35,7 @@ EF_SEARCH = 100
 """pgvector's ``hnsw.ef_search`` (candidate list of the graph walk): at least recall's 50
 candidates, with room for accuracy."""
 CONNECT_TIMEOUT = 10.0
+RECONNECT_SECONDS = 8.0
 SIDE_BY_SIDE_FROM = 50_000
 """From this many passages on, a search runs its keyword and vector queries on two connections at
 once; below, both queries go in one round trip on one connection, which costs less than a second
@@ -45,6 +46,10 @@ def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
     return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
 
+
+
+class ConnectionLost(StoreError):
+    """The database went away under a query; a search tries once more on a fresh connection."""
 
 class PostgresStore:
     """One source's index in the schema ``schema`` of the database at ``dsn``."""
@@ -96,6 +101,13 @@ class PostgresStore:
                 f"source {self.source!r}: no connection to PostgreSQL within {CONNECT_TIMEOUT:g} s; "
                 "check that the server is up and [store] dsn points at it"
             ) from None
+        except psycopg.OperationalError as error:
+            # The database went away under a query (a restart, a lost network); the pool drops
+            # the broken connection, and the next query gets a new one.
+            raise ConnectionLost(
+                f"source {self.source!r}: the PostgreSQL connection was lost ({_first_line(error)}); "
+                "check that the server is up"
+            ) from None
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         if self._closed:
@@ -123,6 +135,9 @@ class PostgresStore:
                 ) from None
             pool = ConnectionPool(
                 self._dsn, min_size=1, max_size=self._pool_size, open=False,
+                # psycopg_pool retries a lost server with a doubling delay until this; a short one
+                # lets the next query start afresh, so service resumes soon after the server does.
+                reconnect_timeout=RECONNECT_SECONDS,
                 configure=self._configure, name=f"passageway-{self.source}",
                 # autocommit: a read is no transaction, so handing a connection back to the pool
                 # costs no ROLLBACK round trip (writes open theirs with connection.transaction())
@@ -317,11 +332,11 @@ class PostgresStore:
         for attempt in (1, 2):
             try:
                 return self._read(function)
-            except psycopg.OperationalError as error:
+            except (psycopg.OperationalError, ConnectionLost) as error:
                 if attempt == 2 or self._closed:
                     raise StoreError(
                         f"source {self.source!r}: the PostgreSQL connection failed twice: "
-                        f"{_first_line(error)}"
+                        f"{_first_line(error) if isinstance(error, psycopg.Error) else error}"
                     ) from None
             except psycopg.Error as error:
                 if "different vector dimensions" in str(error):  # pgvector's check, no query of ours

@@ -102,3 +102,26 @@ async def test_one_server_syncs_both_answer_and_the_other_finishes_a_build_when_
     finally:
         await stopped(first)
         await stopped(second)
+
+
+async def test_health_is_failing_while_the_database_is_down_and_ok_after(tmp_path):
+    # Issue 32, item 12: /health said ok for the three minutes the database was down (every
+    # recall a 503), and turned failing only once it was back.
+    from passageway_store_postgres.testing import StoppableServer
+
+    try:
+        database = StoppableServer()
+    except RuntimeError as error:
+        pytest.skip(str(error))
+    kernel = await started(environment(tmp_path / "alone", database.uri, fresh_schema("down")))
+    try:
+        await until(lambda: notes(kernel)["state"] == "ok" and notes(kernel)["items"] == ITEMS, timeout=60)
+        database.stop()
+        await until(lambda: notes(kernel)["state"] == "failing", timeout=20)
+        assert kernel.health(include_errors=True)["status"] == "degraded"
+        assert "database" in notes(kernel)["error"] or "store" in notes(kernel)["error"]
+        database.start()
+        await until(lambda: notes(kernel)["state"] == "ok", timeout=30)
+        assert (await kernel.recall("lighthouse keeper entry")).hits
+    finally:
+        await stopped(kernel)
