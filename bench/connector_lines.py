@@ -1,4 +1,4 @@
-"""How long the runner takes to decode and check a connector's lines (kernel/connector_lines.py).
+"""How long the runner takes to decode and check a connector's lines (kernel/connector/lines.py).
 
 Run: ``uv run python bench/connector_lines.py``. Times ``parse_lines`` on 100,000 ``list`` lines
 and 10,000 ``fetch`` lines of about 600 characters, each twice (the second run counts), so the
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 
-from passageway.kernel.connector_lines import parse_lines
+from passageway.kernel.connector.lines import parse_lines
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ paragraphs together and never cuts one), which gives three kinds of pairs of one
 * **different, one language**: two passages of one folder (they never share a paragraph).
 
 It prints the distribution of each and the cut halfway between the lowest translation and the
-highest different pair (:data:`passageway.kernel.duplicates.DUPLICATE_COSINE` is set from it).
+highest different pair (:data:`passageway.kernel.query.duplicates.DUPLICATE_COSINE` is set from it).
 
 Run::
 
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_study import CORPUS, build
 
-from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, MUTUAL_FLOOR
+from passageway.kernel.query.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, MUTUAL_FLOOR
 
 
 def paragraphs_of(store, passage) -> frozenset[int]:

@@ -1,5 +1,5 @@
 """Where an excerpt starts around the window most like the question: the rules tried, measured as
-answer@3 against hit@3 (kernel/excerpts.py; numbers on docs/measurements.md, "Excerpts").
+answer@3 against hit@3 (kernel/query/excerpts.py; numbers on docs/measurements.md, "Excerpts").
 
 Every question of ``corpus/questions-all.toml``, ``corpus/questions.toml`` and
 ``corpus/near-topic.toml`` is asked once against both corpus folders (the real kernel: sync,
@@ -38,10 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_levels import ROOT, Asked, Replay, Vectors, corpus_engine, halves
 
-import passageway.kernel.rendering as rendering_module
-from passageway.kernel import excerpts
+import passageway.kernel.query.rendering as rendering_module
 from passageway.kernel.eval.cases import accepts, contains_answer, load_cases
-from passageway.kernel.recall import gather_candidates, question_for, recall
+from passageway.kernel.index import windows
+from passageway.kernel.query import excerpts
+from passageway.kernel.query.recall import gather_candidates, question_for, recall
 
 Rule = Callable[[str, str, int, int | None], str]
 
@@ -50,7 +51,7 @@ def lead_rule(lead: float, words_only: bool = False) -> Rule:
     """The excerpt starts at the sentence furthest before the best window (or, ``words_only``, the
     word rule's sentence) that is at most ``lead · limit`` before it."""
     def excerpt(text: str, question: str, limit: int, anchor: int | None) -> str:
-        text = excerpts.flat(text)
+        text = windows.flat(text)
         if len(text) <= limit:
             return text
         if anchor is None or words_only:

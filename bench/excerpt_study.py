@@ -1,8 +1,8 @@
 """What excerpts by meaning cost a first build, and how their windows fit the answer's budget
-(kernel/excerpts.py; numbers on docs/measurements.md, "Excerpts").
+(kernel/query/excerpts.py; numbers on docs/measurements.md, "Excerpts").
 
 * **Cost**: the sample corpus (both folders) is cut by the real chunker; its passages' embedding
-  inputs and their windows (:func:`passageway.kernel.excerpts.window_texts`) are embedded with the
+  inputs and their windows (:func:`passageway.kernel.index.windows.window_texts`) are embedded with the
   configured built-in model, in calls of the sync's batch size, windows shortest first as the
   sync sends them. Passages and windows take turns round by round, so both see the same load. A
   first build's embedding rate is passages / time, before (passages only) and after (passages
@@ -30,13 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_study import CORPUS, read_item
 
-from passageway.kernel.chunking import passages_for
 from passageway.kernel.config import load_settings
 from passageway.kernel.eval.engine import KernelEngine
-from passageway.kernel.excerpts import SHORT_PASSAGE, WINDOW_SENTENCES, flat, windows
+from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.index.sync import EMBED_BATCH
+from passageway.kernel.index.windows import SHORT_PASSAGE, WINDOW_SENTENCES, flat, windows
+from passageway.kernel.query.rendering import approx_tokens, fit_budget, render_answer
 from passageway.kernel.records import Answer, Hit
-from passageway.kernel.rendering import approx_tokens, fit_budget, render_answer
-from passageway.kernel.sync import EMBED_BATCH
 
 
 def window_texts_of(texts: list[str], size: int) -> list[str]:

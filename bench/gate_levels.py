@@ -37,13 +37,13 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from passageway.kernel.chunking import digest_of
 from passageway.kernel.config import load_settings
 from passageway.kernel.eval.cases import Case, accepts, contains_answer, load_cases
 from passageway.kernel.eval.engine import KernelEngine
-from passageway.kernel.excerpts import flat, window_texts
-from passageway.kernel.recall import gather_candidates, question_for, recall
-from passageway.kernel.stopwords import content_words, words
+from passageway.kernel.index.chunking import digest_of
+from passageway.kernel.index.windows import flat, window_texts
+from passageway.kernel.query.recall import gather_candidates, question_for, recall
+from passageway.kernel.query.stopwords import content_words, words
 from passageway.kernel.store import Candidate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -243,8 +243,8 @@ async def slots(asked: Sequence[Asked], embedder, ranker, cache, threshold: floa
     """How many answers spend two slots on one content (two hits of one article, one per language,
     whose excerpts come from the same paragraph), and how many left out a hit that shared no
     paragraph with the one kept, with the duplicate rule and without it."""
-    import passageway.kernel.recall as recall_module
-    from passageway.kernel.duplicates import distinct
+    import passageway.kernel.query.recall as recall_module
+    from passageway.kernel.query.duplicates import distinct
 
     articles = paragraphs()
 

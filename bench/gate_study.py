@@ -3,7 +3,7 @@
 Indexes the sample corpus in memory the way the server does (one store per language folder, the
 real chunker, the built-in model's vectors, an FTS5 keyword index with BM25), asks every question
 of ``corpus/questions.toml`` and ``corpus/near-topic.toml`` through the real query path
-(``passageway.kernel.recall.recall`` with the rankers of ``passageway.builtin.ranking``), and
+(``passageway.kernel.query.recall.recall`` with the rankers of ``passageway.builtin.ranking``), and
 prints the sweeps:
 
 * **same-language**: both folders indexed, every group;
@@ -43,8 +43,8 @@ import numpy as np
 
 from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.chunking import passages_for
-from passageway.kernel.recall import recall
+from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.query.recall import recall
 from passageway.kernel.records import Item, Section
 from passageway.kernel.store import Candidate, StoredItem
 

@@ -10,7 +10,7 @@ for every case of ``corpus/long-prompts.toml`` it searches the sample corpus by 
 FTS5 with BM25, as the store does, 50 candidates) with the content words of
 
 * the **whole prompt**, as recall searched before prompts were reduced, and
-* **what recall keeps** of it (:func:`passageway.kernel.prompt.asked`; nothing for a paste alone),
+* **what recall keeps** of it (:func:`passageway.kernel.query.prompt.asked`; nothing for a paste alone),
 
 and counts the prompts for which some candidate passes by the words rescue alone, and of those,
 how many are prompts that must stay silent (``paste-only``, ``long-absent-*``,
@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_study import read_item  # bench/gate_study.py: a corpus file as the markdown connector's item
 
-from passageway.kernel.chunking import passages_for
-from passageway.kernel.prompt import asked
-from passageway.kernel.stopwords import content_words, words
+from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.query.prompt import asked
+from passageway.kernel.query.stopwords import content_words, words
 
 ROOT = Path(__file__).resolve().parent.parent
 RESCUE_WORDS = 3

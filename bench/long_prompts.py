@@ -13,7 +13,7 @@ sends prompts:
 * **beside long prompts**: one client asks one-line questions, first alone, then while four
   clients send 20,000-character prompts without pause (target: p95 at most 2x idle);
 * ``--compare-queue`` also times the short question without the question queue
-  (:mod:`passageway.kernel.question_queue`: typed questions go before those cut out of pastes),
+  (:mod:`passageway.kernel.query.question_queue`: typed questions go before those cut out of pastes),
   first come, first served, side by side in the same run;
 * ``--whole N`` also times N prompts of 20,000 characters the way recall treated them before
   prompts were reduced (the whole prompt embedded and searched), for the record.
@@ -43,7 +43,8 @@ from recall import (  # bench/recall.py, a script beside this one
 )
 
 LENGTHS = (100, 1_000, 5_000, 20_000)
-PASTE = "\n".join((ROOT / name).read_text("utf-8") for name in ("kernel/recall.py", "kernel/sync.py"))
+PASTE = "\n".join((ROOT / name).read_text("utf-8")
+                  for name in ("kernel/query/recall.py", "kernel/index/sync.py"))
 
 
 def prompt(question: str, length: int) -> str:
@@ -98,7 +99,7 @@ async def run(rounds: int, whole: int, compare_queue: bool) -> list[str]:
     from aiohttp import web
 
     from passageway.kernel.plugins import build_plugin_manager
-    from passageway.kernel.prompt import Asked
+    from passageway.kernel.query.prompt import Asked
     from passageway.kernel.server import build_app
 
     asked = questions()
@@ -169,7 +170,7 @@ async def run(rounds: int, whole: int, compare_queue: bool) -> list[str]:
                     lines += [*rows, "", *verdicts, ""]
                 if whole:
                     log(f"{whole} prompts of 20,000 characters embedded whole (the former way) ...")
-                    import passageway.kernel.recall as recall_module
+                    import passageway.kernel.query.recall as recall_module
 
                     original = recall_module.asked
                     recall_module.asked = lambda text: (

@@ -156,8 +156,8 @@ async def http_load(url: str, asked: list[str], clients: int, per_client: int) -
 
 async def during_build(kernel: Any, asked: list[str], folder: Path, notes: int) -> dict[str, Any]:
     from passageway.kernel.config import ConnectorSettings
-    from passageway.kernel.connector import ConnectorRunner
-    from passageway.kernel.sync import SourceSync
+    from passageway.kernel.connector.runner import ConnectorRunner
+    from passageway.kernel.index.sync import SourceSync
 
     load_notes(folder / "notes", notes)
     settings = ConnectorSettings(name="load", command=(sys.executable, "-m", "passageway_connector_markdown"),
@@ -310,7 +310,7 @@ async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, 
     """The time to ask ``stores`` in each of :data:`GATHER_WAYS`, taking turns question by
     question (without: the row caches set aside and their limit 0)."""
     from passageway.builtin.storage import rows
-    from passageway.kernel.recall import gather_candidates
+    from passageway.kernel.query.recall import gather_candidates
 
     limit = rows.ROW_CACHE_LIMIT
     caches = [store._row_cache for store in stores]
@@ -383,7 +383,7 @@ def synthetic_batches(
 ) -> Iterator[list[Any]]:
     """The synthetic index's items (``ItemUpdate``s) in batches of 2,000 items of five passages;
     a sample of the vectors is appended to ``samples`` on the way (the same data for one seed)."""
-    from passageway.kernel.chunking import passages_for
+    from passageway.kernel.index.chunking import passages_for
     from passageway.kernel.records import Item, Section
     from passageway.kernel.store import ItemUpdate
 
@@ -490,7 +490,8 @@ async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: in
     """Per question: the keyword search alone, both store searches, and the whole recall."""
     from passageway.builtin.storage.textsearch import match_terms
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.recall import CANDIDATES, keyword_query, recall
+    from passageway.kernel.query.recall import keyword_query, recall
+    from passageway.kernel.ranking import CANDIDATES
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
     embedder = GivenVectorEmbedder(dim)

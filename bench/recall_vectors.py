@@ -30,7 +30,7 @@ from gate_levels import ROOT, config_text
 from passageway.kernel.config import load_settings
 from passageway.kernel.eval.cases import load_cases
 from passageway.kernel.eval.engine import KernelEngine
-from passageway.kernel.recall import recall
+from passageway.kernel.query.recall import recall
 
 
 async def main() -> int:

@@ -8,7 +8,7 @@ Loads the older store (``builtin/storage.py`` with ``builtin/keyword_workers.py`
 before issue 19) from the folder ``--before`` under other module names, opens both stores on the
 same synthetic index (built with ``bench/recall.py --keep``, or here if missing) and asks every
 question of ``bench/recall.py``'s synthetic set of both, taking turns (the order swaps every
-question), with the question's vector given: the whole recall (``kernel/recall.py`` and the
+question), with the question's vector given: the whole recall (``kernel/query/recall.py`` and the
 ``hybrid`` ranker) per store. Also checks that both give the same candidate lists. Taking turns
 within one process is what makes the comparison fair on a machine whose speed drifts.
 
@@ -72,7 +72,8 @@ async def interleave(stores: dict[str, list[Any]], asked: list[tuple[str, Any]],
     """Recall's time per question for each side's stores, taking turns (the order swaps every
     question), and how many questions got other candidate lists from the two sides."""
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.recall import CANDIDATES, keyword_query, recall
+    from passageway.kernel.query.recall import keyword_query, recall
+    from passageway.kernel.ranking import CANDIDATES
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
     differing = 0

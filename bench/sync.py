@@ -28,8 +28,8 @@ import numpy as np
 from passageway.builtin.storage import SqliteStore
 from passageway.builtin.storage.vector_cache import SqliteVectorCache
 from passageway.kernel.config import ConnectorSettings
+from passageway.kernel.index.sync import SourceSync
 from passageway.kernel.records import CheckReply, Item, ListEntry, Section
-from passageway.kernel.sync import SourceSync
 from passageway.testing.toy_embedder import ToyEmbedder
 
 WORDS = [

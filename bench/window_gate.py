@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gate_levels import ROOT, Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
 
-from passageway.kernel.chunking import digest_of
 from passageway.kernel.eval.cases import load_cases
-from passageway.kernel.excerpts import flat, window_texts
-from passageway.kernel.recall import gather_candidates, question_for
+from passageway.kernel.index.chunking import digest_of
+from passageway.kernel.index.windows import flat, window_texts
+from passageway.kernel.query.recall import gather_candidates, question_for
 
 THRESHOLDS = (0.865, 0.87, 0.875, 0.88, 0.885)
 CORPUS = ROOT / "corpus"

@@ -27,7 +27,7 @@ competes.
   gate's ``cross_language_offset``, because a model's cosines between languages run lower; or
 * it contains at least three distinct content words of the question.
 
-Both numbers come with the :class:`~passageway.kernel.recall.Gate` that ``recall`` builds from the
+Both numbers come with the :class:`~passageway.kernel.ranking.Gate` that ``recall`` builds from the
 embedder: they belong to the model (its preset, or its ``[embedder]`` table), not to the ranker,
 which treats every model alike. The built-in model's offset (0.06) is measured in
 ``docs/ranking-and-gate.md``.
@@ -48,8 +48,8 @@ import attrs
 import numpy as np
 
 from passageway import hookimpl
-from passageway.kernel.recall import MAX_HITS, Gate, Ranked
-from passageway.kernel.stopwords import content_words, language_of, language_of_words, words
+from passageway.kernel.query.stopwords import content_words, language_of, language_of_words, words
+from passageway.kernel.ranking import MAX_HITS, Gate, Ranked
 from passageway.kernel.store import Candidate
 
 REFERENCE_RANK = 9

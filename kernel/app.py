@@ -33,10 +33,10 @@ from passageway.kernel.auth import bearer_token, password_matches
 from passageway.kernel.embedder import cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
-from passageway.kernel.question_queue import QuestionQueue
+from passageway.kernel.index.replicas import Role, SharedStore, replica_name, run_source
+from passageway.kernel.index.sources import Source, SourceSyncLike, SyncFactory, removed_sources
+from passageway.kernel.query.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
-from passageway.kernel.replicas import Role, SharedStore, replica_name, run_source
-from passageway.kernel.sources import Source, SourceSyncLike, SyncFactory, removed_sources
 from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class Kernel:
         self.sync_errors: dict[str, str] = {}
         """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
         self.replica = replica_name()
-        """This server's name among replicas sharing one index (see kernel/replicas.py)."""
+        """This server's name among replicas sharing one index (see kernel/index/replicas.py)."""
         self.roles: dict[str, Role] = {}
         """Per source on a shared store: which replica syncs it (health shows it)."""
 
@@ -276,8 +276,8 @@ class Kernel:
     def _make_source_sync(
         self, connector: ConnectorSettings, store: Store, embedder: Embedder, environ: Mapping[str, str]
     ) -> SourceSyncLike:
-        from passageway.kernel import connector as connector_module
-        from passageway.kernel import sync as sync_module
+        from passageway.kernel.connector import runner as connector_module
+        from passageway.kernel.index import sync as sync_module
 
         logger = logging.getLogger(f"passageway.sync.{connector.name}")
         runner = connector_module.ConnectorRunner(connector, environ=environ, logger=logger)
@@ -389,7 +389,7 @@ class Kernel:
         if self.embedder is None or not self.embedder_started:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
         from passageway.kernel.not_unicode import repaired
-        from passageway.kernel.recall import recall as run_recall
+        from passageway.kernel.query.recall import recall as run_recall
 
         # Text that is not Unicode is the client's mistake; it must never fail the embedder and
         # turn health to degraded (the hook answers 400 before; other callers get it repaired).
@@ -435,9 +435,9 @@ class Kernel:
         return configured or self.environ.get("APP_VERSION") or __version__
 
     def health(self, include_errors: bool) -> dict[str, Any]:
-        """The health report (:func:`passageway.kernel.health.health_report`); error texts only when
+        """The health report (:func:`passageway.kernel.index.health.health_report`); error texts only when
         ``include_errors`` (the caller showed the password)."""
-        from passageway.kernel.health import health_report
+        from passageway.kernel.index.health import health_report
 
         return health_report(self, include_errors)
 

@@ -124,7 +124,7 @@ def passageway_register_rankers(register: Register) -> None:
     Called once when the plugin manager is built, for every plugin that implements it.
 
     :param register: ``register(name, factory)``. ``factory()`` returns an object satisfying
-        :class:`passageway.kernel.recall.Ranker`.
+        :class:`passageway.kernel.ranking.Ranker`.
     :returns: nothing; every implementation is called.
 
     The builtins register ``hybrid`` (the default), ``keyword`` and ``vector``;

@@ -143,7 +143,7 @@ class Hit:
     updated: str | None = None
     links: tuple[str, ...] = ()
     also_in: tuple[str, ...] = ()
-    """Other sources holding the same content, left out so it fills one slot (kernel/duplicates.py)."""
+    """Other sources holding the same content, left out so it fills one slot (kernel/query/duplicates.py)."""
 
 
 @attrs.frozen

@@ -31,8 +31,8 @@ from typing import Any, Literal
 import attrs
 
 from passageway.kernel.config import ConnectorSettings
-from passageway.kernel.connector import MAX_FETCH_IDS, ConnectorRunner
-from passageway.kernel.connector_io import CallTrace
+from passageway.kernel.connector.io import CallTrace
+from passageway.kernel.connector.runner import MAX_FETCH_IDS, ConnectorRunner
 from passageway.kernel.errors import ConnectorError, PassagewayError
 
 Status = Literal["pass", "fail", "skip"]

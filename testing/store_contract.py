@@ -25,8 +25,8 @@ import threading
 import numpy as np
 import pytest
 
-from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
+from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import Candidate, ItemUpdate, Store
 from passageway.testing.toy_embedder import toy_vectors

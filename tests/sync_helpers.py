@@ -15,8 +15,8 @@ from passageway.builtin.storage import SqliteStore
 from passageway.builtin.storage.vector_cache import SqliteVectorCache
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.index.sync import SourceSync
 from passageway.kernel.records import CheckReply, Item, ListEntry, Section, item_from_json, item_to_json
-from passageway.kernel.sync import SourceSync
 from passageway.testing.toy_embedder import ToyEmbedder
 
 WORDS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from passageway.kernel.chunking import DEFAULT_CAP, embedding_input, passages_for, split_section
+from passageway.kernel.index.chunking import DEFAULT_CAP, embedding_input, passages_for, split_section
 from passageway.kernel.records import Item, Section
 
 

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from passageway.kernel import cli
-from passageway.kernel.rendering import NOTHING
+from passageway.kernel.query.rendering import NOTHING
 from tests.cli_helpers import built_server, toy_manager, use_environment
 from tests.server_helpers import make_kernel, running_server, write_instance
 
@@ -56,7 +56,7 @@ async def test_status_of_a_failing_source_says_why_and_exits_1(tmp_path, monkeyp
 
 async def test_search_prints_the_tools_rendering(tmp_path, monkeypatch, capsys):
     async with built_server(tmp_path, monkeypatch) as (kernel, url):
-        from passageway.kernel.rendering import render_answer
+        from passageway.kernel.query.rendering import render_answer
 
         expected = render_answer(await kernel.recall(TELESCOPE))
         assert await run_cli("search", "--url", url, TELESCOPE) == 0

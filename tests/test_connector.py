@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from passageway.kernel.config import ConnectorSettings
-from passageway.kernel.connector import ConnectorRunner
+from passageway.kernel.connector.runner import ConnectorRunner
 from passageway.kernel.errors import ConfigError, ConnectorError
 from passageway.kernel.records import CheckReply, Item, ListEntry
 from passageway.testing import fake_connector
@@ -347,7 +347,7 @@ async def test_long_and_many_stderr_lines_are_cut_and_capped(tmp_path, caplog):
 
 
 def test_a_secret_cut_in_half_is_masked():
-    from passageway.kernel.connector_io import Masker
+    from passageway.kernel.connector.io import Masker
 
     masker = Masker(["abcdef123"])
     assert masker.cut("line with abcd") == "line with ***"

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from passageway.builtin.storage import SqliteStore
-from passageway.kernel.chunking import passages_for
+from passageway.kernel.index.chunking import passages_for
 from tests.sync_helpers import item, write_items
 
 ITEMS = 200
@@ -26,8 +26,8 @@ CHILD = textwrap.dedent(
 
     from passageway.builtin.storage import SqliteStore
     from passageway.kernel.config import ConnectorSettings
-    from passageway.kernel.connector import ConnectorRunner
-    from passageway.kernel.sync import SourceSync
+    from passageway.kernel.connector.runner import ConnectorRunner
+    from passageway.kernel.index.sync import SourceSync
     from passageway.builtin.storage.vector_cache import SqliteVectorCache
     from passageway.testing.toy_embedder import ToyEmbedder
 

@@ -1,4 +1,4 @@
-"""One slot per content (kernel/duplicates.py): a copy of a better hit from another source or
+"""One slot per content (kernel/query/duplicates.py): a copy of a better hit from another source or
 item is left out, the question's language is kept, and the kept hit names the other source."""
 
 from __future__ import annotations
@@ -6,9 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, MUTUAL_FLOOR, candidate_digest
-from passageway.kernel.recall import recall
-from passageway.kernel.rendering import render_answer
+from passageway.kernel.query.duplicates import (
+    DUPLICATE_ACROSS,
+    DUPLICATE_COSINE,
+    MUTUAL_FLOOR,
+    candidate_digest,
+)
+from passageway.kernel.query.recall import recall
+from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
 from tests.test_excerpts import DictCache, unit

@@ -391,7 +391,7 @@ async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time
 
 def test_metered_embedder_gates_with_the_wrapped_models_offset():
     from passageway.kernel.eval.engine import MeteredEmbedder
-    from passageway.kernel.recall import Gate
+    from passageway.kernel.ranking import Gate
 
     metered = MeteredEmbedder(ToyEmbedder(min_similarity=0.87, cross_language_offset=0.06))
     assert Gate.of(metered) == Gate(0.87, 0.06)

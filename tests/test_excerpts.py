@@ -1,22 +1,22 @@
 """Excerpts chosen by meaning: windows at index time, the window most like the question at
-recall, the word rule where window vectors are missing (kernel/excerpts.py)."""
+recall, the word rule where window vectors are missing (kernel/query/excerpts.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.chunking import digest_of
-from passageway.kernel.excerpts import (
+from passageway.kernel.index.chunking import digest_of
+from passageway.kernel.index.windows import (
     SHORT_PASSAGE,
-    cut,
     embed_windows,
     flat,
     sentence_starts,
     window_texts,
     windows,
 )
-from passageway.kernel.recall import recall
+from passageway.kernel.query.excerpts import cut
+from passageway.kernel.query.recall import recall
 from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
 

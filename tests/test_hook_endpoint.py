@@ -231,7 +231,7 @@ def test_hooks_json_registers_the_prompt_hook():
 
 
 async def test_a_question_cut_out_of_a_paste_yields_to_typed_questions_at_the_embedder(tmp_path, monkeypatch):
-    from passageway.kernel import question_queue
+    from passageway.kernel.query import question_queue
     from passageway.testing.toy_embedder import ToyEmbedder
 
     seen: list[tuple[str, bool]] = []

@@ -50,3 +50,18 @@ def test_the_public_names_are_listed():
 
     assert sorted(passageway.__all__) == ["PROJECT", "__version__", "hookimpl"]
     assert all(hasattr(passageway, name) for name in passageway.__all__)
+
+
+def test_the_kernels_data_paths_import_one_way():
+    """kernel/connector/ knows nothing of indexes or questions; kernel/index/ never imports
+    kernel/query/ (the window cutting both need lives on the index path)."""
+    forbidden = {
+        "connector": ("passageway.kernel.index", "passageway.kernel.query"),
+        "index": ("passageway.kernel.query",),
+    }
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(name for name in imported_modules(path) if name.startswith(prefixes))
+        for folder, prefixes in forbidden.items()
+        for path in (ROOT / "kernel" / folder).rglob("*.py")
+    }
+    assert {path: names for path, names in offenders.items() if names} == {}

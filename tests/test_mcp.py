@@ -16,7 +16,7 @@ from passageway.builtin.transport.mcp_transport import (
     DEFAULT_TOOL_DESCRIPTION,
     call_asgi,
 )
-from passageway.kernel.rendering import NOTHING
+from passageway.kernel.query.rendering import NOTHING
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
 
 TELESCOPE = "how does a refracting telescope gather starlight with a lens?"

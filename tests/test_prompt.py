@@ -1,4 +1,4 @@
-"""What a prompt asks (kernel/prompt.py): code, logs, traces, diffs and data are not the question."""
+"""What a prompt asks (kernel/query/prompt.py): code, logs, traces, diffs and data are not the question."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from passageway.kernel.prompt import PLAIN_CHARS, asked, fit_to_tokens, is_question_sentence, line_kinds
+from passageway.kernel.query.prompt import PLAIN_CHARS, asked, fit_to_tokens, is_question_sentence, line_kinds
 
 QUESTION = "How many people were lost in Algiers during 1620-21?"
 FRAGE = "Wie viele Menschen starben 1620-21 in Algier an der Pest?"

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from passageway.kernel.errors import EmbedderError
-from passageway.kernel.question_queue import QuestionQueue, yielding
+from passageway.kernel.query.question_queue import QuestionQueue, yielding
 from passageway.testing.toy_embedder import ToyEmbedder
 
 

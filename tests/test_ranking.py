@@ -9,8 +9,7 @@ import pytest
 
 from passageway.builtin.ranking import FusionRanker, unknown_words
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
-from passageway.kernel.recall import Gate, Ranker
-from passageway.kernel.stopwords import (
+from passageway.kernel.query.stopwords import (
     content_words,
     fold,
     language_of,
@@ -18,6 +17,7 @@ from passageway.kernel.stopwords import (
     matched_words,
     words,
 )
+from passageway.kernel.ranking import Gate, Ranker
 from passageway.kernel.store import Candidate
 
 VECTOR = np.zeros(4, dtype=np.float32)

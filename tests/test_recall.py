@@ -10,11 +10,12 @@ import pytest
 
 from passageway.builtin.ranking import FusionRanker
 from passageway.builtin.storage import SqliteStore
-from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.recall import Gate, keyword_query, merge_candidates, recall
+from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.query.recall import keyword_query, merge_candidates, recall
+from passageway.kernel.query.rendering import BUDGET_TOKENS, NOTHING, approx_tokens, excerpt, render_answer
+from passageway.kernel.ranking import Gate
 from passageway.kernel.records import Answer, Item, Related, Section
-from passageway.kernel.rendering import BUDGET_TOKENS, NOTHING, approx_tokens, excerpt, render_answer
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 
@@ -186,7 +187,7 @@ class FixedStore:
 
 
 async def test_boost_words_reorder_equal_items_by_their_place():
-    # different texts: the same text twice would be one content (kernel/duplicates.py)
+    # different texts: the same text twice would be one content (kernel/query/duplicates.py)
     plain = Candidate("fixed", 1, "plain", "Notes", "u1", None, "same text, one", 0.9, 0)
     placed = Candidate("fixed", 2, "placed", "Notes", "u2", None, "same text, two", 0.9, 1,
                        labels=("passageway",))

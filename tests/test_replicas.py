@@ -1,4 +1,4 @@
-"""kernel/replicas.py with stand-in stores: who syncs, what followers show, losing the lead.
+"""kernel/index/replicas.py with stand-in stores: who syncs, what followers show, losing the lead.
 (Two real servers on one PostgreSQL index: stores/postgres/tests/test_replicas.py.)"""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 
 import attrs
 
-from passageway.kernel import replicas
-from passageway.kernel.replicas import Role, SharedStore, run_source
-from passageway.kernel.sync_health import SourceHealth
+from passageway.kernel.index import replicas
+from passageway.kernel.index.replicas import Role, SharedStore, run_source
+from passageway.kernel.index.sync_health import SourceHealth
 
 
 class FakeSync:

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from passageway.kernel.connector_lines import parse_lines
+from passageway.kernel.connector.lines import parse_lines
 from passageway.kernel.records import (
     CheckReply,
     ListEntry,
@@ -119,7 +119,7 @@ def test_the_kernel_decides_as_the_schema_file(row):
 @pytest.mark.parametrize("row", [r for r in ROWS if r["definition"] in MODES], ids=row_id)
 def test_the_runner_accepts_exactly_the_valid_lines(row):
     """What the connector runner does with the row as one printed line of its mode."""
-    from passageway.kernel.connector_lines import LineProblem
+    from passageway.kernel.connector.lines import LineProblem
 
     line = json.dumps(row["message"]).encode()
     refused_anyway = row["definition"] == "checkReply" and row["message"].get("protocol", "1") != "1"
@@ -137,13 +137,13 @@ def test_the_runner_accepts_exactly_the_valid_lines(row):
 def test_the_runners_compiled_schema_agrees_with_jsonschema(row):
     """The runner checks lines with the schema compiled by fastjsonschema (draft 7); it must
     accept and refuse exactly what jsonschema (draft 2020-12) does."""
-    from passageway.kernel.connector_lines import is_valid
+    from passageway.kernel.connector.lines import is_valid
 
     assert is_valid(row["definition"], row["message"]) == row["valid"]
 
 
 def test_nan_and_infinity_are_not_json():
-    from passageway.kernel.connector_lines import LineProblem
+    from passageway.kernel.connector.lines import LineProblem
 
     for constant in ("NaN", "Infinity", "-Infinity"):
         line = b'{"id": "a", "title": "A", "url": "", "version": "1", "sections": [], "weight": '

@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from passageway.builtin.transport.stdio_bridge import explain, find_password, server_url
 from passageway.kernel.errors import ConfigError
-from passageway.kernel.rendering import NOTHING
+from passageway.kernel.query.rendering import NOTHING
 from tests.server_helpers import PASSWORD, free_port
 from tests.test_mcp_npm import live_server  # noqa: F401 (the fixture below builds on it)
 

@@ -18,8 +18,8 @@ from passageway import hookimpl
 from passageway.builtin.storage import SqliteStore
 from passageway.builtin.storage.keyword import similarities
 from passageway.builtin.storage.tables import MIGRATIONS
-from passageway.kernel.chunking import passages_for
 from passageway.kernel.errors import StoreError
+from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import ItemUpdate, Store

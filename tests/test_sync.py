@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import attrs
 import pytest
 
-from passageway.kernel.connector import ConnectorRunner
+from passageway.kernel.connector.runner import ConnectorRunner
 from passageway.kernel.errors import PassagewayError
-from passageway.kernel.sync import (
+from passageway.kernel.index.sync import (
     POLL_OVERLAP_SECONDS,
     DeletionRefused,
     SourceSync,

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from passageway.kernel.connector.processes import close_pipes, kill_tree
 from passageway.kernel.errors import EmbedderError
-from passageway.kernel.processes import close_pipes, kill_tree
 from passageway.kernel.records import PROTOCOL_VERSION, validate_embedder_message
 
 STDERR_TAIL_LINES = 20

@@ -26,7 +26,7 @@ from passageway.builtin.embedders.models import (
     ensure_model_sync,
 )
 from passageway.kernel.errors import EmbedderError, ModelError
-from passageway.kernel.prompt import approx_model_tokens
+from passageway.kernel.query.prompt import approx_model_tokens
 
 T = TypeVar("T")
 

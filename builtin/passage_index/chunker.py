@@ -9,7 +9,7 @@ The rules, in the order they apply (``docs/reference/passage-index.md`` states t
 2. A ``##`` section whose text is under :data:`SHORT_SECTION` characters and that is followed by
    a ``###`` subsection joins that subsection: its text goes first, the heading path is the
    subsection's. A short section with no subsection stays on its own.
-3. Each section is split by :func:`passageway.kernel.chunking.split_section` with a cap of
+3. Each section is split by :func:`passageway.kernel.index.chunking.split_section` with a cap of
    :data:`PASSAGE_CAP` characters: blocks whole, passages filled in order, a large table split
    between rows with its header rows repeated, a large code block kept whole. An empty section
    gives no passage.
@@ -31,11 +31,11 @@ import attrs
 from passageway.builtin.passage_index.markdown import fenced_lines, heading, plain, slug
 from passageway.builtin.passage_index.prepared import search_content
 from passageway.builtin.passage_index.site import Heading, Page
-from passageway.kernel.chunking import digest_of, split_section
+from passageway.kernel.index.chunking import digest_of, split_section
 
 PASSAGE_CAP = 2000
 """Characters per passage before a section is split (the seed's fixed limit; recall keeps its own
-:data:`passageway.kernel.chunking.DEFAULT_CAP`)."""
+:data:`passageway.kernel.index.chunking.DEFAULT_CAP`)."""
 SHORT_SECTION = 200
 """A ``##`` section with fewer characters of text than this joins its first subsection."""
 PATH_SEPARATOR = " > "

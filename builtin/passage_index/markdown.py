@@ -2,7 +2,7 @@
 
 Only what the chunker and the prepared search content need. A heading is an ATX heading
 (``## Title``, closing ``#`` marks dropped) outside a fenced code block; fences open and close by
-the rule :mod:`passageway.kernel.chunking` uses for its blocks, so a ``# comment`` inside a fence
+the rule :mod:`passageway.kernel.index.chunking` uses for its blocks, so a ``# comment`` inside a fence
 is code for both. Underlined (setext) headings are plain text.
 """
 

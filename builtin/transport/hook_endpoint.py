@@ -1,7 +1,7 @@
 """``POST /recall``: the endpoint behind the Claude Code prompt hook.
 
 The hook sends every prompt, up to 20,000 characters of it; this endpoint reduces it to what it
-asks (:func:`passageway.kernel.prompt.asked`: pasted code, logs and traces are not searched),
+asks (:func:`passageway.kernel.query.prompt.asked`: pasted code, logs and traces are not searched),
 decides whether that is worth a search (nothing asked, a slash command, "ok" or a short follow-up
 without a content word is not), remembers per session which items it
 already sent so that the same passage is not injected twice, and lifts items that match the
@@ -27,11 +27,11 @@ from passageway.builtin.transport.request_body import BadBody, parse_json
 from passageway.kernel.auth import unauthorized
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.not_unicode import is_unicode
-from passageway.kernel.prompt import asked
-from passageway.kernel.question_queue import yielding
+from passageway.kernel.query.prompt import asked
+from passageway.kernel.query.question_queue import yielding
+from passageway.kernel.query.rendering import render_answer
+from passageway.kernel.query.stopwords import content_words
 from passageway.kernel.records import Answer
-from passageway.kernel.rendering import render_answer
-from passageway.kernel.stopwords import content_words
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel

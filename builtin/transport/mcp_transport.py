@@ -22,7 +22,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from passageway.kernel.errors import PassagewayError
-from passageway.kernel.rendering import render_answer
+from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.server import LOOPBACK_NAMES
 
 if TYPE_CHECKING:

@@ -68,7 +68,7 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
 
     from passageway.kernel.commands.instance import find_password, mcp_http_client, server_url
     from passageway.kernel.instances import resolve_instance
-    from passageway.kernel.rendering import NOTHING
+    from passageway.kernel.query.rendering import NOTHING
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ)
@@ -133,7 +133,7 @@ async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, li
     from passageway.kernel.app import Kernel
     from passageway.kernel.commands.progress import ProgressBar, watch_build
     from passageway.kernel.config import load_settings
-    from passageway.kernel.rendering import render_answer
+    from passageway.kernel.query.rendering import render_answer
 
     settings = load_settings(instance=args.instance, config_path=args.config)
     async with Kernel.open(settings) as kernel:

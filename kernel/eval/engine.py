@@ -259,7 +259,7 @@ class KernelEngine:
         return self.rankers[name]
 
     async def ask(self, question: str, threshold: float, ranker: str) -> Reply:
-        from passageway.kernel.recall import recall
+        from passageway.kernel.query.recall import recall
 
         stores = [source.store for source in self.kernel.sources.values() if source.store is not None]
         chosen = self.ranker(ranker)

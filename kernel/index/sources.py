@@ -26,7 +26,7 @@ log = logging.getLogger("passageway.kernel")
 
 
 class SourceSyncLike(Protocol):
-    """What the kernel needs of a source's sync (``passageway.kernel.sync.SourceSync``)."""
+    """What the kernel needs of a source's sync (``passageway.kernel.index.sync.SourceSync``)."""
 
     async def sync_once(self) -> Any: ...
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
-    from passageway.kernel.sources import Source
+    from passageway.kernel.index.sources import Source
 
 
 def health_report(kernel: Kernel, include_errors: bool) -> dict[str, Any]:

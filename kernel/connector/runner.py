@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
-from passageway.kernel.connector_io import (
+from passageway.kernel.connector.io import (
     EXCERPT_CHARS,
     READ_CHUNK,
     CallTrace,
@@ -42,7 +42,7 @@ from passageway.kernel.connector_io import (
     kill_group,
     stderr_note,
 )
-from passageway.kernel.connector_lines import DEFINITIONS, LineProblem, parse_batch
+from passageway.kernel.connector.lines import DEFINITIONS, LineProblem, parse_batch
 from passageway.kernel.errors import ConnectorError
 from passageway.kernel.records import (
     PROTOCOL_VERSION,

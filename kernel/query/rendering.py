@@ -4,14 +4,15 @@ MCP tool and the hook return.
 Tokens are approximated as characters / 4 (:func:`approx_tokens`), which is close for English and
 German prose with the e5 tokenizer's vocabulary and needs no tokenizer at query time. The
 budget is shared evenly by the hits after their fixed parts (header, link, related items); where
-each excerpt starts is chosen by :mod:`passageway.kernel.excerpts`.
+each excerpt starts is chosen by :mod:`passageway.kernel.query.excerpts`.
 """
 
 from __future__ import annotations
 
 import attrs
 
-from passageway.kernel.excerpts import cut, flat, word_start
+from passageway.kernel.index.windows import flat
+from passageway.kernel.query.excerpts import cut, word_start
 from passageway.kernel.records import Answer, Hit
 
 BUDGET_TOKENS = 400
@@ -27,7 +28,7 @@ def excerpt(text: str, question: str, limit: int, anchor: int | None = None) -> 
     """At most ``limit`` characters of ``text``, around what answers the question.
 
     The excerpt starts at ``anchor`` (where the passage's window most similar to the question
-    starts, :func:`passageway.kernel.excerpts.anchors`) or, without one, at the sentence that
+    starts, :func:`passageway.kernel.query.excerpts.anchors`) or, without one, at the sentence that
     holds the most distinct content words of the question; it starts earlier when the rest would
     not fill ``limit``, and ends at a word boundary with "…" when cut.
     """

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 
 import attrs
 
+from passageway.kernel.connector.processes import close_pipes, kill_tree
 from passageway.kernel.errors import ConnectorError
-from passageway.kernel.processes import close_pipes, kill_tree
 
 READ_CHUNK = 64 * 1024
 EXCERPT_CHARS = 120

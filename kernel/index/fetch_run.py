@@ -17,9 +17,9 @@ from collections.abc import Awaitable, Callable, Sequence
 import attrs
 
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
 from passageway.kernel.records import Item
 from passageway.kernel.store import ItemUpdate
-from passageway.kernel.sync_health import BuildProgress, SourceHealth
 
 Fetch = Callable[[Sequence[str]], Awaitable[list[Item]]]
 """The connector's ``fetch``: the items of some ids."""

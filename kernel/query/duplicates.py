@@ -30,8 +30,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from passageway.kernel.excerpts import VectorLookup, candidate_digest
-from passageway.kernel.stopwords import language_of
+from passageway.kernel.index.windows import VectorLookup
+from passageway.kernel.query.excerpts import candidate_digest
+from passageway.kernel.query.stopwords import language_of
 from passageway.kernel.store import Candidate
 
 DUPLICATE_COSINE = 0.97

@@ -4,7 +4,7 @@
 ``Kernel.recall``). Its steps:
 
 0. **What is asked.** A prompt is reduced to its question sentences first
-   (:func:`passageway.kernel.prompt.asked`: a pasted file, log or trace is not searched), and cut
+   (:func:`passageway.kernel.query.prompt.asked`: a pasted file, log or trace is not searched), and cut
    to the embedder's input limit in its tokens. A prompt that asks nothing is silence, without
    embedding or searching anything. Every later step, the gate's word counts included, sees only
    the reduced question.
@@ -13,7 +13,7 @@
 2. **Candidates.** Every store is asked for its 50 best passages by keywords and by vector
    (``Store.search``; all stores one after the other in one worker thread, so a question costs
    one thread hand-over). The keyword search gets the question's *content words* only
-   (:func:`passageway.kernel.stopwords.content_words`), so the function words of one language
+   (:func:`passageway.kernel.query.stopwords.content_words`), so the function words of one language
    cannot fill the list with noise from a source in another. The per-source lists are merged
    into one list per signal (vector by cosine, keyword by the store's score) and cut to 50. A
    store that raises is left out and logged with its source name and the error, never the
@@ -27,7 +27,7 @@
    ``cross_language_offset``, because similarity scales differ between models.
 5. **The answer**: the hits' passages as excerpts plus up to three related items (the hits'
    ``links`` that are indexed), trimmed to the 400-token budget and rendered by
-   :mod:`passageway.kernel.rendering`.
+   :mod:`passageway.kernel.query.rendering`.
 """
 
 from __future__ import annotations
@@ -37,94 +37,29 @@ import contextlib
 import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, runtime_checkable
 
 import attrs
 import numpy as np
 
-from passageway.kernel.duplicates import Pool, distinct
-from passageway.kernel.embedder import Embedder, cross_language_offset_of
+from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.excerpts import VectorLookup, anchors, joined, prefetch, with_neighbour
-from passageway.kernel.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
-from passageway.kernel.question_queue import yielding
+from passageway.kernel.index.windows import VectorLookup
+from passageway.kernel.query.duplicates import Pool, distinct
+from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
+from passageway.kernel.query.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
+from passageway.kernel.query.question_queue import yielding
+from passageway.kernel.query.rendering import fit_budget
+from passageway.kernel.query.stopwords import content_words, words
+from passageway.kernel.ranking import CANDIDATES, MAX_HITS, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
-from passageway.kernel.rendering import fit_budget
-from passageway.kernel.stopwords import content_words, words
 from passageway.kernel.store import Candidate, Store
 
 log = logging.getLogger("passageway.recall")
 
-CANDIDATES = 50
-"""How many passages each signal (keyword, vector) contributes, across all sources."""
-
-MAX_HITS = 3
 MAX_RELATED = 3
 
 BOOST = 0.1
 """The factor by which a boost word raises an item's weight (1.1 × its weight)."""
-
-
-@attrs.frozen
-class Ranked:
-    """A candidate that passed the gate, with the score it was ordered by.
-
-    ``matched`` is the number of distinct content words of the question found in the passage (its
-    title, heading and text); ``reason`` says which path of the gate let it through
-    (``"similarity"`` or ``"words"``), for eval reports and debugging.
-    """
-
-    candidate: Candidate
-    score: float
-    matched: int = 0
-    reason: str = "similarity"
-
-
-@attrs.frozen
-class Gate:
-    """The relevance gate of one question: numbers that belong to the model, not to the ranker.
-
-    ``min_similarity`` is the cosine a passage must reach; ``cross_language_offset`` is how much
-    lower that bar is for a passage in another language than the question, because a model's
-    cosines between languages run lower by an amount of its own (0: no lower bar). Both come from
-    the embedder (:meth:`of`); ``passageway eval --threshold`` overrides only ``min_similarity``.
-    """
-
-    min_similarity: float
-    cross_language_offset: float = 0.0
-
-    @classmethod
-    def of(cls, embedder: Embedder, min_similarity: float | None = None) -> Gate:
-        """``embedder``'s gate; ``min_similarity``, when given, replaces the embedder's own.
-
-        :raises EmbedderError: the embedder's ``cross_language_offset`` is not a number from 0 to
-            1 (see :func:`passageway.kernel.embedder.cross_language_offset_of`).
-        """
-        threshold = embedder.min_similarity if min_similarity is None else min_similarity
-        return cls(float(threshold), cross_language_offset_of(embedder))
-
-
-@runtime_checkable
-class Ranker(Protocol):
-    """Fuses candidates from every source and applies the relevance gate.
-
-    ``rank`` receives the merged keyword and vector lists (each at most :data:`CANDIDATES`, ranks
-    renumbered from 0 across sources, ``similarity`` filled for both) and the :class:`Gate` of the
-    embedder (its ``min_similarity`` and ``cross_language_offset``). It returns at most three
-    :class:`Ranked`, best first, at most one per item, each of which passed the gate; or an empty
-    list, which means silence. It must not do I/O: it runs on the event loop.
-    """
-
-    name: str
-
-    def rank(
-        self,
-        question: str,
-        question_vector: np.ndarray,
-        keyword: list[Candidate],
-        vector: list[Candidate],
-        gate: Gate,
-    ) -> list[Ranked]: ...
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,8 +182,8 @@ async def recall(
         when its title, path or labels contain one.
     :param exclude_items: ``(source, item_id)`` pairs that must not be returned (already shown).
     :param vector_cache: the embedder's digest vector cache, for the passages' and their windows'
-        vectors: duplicates are then told by cosine (:mod:`passageway.kernel.duplicates`) and
-        excerpts chosen by meaning (:mod:`passageway.kernel.excerpts`); without it, by digest and
+        vectors: duplicates are then told by cosine (:mod:`passageway.kernel.query.duplicates`) and
+        excerpts chosen by meaning (:mod:`passageway.kernel.query.excerpts`); without it, by digest and
         by the question's words.
     :raises EmbedderError: the question could not be embedded, or the embedder's
         ``cross_language_offset`` is invalid.
@@ -283,7 +218,7 @@ async def recall(
 
     def rank(left_out: frozenset[tuple[str, str]]) -> list[Ranked]:
         kept_keyword, kept_vector = keyword, by_vector
-        if left_out:  # copies of a better hit (kernel/duplicates.py)
+        if left_out:  # copies of a better hit (kernel/query/duplicates.py)
             kept_keyword = [c for c in keyword if (c.source, c.item_id) not in left_out]
             kept_vector = [c for c in by_vector if (c.source, c.item_id) not in left_out]
         return ranker.rank(question, vector, kept_keyword, kept_vector, gate)[:MAX_HITS]
@@ -300,7 +235,7 @@ async def recall(
         for entry in ranked
     )
     parts = [[hit.text] for hit in hits]
-    if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/excerpts.py)
+    if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/query/excerpts.py)
         parts = [with_neighbour(ranked[0].candidate, [*by_vector, *keyword])]
         hits = (attrs.evolve(hits[0], text=joined(parts[0])),)
     starts = await anchors(parts, vector, lookup)
@@ -309,7 +244,7 @@ async def recall(
 
 def question_for(prompt: str, embedder: object) -> Asked:
     """What recall embeds and searches for ``prompt``: its question sentences
-    (:func:`passageway.kernel.prompt.asked`) within ``embedder``'s input limit (``""``: none)."""
+    (:func:`passageway.kernel.query.prompt.asked`) within ``embedder``'s input limit (``""``: none)."""
     reduced = asked(prompt)
     if not reduced.text:
         return reduced

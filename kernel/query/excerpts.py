@@ -4,19 +4,17 @@ An answer shows each hit's passage cut to its share of the 400-token budget (abo
 characters each when three hits share it), so a passage of 1,000 characters loses more than half
 of its text, and with it, often, the answer. Where the cut falls is decided here:
 
-* **At index time** (:func:`embed_windows`, called by the sync for every passage it stores), a
-  passage longer than :data:`SHORT_PASSAGE` characters is cut into *windows* of
-  :data:`WINDOW_SENTENCES` consecutive sentences side by side, and each window is embedded with the source's
-  embedder (``kind="passage"``) into the embedder's digest vector cache
-  (:class:`~passageway.kernel.store.VectorCache`), under the SHA-256 of the window's
-  text. The cache is the store of these vectors because it already belongs to the embedder,
-  survives a rebuild (a rerun embeds nothing) and serves every store plugin alike, without a
-  change to any store's schema.
-* **At recall** (:func:`anchors`), the hits' passages are cut the same way and their windows'
-  vectors fetched with one ``get_many``. The excerpt starts at the window most similar to the
-  question, and starts earlier when the rest of the passage would leave part of the share unused
-  (:func:`cut`). Similarity works across languages: a German question finds the sentence of an
-  English passage that answers it, which shared words cannot do.
+* **At index time** the sync embeds the *windows* of every long passage (runs of a few sentences
+  side by side) into the embedder's digest vector cache
+  (:func:`passageway.kernel.index.windows.embed_windows`). The cache is the store of these
+  vectors because it already belongs to the embedder, survives a rebuild (a rerun embeds
+  nothing) and serves every store plugin alike, without a change to any store's schema.
+* **At recall** (:func:`anchors`), the hits' passages are cut the same way
+  (``kernel/index/windows.py``) and their windows' vectors fetched with one ``get_many``. The
+  excerpt starts at the window most similar to the question, and starts earlier when the rest of
+  the passage would leave part of the share unused (:func:`cut`). Similarity works across
+  languages: a German question finds the sentence of an English passage that answers it, which
+  shared words cannot do.
 * **A lone hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`):
   the whole budget is its own, and the excerpt is chosen from both passages' windows.
 * **The fallback** is the word rule (:func:`word_start`): the sentence holding the most content
@@ -29,41 +27,24 @@ cost a build; the numbers are on the measurements page (docs/measurements.md, "E
 
 from __future__ import annotations
 
-import functools
-import re
 import weakref
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from passageway.kernel.chunking import digest_of, embedding_input
-from passageway.kernel.stopwords import content_words, words
+from passageway.kernel.index.chunking import digest_of, embedding_input
+from passageway.kernel.index.windows import SHORT_PASSAGE, VectorLookup, flat, sentence_starts, window_plan
+from passageway.kernel.query.stopwords import content_words, words
 from passageway.kernel.store import Candidate
-
-WINDOW_SENTENCES = 2
-"""Sentences per window. Measured against one and three by ``bench/excerpt_study.py``."""
-
-SHORT_PASSAGE = 240
-"""A passage of at most this many characters is always shown whole (two thirds of the smallest
-share three hits get), so it needs no windows."""
 
 LEAD = 1 / 3
 """How much of an excerpt may come before the sentence it was chosen for. Measured against 0 to
 1/2 by ``bench/excerpt_cut.py`` (docs/measurements.md, "Excerpts")."""
 
-_SENTENCE_GAP = re.compile(r"(?<=[.!?]) (?=.)")
-
-
-class VectorLookup(Protocol):
-    """What recall needs of the vector cache: vectors by digest (missing digests left out)."""
-
-    async def get_many(self, digests: Sequence[str]) -> Mapping[str, np.ndarray]: ...
-
 
 def candidate_digest(candidate: Candidate) -> str:
-    """The digest of a candidate's passage, as the sync computed it (``kernel/chunking.py``)."""
+    """The digest of a candidate's passage, as the sync computed it (``kernel/index/chunking.py``)."""
     return digest_of(embedding_input(candidate.title, candidate.path, candidate.heading, candidate.text))
 
 
@@ -111,87 +92,6 @@ async def prefetch(cache: VectorLookup | None, hits: Sequence[Candidate], candid
     while len(recent) > RECENT_VECTORS:
         recent.popitem(last=False)
     return Prefetched(found)
-
-
-def flat(text: str) -> str:
-    """``text`` with every run of whitespace made one space: what an excerpt is cut from."""
-    return " ".join(text.split())
-
-
-def sentence_starts(text: str) -> list[int]:
-    """Where the sentences of flat ``text`` start: 0, and after ``". "``, ``"! "`` or ``"? "``
-    when a capital or a digit follows, but not after an initial or a one- or two-digit number
-    ("T. T. Tsui", "am 12. Mai") or a short dotted abbreviation ("U.S.", "z.B.")."""
-    starts = [0]
-    for gap in _SENTENCE_GAP.finditer(text):
-        following = text[gap.end()]
-        if not (following.isupper() or following.isdigit()):
-            continue
-        before = text[text.rfind(" ", 0, gap.start()) + 1 : gap.start()].lstrip("(\"'„“«")
-        word = before.rstrip(".")
-        if text[gap.start() - 1] == "." and (
-            len(word) == 1 or (word.isdigit() and len(word) <= 2) or ("." in word and len(before) <= 5)
-        ):
-            continue
-        starts.append(gap.end())
-    return starts
-
-
-def windows(text: str, size: int = WINDOW_SENTENCES) -> list[tuple[int, int]]:
-    """``(start, end)`` of the runs of ``size`` consecutive sentences of flat ``text`` that cover
-    it side by side (the last one overlapping the one before when the count does not divide; one
-    window, the whole text, when it has fewer sentences). Windows starting at every sentence
-    would cost twice the embedding for the same answers (docs/measurements.md, "Excerpts")."""
-    starts = sentence_starts(text)
-    ends = [*starts[1:], len(text)]
-    count = max(1, len(starts) - size + 1)
-    firsts = list(range(0, count, size))
-    if firsts[-1] != count - 1:  # the last sentences, in a window that overlaps the one before
-        firsts.append(count - 1)
-    return [(starts[first], ends[min(first + size, len(starts)) - 1]) for first in firsts]
-
-
-@functools.lru_cache(maxsize=RECENT_VECTORS)
-def window_plan(text: str) -> tuple[tuple[int, str], ...]:
-    """Where each window of flat ``text`` starts, and the digest its vector is cached under (none
-    for a short passage). Kept for recent texts: recall asks for the same hits' plans twice (to
-    fetch the vectors, then to choose), and the same passages come back question after question."""
-    if len(text) <= SHORT_PASSAGE:
-        return ()
-    return tuple((start, digest_of(text[start:end].strip())) for start, end in windows(text))
-
-
-def window_texts(passage_text: str) -> list[str]:
-    """The texts embedded for one passage's windows (none for a short passage)."""
-    text = flat(passage_text)
-    if len(text) <= SHORT_PASSAGE:
-        return []
-    return [text[start:end].strip() for start, end in windows(text)]
-
-
-async def embed_windows(
-    passage_texts: Sequence[str],
-    cache: VectorLookup,
-    embed: Callable[[list[tuple[str, str]]], Awaitable[object]],
-) -> int:
-    """Make sure every window of ``passage_texts`` has a vector in ``cache``; the count embedded.
-
-    ``embed`` receives the missing ``(digest, text)`` pairs, shortest first (texts of similar
-    length batch with little padding), and must embed them into the cache (the sync's own
-    embedding call does, with its checks and its unit-length rule).
-    """
-    wanted: dict[str, str] = {}
-    for passage_text in passage_texts:
-        for text in window_texts(passage_text):
-            wanted.setdefault(digest_of(text), text)
-    if not wanted:
-        return 0
-    present = await cache.get_many(list(wanted))
-    missing = sorted(((digest, text) for digest, text in wanted.items() if digest not in present),
-                     key=lambda pair: len(pair[1]))
-    if missing:
-        await embed(missing)
-    return len(missing)
 
 
 async def anchors(

@@ -30,15 +30,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from passageway.kernel.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
-from passageway.kernel.excerpts import embed_windows
-from passageway.kernel.fetch_run import FetchOutcome, FetchRun, latest_items
+from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
+from passageway.kernel.index.fetch_run import FetchOutcome, FetchRun, latest_items
+from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
+from passageway.kernel.index.windows import embed_windows
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
 from passageway.kernel.store import ItemUpdate, Store, VectorCache
-from passageway.kernel.sync_health import BuildProgress, SourceHealth
 
 FETCH_BATCH = 50
 """Ids per ``fetch`` call; a failing call costs only these."""
@@ -53,7 +53,7 @@ LAST_POLL = "last_poll"
 
 
 class Runner(Protocol):
-    """What the sync needs of :class:`passageway.kernel.connector.ConnectorRunner`."""
+    """What the sync needs of :class:`passageway.kernel.connector.runner.ConnectorRunner`."""
 
     async def check(self) -> CheckReply: ...
     async def list(self) -> list[ListEntry]: ...
@@ -345,7 +345,7 @@ class SourceSync:
                 missing.setdefault(passage.digest, passage.embedding_input)
         if self._progress is not None:
             self._progress.chunked_items(len(items), len(all_passages), len(missing))
-        # The windows that excerpts are chosen by (kernel/excerpts.py), into the same cache, before
+        # The windows that excerpts are chosen by (kernel/query/excerpts.py), into the same cache, before
         # the passages: their time then counts in the passages/s rate and the time left, rather
         # than showing as a last stretch with every passage ready and "0 s left".
         await embed_windows([passage.text for passage in all_passages], self.vector_cache,

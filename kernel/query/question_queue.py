@@ -1,6 +1,6 @@
 """The questions' queue in front of the embedder: one at a time, typed questions first.
 
-Recall reduces a long prompt to its question (:mod:`passageway.kernel.prompt`), so a pasted
+Recall reduces a long prompt to its question (:mod:`passageway.kernel.query.prompt`), so a pasted
 20,000 characters costs about what a one-line question costs. Several recalls at once still
 queue for the embedder, which answers one question at a time (the built-in model has one thread
 for questions). A one-line question that arrives behind four pastes would wait for all four.

@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import attrs
 
-from passageway.kernel.stopwords import content_words
+from passageway.kernel.query.stopwords import content_words
 
 PLAIN_CHARS = 1_000
 """A prompt of one paragraph of prose and at most this long is taken whole: one or a few sentences

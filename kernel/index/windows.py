@@ -1,0 +1,119 @@
+"""The windows of a long passage: the index's half of choosing excerpts.
+
+A passage longer than :data:`SHORT_PASSAGE` characters is cut into *windows* of
+:data:`WINDOW_SENTENCES` consecutive sentences side by side; the sync embeds each window into the
+embedder's digest vector cache (:func:`embed_windows`), under the SHA-256 of its text, and recall
+later cuts the same passage the same way (:func:`window_plan`) to find those vectors again and
+start the excerpt at the window closest to the question (``kernel/query/excerpts.py``). Both
+halves must cut alike, so the cutting lives here, on the index path, and the query path imports it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from passageway.kernel.index.chunking import digest_of
+
+WINDOW_SENTENCES = 2
+"""Sentences per window. Measured against one and three by ``bench/excerpt_study.py``."""
+
+SHORT_PASSAGE = 240
+"""A passage of at most this many characters is always shown whole (two thirds of the smallest
+share three hits get), so it needs no windows."""
+
+_SENTENCE_GAP = re.compile(r"(?<=[.!?]) (?=.)")
+
+
+class VectorLookup(Protocol):
+    """What recall needs of the vector cache: vectors by digest (missing digests left out)."""
+
+    async def get_many(self, digests: Sequence[str]) -> Mapping[str, np.ndarray]: ...
+
+
+PLANS_KEPT = 4096
+"""Window plans kept for recent texts (:func:`window_plan`)."""
+
+def flat(text: str) -> str:
+    """``text`` with every run of whitespace made one space: what an excerpt is cut from."""
+    return " ".join(text.split())
+
+
+def sentence_starts(text: str) -> list[int]:
+    """Where the sentences of flat ``text`` start: 0, and after ``". "``, ``"! "`` or ``"? "``
+    when a capital or a digit follows, but not after an initial or a one- or two-digit number
+    ("T. T. Tsui", "am 12. Mai") or a short dotted abbreviation ("U.S.", "z.B.")."""
+    starts = [0]
+    for gap in _SENTENCE_GAP.finditer(text):
+        following = text[gap.end()]
+        if not (following.isupper() or following.isdigit()):
+            continue
+        before = text[text.rfind(" ", 0, gap.start()) + 1 : gap.start()].lstrip("(\"'„“«")
+        word = before.rstrip(".")
+        if text[gap.start() - 1] == "." and (
+            len(word) == 1 or (word.isdigit() and len(word) <= 2) or ("." in word and len(before) <= 5)
+        ):
+            continue
+        starts.append(gap.end())
+    return starts
+
+
+def windows(text: str, size: int = WINDOW_SENTENCES) -> list[tuple[int, int]]:
+    """``(start, end)`` of the runs of ``size`` consecutive sentences of flat ``text`` that cover
+    it side by side (the last one overlapping the one before when the count does not divide; one
+    window, the whole text, when it has fewer sentences). Windows starting at every sentence
+    would cost twice the embedding for the same answers (docs/measurements.md, "Excerpts")."""
+    starts = sentence_starts(text)
+    ends = [*starts[1:], len(text)]
+    count = max(1, len(starts) - size + 1)
+    firsts = list(range(0, count, size))
+    if firsts[-1] != count - 1:  # the last sentences, in a window that overlaps the one before
+        firsts.append(count - 1)
+    return [(starts[first], ends[min(first + size, len(starts)) - 1]) for first in firsts]
+
+
+@functools.lru_cache(maxsize=PLANS_KEPT)
+def window_plan(text: str) -> tuple[tuple[int, str], ...]:
+    """Where each window of flat ``text`` starts, and the digest its vector is cached under (none
+    for a short passage). Kept for recent texts: recall asks for the same hits' plans twice (to
+    fetch the vectors, then to choose), and the same passages come back question after question."""
+    if len(text) <= SHORT_PASSAGE:
+        return ()
+    return tuple((start, digest_of(text[start:end].strip())) for start, end in windows(text))
+
+
+def window_texts(passage_text: str) -> list[str]:
+    """The texts embedded for one passage's windows (none for a short passage)."""
+    text = flat(passage_text)
+    if len(text) <= SHORT_PASSAGE:
+        return []
+    return [text[start:end].strip() for start, end in windows(text)]
+
+
+async def embed_windows(
+    passage_texts: Sequence[str],
+    cache: VectorLookup,
+    embed: Callable[[list[tuple[str, str]]], Awaitable[object]],
+) -> int:
+    """Make sure every window of ``passage_texts`` has a vector in ``cache``; the count embedded.
+
+    ``embed`` receives the missing ``(digest, text)`` pairs, shortest first (texts of similar
+    length batch with little padding), and must embed them into the cache (the sync's own
+    embedding call does, with its checks and its unit-length rule).
+    """
+    wanted: dict[str, str] = {}
+    for passage_text in passage_texts:
+        for text in window_texts(passage_text):
+            wanted.setdefault(digest_of(text), text)
+    if not wanted:
+        return 0
+    present = await cache.get_many(list(wanted))
+    missing = sorted(((digest, text) for digest, text in wanted.items() if digest not in present),
+                     key=lambda pair: len(pair[1]))
+    if missing:
+        await embed(missing)
+    return len(missing)

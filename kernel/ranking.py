@@ -1,0 +1,85 @@
+"""The ranking contract: what a ranker receives and returns, and the gate it applies.
+
+A ranker (registered through ``passageway_register_rankers``) fuses the keyword and vector
+candidates of every source and applies the relevance gate: at most :data:`MAX_HITS`
+:class:`Ranked`, or none, which is silence. The :class:`Gate` holds the numbers that belong to
+the model rather than to the ranker. Plugin authors import these names from ``passageway``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import attrs
+import numpy as np
+
+from passageway.kernel.embedder import Embedder, cross_language_offset_of
+from passageway.kernel.store import Candidate
+
+CANDIDATES = 50
+"""How many passages each signal (keyword, vector) contributes, across all sources."""
+
+MAX_HITS = 3
+"""At most this many passages in an answer."""
+
+
+@attrs.frozen
+class Ranked:
+    """A candidate that passed the gate, with the score it was ordered by.
+
+    ``matched`` is the number of distinct content words of the question found in the passage (its
+    title, heading and text); ``reason`` says which path of the gate let it through
+    (``"similarity"`` or ``"words"``), for eval reports and debugging.
+    """
+
+    candidate: Candidate
+    score: float
+    matched: int = 0
+    reason: str = "similarity"
+
+
+@attrs.frozen
+class Gate:
+    """The relevance gate of one question: numbers that belong to the model, not to the ranker.
+
+    ``min_similarity`` is the cosine a passage must reach; ``cross_language_offset`` is how much
+    lower that bar is for a passage in another language than the question, because a model's
+    cosines between languages run lower by an amount of its own (0: no lower bar). Both come from
+    the embedder (:meth:`of`); ``passageway eval --threshold`` overrides only ``min_similarity``.
+    """
+
+    min_similarity: float
+    cross_language_offset: float = 0.0
+
+    @classmethod
+    def of(cls, embedder: Embedder, min_similarity: float | None = None) -> Gate:
+        """``embedder``'s gate; ``min_similarity``, when given, replaces the embedder's own.
+
+        :raises EmbedderError: the embedder's ``cross_language_offset`` is not a number from 0 to
+            1 (see :func:`passageway.kernel.embedder.cross_language_offset_of`).
+        """
+        threshold = embedder.min_similarity if min_similarity is None else min_similarity
+        return cls(float(threshold), cross_language_offset_of(embedder))
+
+
+@runtime_checkable
+class Ranker(Protocol):
+    """Fuses candidates from every source and applies the relevance gate.
+
+    ``rank`` receives the merged keyword and vector lists (each at most :data:`CANDIDATES`, ranks
+    renumbered from 0 across sources, ``similarity`` filled for both) and the :class:`Gate` of the
+    embedder (its ``min_similarity`` and ``cross_language_offset``). It returns at most three
+    :class:`Ranked`, best first, at most one per item, each of which passed the gate; or an empty
+    list, which means silence. It must not do I/O: it runs on the event loop.
+    """
+
+    name: str
+
+    def rank(
+        self,
+        question: str,
+        question_vector: np.ndarray,
+        keyword: list[Candidate],
+        vector: list[Candidate],
+        gate: Gate,
+    ) -> list[Ranked]: ...
