@@ -52,6 +52,8 @@ from passageway.kernel.query.stopwords import content_words, language_of, langua
 from passageway.kernel.ranking import MAX_HITS, Gate, Ranked
 from passageway.kernel.store import Candidate
 
+from . import signals
+
 REFERENCE_RANK = 9
 """The lead of a passage is its cosine minus the cosine of the tenth-best candidate."""
 
@@ -65,6 +67,20 @@ UNKNOWN_MARGIN: float | None = None
 """Off: the unknown-word check silenced more near-topic questions but cost more answers on the
 held-out half than it saved (docs/ranking-and-gate.md, section 3)."""
 
+FIELD_LEAD = 0.03
+"""How far a passage's cosine must stand above the median of its source's candidates to pass by
+similarity (unless it is sure, or holds one of the question's identifiers); docs/gate-levels.md."""
+
+SURE = 0.04
+"""Above ``min_similarity`` by this much a passage passes without leading its field."""
+
+RARE_SHARE = 0.1
+"""The words rescue counts a question word only when at most this share of the candidates hold it."""
+
+NAMED_MARGIN = 0.02
+"""A passage of another source or item outranks one of the source or item the question names
+only when its cosine is higher by this much."""
+
 
 @attrs.frozen
 class Scored:
@@ -77,6 +93,14 @@ class Scored:
     matched: frozenset[str]
     coverage: float
     language: str | None
+    lead: float = 0.0
+    """The cosine less the median cosine of the same source's candidates (:func:`signals.fields`)."""
+    terms: int = 0
+    """How many of the question's identifiers the passage holds."""
+    rare: int = 0
+    """How many of the question's rare words the passage holds."""
+    named: bool = False
+    """The passage belongs to a source or item the question names."""
 
 
 @attrs.frozen
@@ -90,6 +114,8 @@ class Evidence:
     only worked out when the ranker's ``unknown_margin`` uses it, empty otherwise."""
     reference: float | None = None
     """The cosine of the :data:`REFERENCE_RANK`-th best candidate, or None with fewer candidates."""
+    identifiers: tuple[str, ...] = ()
+    """The question's distinctive terms (:func:`signals.identifiers`)."""
 
 
 PREFIX = 6
@@ -133,6 +159,13 @@ class FusionRanker:
         scale between languages); ``None`` turns it off.
     :param lead_across_only: apply ``lead`` only to passages in another language than the
         question.
+    :param transfer: the gate that transfers across corpora (default): a passage passes by
+        similarity only when it also leads its source's field by ``field_lead``, holds one of the
+        question's identifiers, or is ``sure`` above the bar; the words rescue counts only rare
+        words; a named source or item comes first. ``False`` is the former cosine-or-three-words
+        gate, for comparison.
+    :param focus: order the passages of a source or item the question names before the others'
+        unless those are closer by ``named_margin``.
     """
 
     signals: str = "hybrid"
@@ -143,6 +176,12 @@ class FusionRanker:
     rrf_k: int = RRF_K
     lead: float | None = LEAD
     lead_across_only: bool = False
+    transfer: bool = True
+    field_lead: float = FIELD_LEAD
+    sure: float = SURE
+    rare_share: float = RARE_SHARE
+    focus: bool = True
+    named_margin: float = NAMED_MARGIN
 
     @property
     def name(self) -> str:
@@ -186,28 +225,57 @@ class FusionRanker:
 
         by_cosine = sorted(pool, key=lambda key: (-pool[key].similarity, key))
         vocabulary: set[str] = set()
+        read = {key: _read(pool[key].title, pool[key].heading or "", pool[key].text) for key in by_cosine}
+        terms = signals.identifiers(question) if self.transfer else ()
+        field = signals.fields(pool.values()) if self.transfer else {}
+        rare = (signals.rare_words(question_words, {key: seen for key, (seen, _) in read.items()},
+                                   self.rare_share) if self.transfer else frozenset())
+        named_sources = named_items = frozenset()
+        if self.focus and question_words:
+            named_sources = signals.named_sources(question_words, (c.source for c in pool.values()))
+            named_items = signals.named_items(question_words, {c.item_id: c.title for c in pool.values()})
         scored = []
         for vector_rank, key in enumerate(by_cosine):
             candidate = pool[key]
-            present, language = _read(candidate.title, candidate.heading or "", candidate.text)
+            present, language = read[key]
             if self.unknown_margin is not None:
                 vocabulary |= present
             matched = frozenset(word for word in question_words if word in present)
             coverage = len(matched) / len(question_words) if question_words else 0.0
             kw_rank = keyword_rank.get(key)
             score = self._fuse(candidate, vector_rank, kw_rank, coverage) * candidate.weight
-            scored.append(
-                Scored(candidate, score, vector_rank, kw_rank, matched, coverage, language)
-            )
+            held = 0
+            if terms:
+                text = signals.folded(candidate)
+                held = sum(1 for term in terms if signals.contains_term(text, term))
+            scored.append(Scored(
+                candidate, score, vector_rank, kw_rank, matched, coverage, language,
+                lead=candidate.similarity - field.get(candidate.source, field.get("", 0.0)),
+                terms=held, rare=len(matched & rare),
+                named=candidate.source in named_sources or candidate.item_id in named_items,
+            ))
         scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
+        if named_sources or named_items:
+            scored = self._focused(scored)
         reference = pool[by_cosine[REFERENCE_RANK]].similarity if len(by_cosine) > REFERENCE_RANK else None
         # Reading every candidate word for the unknown-word check costs about as much as the
         # rest of the scoring, so it is done only when that check is on.
         unknown = frozenset()
         if self.unknown_margin is not None:
             unknown = unknown_words(question_words, vocabulary)
-        evidence = Evidence(question_words, language_of(question), unknown, reference)
+        evidence = Evidence(question_words, language_of(question), unknown, reference, terms)
         return scored, evidence
+
+    def _focused(self, scored: list[Scored]) -> list[Scored]:
+        """``scored`` with every passage of a named source or item ahead of the others, except
+        the others that are closer than the best named one by :attr:`named_margin`."""
+        best_named = max((entry.candidate.similarity for entry in scored if entry.named), default=None)
+        if best_named is None:
+            return scored
+        bar = best_named + self.named_margin
+        ahead = [entry for entry in scored if entry.named or entry.candidate.similarity >= bar]
+        behind = [entry for entry in scored if not (entry.named or entry.candidate.similarity >= bar)]
+        return ahead + behind
 
     def _fuse(self, candidate: Candidate, vector_rank: int, kw_rank: int | None, coverage: float) -> float:
         k = self.rrf_k
@@ -238,9 +306,16 @@ class FusionRanker:
                 bar -= gate.cross_language_offset
         elif self.unknown_margin is not None and evidence.unknown:
             bar, words_count = bar + self.unknown_margin, False
-        if similarity >= bar:
+        if not self.transfer:
+            if similarity >= bar:
+                return "similarity"
+            if words_count and len(entry.matched) >= self.min_words:
+                return "words"
+            return None
+        stands_out = entry.lead >= self.field_lead or entry.terms or similarity >= bar + self.sure
+        if similarity >= bar and stands_out:
             return "similarity"
-        if words_count and len(entry.matched) >= self.min_words:
+        if words_count and entry.rare >= self.min_words:
             return "words"
         return None
 
