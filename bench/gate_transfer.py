@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import pickle
 import sys
 import tempfile
@@ -47,6 +48,10 @@ from gate_levels import Replay, Vectors, halves
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.80, 0.82, 0.83, 0.84, 0.85, 0.86, 0.87, 0.88, 0.89, 0.90)
 HELD_OUT = "starlette"
+GRID_LEADS = (0.0, 0.01, 0.02, 0.03, 0.04)
+GRID_SURE = (0.02, 0.04, 0.06, 1.0)
+GRID_SHARES = (0.1, 0.2)
+GRID_THRESHOLDS = (0.84, 0.85, 0.86, 0.87, 0.88)
 DOCS_SOURCES = (("starship-en", "starship/en"), ("starship-de", "starship/de"),
                 ("typer", "typer"), ("starlette", "starlette"))
 
@@ -86,8 +91,21 @@ def cases_of(kind: str) -> tuple[list[Case], list[bool]]:
     return cases, [case.group_label.startswith(HELD_OUT) for case in cases]
 
 
-async def record(kind: str, data_dir: Path) -> tuple[list[Recorded], Any, Any]:
-    """Every case's reduced question, vector and candidate lists (and the engine's embedder)."""
+async def _no_windows(passage_texts: Sequence[str], cache: Any, embed: Any) -> int:
+    return 0
+
+
+async def record(kind: str, data_dir: Path, windows: bool = True) -> tuple[list[Recorded], Any, Any]:
+    """Every case's reduced question, vector and candidate lists (and the engine's embedder).
+
+    ``windows=False`` builds the index without the excerpt windows' vectors, which the gate does
+    not read (about four fifths of the embedding time on a loaded machine); answer@3 is then
+    measured with excerpts chosen by the question's words.
+    """
+    if not windows:
+        import passageway.kernel.index.sync as sync_module
+
+        sync_module.embed_windows = _no_windows  # type: ignore[assignment]
     folder = Path(tempfile.mkdtemp(prefix=f"passageway-gate-transfer-{kind}-"))
     config = folder / "passageway.toml"
     config.write_text(config_text(kind), encoding="utf-8")
@@ -175,18 +193,23 @@ def quick(recorded: Sequence[Recorded], ranker: Any, gate: Gate) -> list[tuple[b
     return results
 
 
-def grid(recorded: Sequence[Recorded], offset: float) -> None:
+def grid(recorded: Sequence[Recorded], offset: float, out: Path | None = None) -> None:
     """The transferable gate's constants, each combination at every threshold, best first by
-    hit@3 + silence on the tuning part (a threshold from the same sweep)."""
+    hit@3 + silence on the tuning part (a threshold from the same sweep); every row also into
+    ``out`` (JSON), to choose across corpus kinds."""
     rows = []
-    for field_lead, sure, share in itertools.product((0.0, 0.01, 0.02, 0.03, 0.04, 0.05),
-                                                     (0.02, 0.04, 0.06, 1.0), (0.05, 0.1, 0.2)):
+    for field_lead, sure, share in itertools.product(GRID_LEADS, GRID_SURE, GRID_SHARES):
         ranker = FusionRanker("hybrid", field_lead=field_lead, sure=sure, rare_share=share)
-        for threshold in THRESHOLDS:
+        for threshold in GRID_THRESHOLDS:
             results = quick(recorded, ranker, Gate(threshold, offset))
             tune, out = rates(results, False), rates(results, True)
             rows.append((tune.hit3 + tune.silence, field_lead, sure, share, threshold, tune, out))
     rows.sort(key=lambda row: -row[0])
+    if out is not None:
+        out.write_text(json.dumps([
+            {"field_lead": lead, "sure": sure, "rare_share": share, "threshold": threshold,
+             "tuning": attrs.asdict(tune), "held_out": attrs.asdict(held)}
+            for _, lead, sure, share, threshold, tune, held in rows]), encoding="utf-8")
     print("\n| field lead | sure | rare share | threshold | tuning hit@3 | silence "
           "| held out hit@3 | silence |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -207,13 +230,15 @@ async def main() -> int:
     parser.add_argument("--kinds", default="xquad,docs")
     parser.add_argument("--rerecord", action="store_true", help="ask the index again")
     parser.add_argument("--grid", action="store_true", help="sweep the gate's constants instead")
+    parser.add_argument("--no-windows", action="store_true",
+                        help="index without the excerpt windows' vectors (the gate does not read them)")
     args = parser.parse_args()
     for kind in [k for k in args.kinds.split(",") if k]:
         pickled = args.data_dir / f"candidates-{kind}.pickle"
         if pickled.exists() and not args.rerecord:
             recorded, inner = pickle.loads(pickled.read_bytes())
         else:
-            recorded, inner, _ = await record(kind, args.data_dir)
+            recorded, inner, _ = await record(kind, args.data_dir, not args.no_windows)
             inner = (inner.name, inner.dim, inner.min_similarity, inner.cross_language_offset)
             pickled.write_bytes(pickle.dumps((recorded, inner)))
         fake = attrs.make_class("Inner", ["name", "dim", "min_similarity", "cross_language_offset"])(*inner)
@@ -222,7 +247,7 @@ async def main() -> int:
         print(f"\n## {kind}: {len(recorded)} questions ({yes} answerable), "
               f"{sum(e.held_out for e in recorded)} held out")
         if args.grid:
-            grid(recorded, fake.cross_language_offset)
+            grid(recorded, fake.cross_language_offset, args.data_dir / f"grid-{kind}.json")
             continue
         for name, make in RANKERS.items():
             ranker = make()

@@ -71,11 +71,17 @@ FIELD_LEAD = 0.03
 """How far a passage's cosine must stand above the median of its source's candidates to pass by
 similarity (unless it is sure, or holds one of the question's identifiers); docs/gate-levels.md."""
 
-SURE = 0.04
-"""Above ``min_similarity`` by this much a passage passes without leading its field."""
+SURE: float | None = None
+"""Off: a passage this far above the bar would pass without standing out; on the documentation
+set every margin tried (0.02 to 0.06) let more unanswered questions through than it added answers
+(docs/gate-levels.md)."""
 
-RARE_SHARE = 0.1
+RARE_SHARE = 0.3
 """The words rescue counts a question word only when at most this share of the candidates hold it."""
+
+AGREE_RANK = 3
+"""A passage among the keyword search's first this many (of every source) stands out: keyword
+and vector search agree on it."""
 
 NAMED_MARGIN = 0.02
 """A passage of another source or item outranks one of the source or item the question names
@@ -160,12 +166,15 @@ class FusionRanker:
     :param lead_across_only: apply ``lead`` only to passages in another language than the
         question.
     :param transfer: the gate that transfers across corpora (default): a passage passes by
-        similarity only when it also leads its source's field by ``field_lead``, holds one of the
-        question's identifiers, or is ``sure`` above the bar; the words rescue counts only rare
-        words; a named source or item comes first. ``False`` is the former cosine-or-three-words
-        gate, for comparison.
-    :param focus: order the passages of a source or item the question names before the others'
-        unless those are closer by ``named_margin``.
+        similarity only when it also stands out: it leads its source's field by ``field_lead``,
+        holds one of the question's identifiers, is among the keyword search's first
+        ``agree_rank``, or (when ``sure`` is set) is that far above the bar; the words rescue
+        counts only words in at most ``rare_share`` of the candidates. ``False`` is the former
+        cosine-or-three-words gate, for comparison.
+    :param focus: order the passages of a source the question names before the others' unless
+        those are closer by ``named_margin``.
+    :param focus_items: the same for an item named by a title word no other candidate item's title
+        has; off, because it cost answers on the held-out project (docs/gate-levels.md).
     """
 
     signals: str = "hybrid"
@@ -178,9 +187,11 @@ class FusionRanker:
     lead_across_only: bool = False
     transfer: bool = True
     field_lead: float = FIELD_LEAD
-    sure: float = SURE
+    sure: float | None = SURE
     rare_share: float = RARE_SHARE
+    agree_rank: int = AGREE_RANK
     focus: bool = True
+    focus_items: bool = False
     named_margin: float = NAMED_MARGIN
 
     @property
@@ -233,7 +244,8 @@ class FusionRanker:
         named_sources = named_items = frozenset()
         if self.focus and question_words:
             named_sources = signals.named_sources(question_words, (c.source for c in pool.values()))
-            named_items = signals.named_items(question_words, {c.item_id: c.title for c in pool.values()})
+            if self.focus_items:
+                named_items = signals.named_items(question_words, {c.item_id: c.title for c in pool.values()})
         scored = []
         for vector_rank, key in enumerate(by_cosine):
             candidate = pool[key]
@@ -312,7 +324,9 @@ class FusionRanker:
             if words_count and len(entry.matched) >= self.min_words:
                 return "words"
             return None
-        stands_out = entry.lead >= self.field_lead or entry.terms or similarity >= bar + self.sure
+        agree = entry.keyword_rank is not None and entry.keyword_rank < self.agree_rank
+        sure = self.sure is not None and similarity >= bar + self.sure
+        stands_out = entry.lead >= self.field_lead or entry.terms or agree or sure
         if similarity >= bar and stands_out:
             return "similarity"
         if words_count and entry.rare >= self.min_words:
