@@ -22,15 +22,24 @@ competes.
 
 **The gate** (the same for all three). A passage passes when
 
-* its cosine reaches the gate's ``min_similarity``, or, for a passage in another language than
-  the question (English and German told apart by their stopwords), ``min_similarity`` less the
-  gate's ``cross_language_offset``, because a model's cosines between languages run lower; or
-* it contains at least three distinct content words of the question.
+* its cosine reaches the gate's ``min_similarity`` (for a passage in another language than the
+  question, English and German told apart by their stopwords, ``min_similarity`` less the gate's
+  ``cross_language_offset``, because a model's cosines between languages run lower) **and** it
+  stands out of what it competes with: it leads the median cosine of its own source's
+  candidates by :data:`FIELD_LEAD`, or holds one of the question's identifiers (an option,
+  function or flag name), or is among the keyword search's first :data:`AGREE_RANK`
+  (:mod:`.signals`); or
+* it contains at least three of the question's *rare* content words, words that at most
+  :data:`RARE_SHARE` of the candidates contain (numbers never count).
 
-Both numbers come with the :class:`~passageway.kernel.ranking.Gate` that ``recall`` builds from the
-embedder: they belong to the model (its preset, or its ``[embedder]`` table), not to the ranker,
-which treats every model alike. The built-in model's offset (0.06) is measured in
-``docs/ranking-and-gate.md``.
+The first condition is what keeps silence meaningful when a whole source is about one topic:
+there every passage is close to every question, and only the one that answers stands out. A
+question that names a source (a word of its name) gets that source's passages first unless
+another's is :data:`NAMED_MARGIN` closer. Both numbers of the gate come with the
+:class:`~passageway.kernel.ranking.Gate` that ``recall`` builds from the embedder: they belong to
+the model (its preset, or its ``[embedder]`` table), not to the ranker, which treats every model
+alike. The built-in model's offset (0.06) is measured in ``docs/ranking-and-gate.md``, the
+stand-out constants in ``docs/gate-levels.md`` (``bench/gate_transfer.py``).
 
 Whatever passes nothing is silence. Two further checks were measured and are off by default
 (:class:`FusionRanker` parameters): a raised bar when the question holds a word no candidate
