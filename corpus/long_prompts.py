@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PINNED = "dbb5787"
 """The commit whose files and diff are pasted (so the set does not move when the code does)."""
-CODE_FILES = ("kernel/query/recall.py", "kernel/index/sync.py", "builtin/ranking.py", "kernel/config.py",
+CODE_FILES = ("kernel/recall.py", "kernel/sync.py", "builtin/ranking.py", "kernel/config.py",
               "hooks/recall-hook.sh", "Dockerfile", "corpus/measure.sh")
 DIFF_RANGE = ("ac76f2c", PINNED)
 PASTE_ONLY = 40

@@ -14,7 +14,7 @@ from passageway.kernel.query.prompt import PLAIN_CHARS, asked, fit_to_tokens, is
 
 QUESTION = "How many people were lost in Algiers during 1620-21?"
 FRAGE = "Wie viele Menschen starben 1620-21 in Algier an der Pest?"
-CODE = (Path(__file__).resolve().parent.parent / "kernel" / "recall.py").read_text("utf-8")
+CODE = (Path(__file__).resolve().parent.parent / "kernel" / "query" / "recall.py").read_text("utf-8")
 
 PYTHON_TRACE = """Traceback (most recent call last):
   File "/srv/app/main.py", line 12, in <module>
