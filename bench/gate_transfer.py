@@ -52,7 +52,7 @@ GRID_LEADS = (0.0, 0.02, 0.03, 0.05)
 GRID_AGREE = (1, 3, 5, 10)
 GRID_SURE = (0.04, None)
 GRID_SHARES = (0.1, 0.2, 0.3)
-GRID_THRESHOLDS = (0.85, 0.86, 0.87, 0.88, 0.89)
+GRID_THRESHOLDS = (0.87,)
 DOCS_SOURCES = (("starship-en", "starship/en"), ("starship-de", "starship/de"),
                 ("typer", "typer"), ("starlette", "starlette"))
 

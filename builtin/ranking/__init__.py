@@ -88,7 +88,7 @@ set every margin tried (0.02 to 0.06) let more unanswered questions through than
 RARE_SHARE = 0.3
 """The words rescue counts a question word only when at most this share of the candidates hold it."""
 
-AGREE_RANK = 3
+AGREE_RANK = 5
 """A passage among the keyword search's first this many (of every source) stands out: keyword
 and vector search agree on it."""
 
