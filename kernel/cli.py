@@ -105,6 +105,21 @@ def _plugin_commands(taken: set[str]) -> list[tuple[str, Any]]:
     return [(name, registry.factories[name]) for name in registry.names()]
 
 
+class UnknownCommand(PassagewayError):
+    """The first word is no command: said as such, not as a stray argument of ``serve``."""
+
+    exit_code = 2
+
+
+def unknown_command(word: str, names: set[str]) -> str:
+    """One line: ``word`` is not a command, the closest one if any, and every command."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(names), n=1)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    return f"unknown command {word!r}; {hint}the commands are: {', '.join(sorted(names))}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
@@ -115,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if asks_for_help or (first_word is not None and first_word not in names):
             parser, names = build_parser()
         asks_for_help = asks_for_help or "--version" in rest
+        if rest and not rest[0].startswith("-") and rest[0] not in names:
+            raise UnknownCommand(unknown_command(rest[0], names))
         if first_word not in names and not asks_for_help and DEFAULT_COMMAND in names:
             rest = [DEFAULT_COMMAND, *rest]
         args = parser.parse_args(rest)

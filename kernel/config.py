@@ -18,9 +18,11 @@ from typing import Any
 
 import attrs
 
+from passageway.kernel.config_problems import Problems
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.gate_levels import check_level
 from passageway.kernel.instances import base_config_dir, base_data_dir, folder_name, resolve_instance
+from passageway.kernel.invocation import hint
 from passageway.kernel.tables import command_list, env_table, number, reject_unknown, secrets_table
 
 SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
@@ -118,40 +120,55 @@ TOP_LEVEL_KEYS = {"connector", "embedder", "embedders", "store"}
 
 
 def parse_config_text(text: str, origin: str = "passageway.toml") -> FileSettings:
-    """Parse the text of a ``passageway.toml``; ``origin`` names it in error messages."""
+    """Parse the text of a ``passageway.toml``; ``origin`` names it in error messages.
+
+    Every mistake is found before one :class:`ConfigError` lists them all, each with its line
+    (:mod:`passageway.kernel.config_problems`); only TOML that cannot be read stops at once.
+    """
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{origin} is not valid TOML: {error}") from None
-
-    reject_unknown(document, TOP_LEVEL_KEYS, "the top level", origin)
+    found = Problems(text, origin)
+    for key in document:
+        found.attempt(lambda key=key: reject_unknown({key: 0}, TOP_LEVEL_KEYS, "the top level", origin),
+                      None, key=key)
     raw_connectors = document.get("connector", [])
     if not isinstance(raw_connectors, list):
-        raise ConfigError(f"{origin}: write each source as a [[connector]] table (double brackets)")
-    connectors = tuple(_connector(raw, index, origin) for index, raw in enumerate(raw_connectors, 1))
+        found.add(f"{origin}: write each source as a [[connector]] table (double brackets)", "connector")
+        raw_connectors = []
+    connectors = []
+    for index, raw in enumerate(raw_connectors, 1):
+        connector = _connector(raw, index, origin, found)
+        if connector is not None:
+            connectors.append((index, connector))
     seen: dict[str, int] = {}
-    for index, connector in enumerate(connectors, 1):
+    for index, connector in connectors:
         if connector.name in seen:
-            raise ConfigError(
-                f"{origin}: connectors {seen[connector.name]} and {index} are both named "
-                f"{connector.name!r}; each source needs a name of its own (it names the index file)"
-            )
-        seen[connector.name] = index
+            found.add(f"{origin}: connectors {seen[connector.name]} and {index} are both named "
+                      f"{connector.name!r}; each source needs a name of its own (it names the index file)",
+                      "connector", index, "name")
+        seen.setdefault(connector.name, index)
 
-    embedder = _embedder(document.get("embedder", {}), "[embedder]", origin)
+    embedder = found.attempt(lambda: _embedder(document.get("embedder", {}), "[embedder]", origin),
+                             EmbedderSettings(), "embedder")
     raw_embedders = document.get("embedders", {})
     if not isinstance(raw_embedders, dict):
-        raise ConfigError(f"{origin}: [embedders] must hold tables such as [embedders.e5]")
+        found.add(f"{origin}: [embedders] must hold tables such as [embedders.e5]", "embedders")
+        raw_embedders = {}
     embedders = {}
     for name, raw in raw_embedders.items():
+        table = f"embedders.{name}"
         if not SOURCE_NAME.match(name):
-            raise ConfigError(
-                f"{origin}: [embedders.{name}]: a name starts with a-z or 0-9, then a-z, 0-9, _ or -"
-            )
-        embedders[name] = _embedder(raw, f"[embedders.{name}]", origin)
-    if "default" in embedders:
-        raise ConfigError(f"{origin}: [embedders.default] is reserved for the [embedder] table; rename it")
-    return FileSettings(connectors, embedder, embedders, _store_table(document.get("store", {}), origin))
+            found.add(f"{origin}: [{table}]: a name starts with a-z or 0-9, then a-z, 0-9, _ or -", table)
+        elif name == "default":
+            found.add(f"{origin}: [embedders.default] is reserved for the [embedder] table; rename it", table)
+        else:
+            embedders[name] = found.attempt(lambda raw=raw, table=table: _embedder(raw, f"[{table}]", origin),
+                                            EmbedderSettings(), table)
+    store = found.attempt(lambda: _store_table(document.get("store", {}), origin), {}, "store")
+    found.raise_if_any()
+    return FileSettings(tuple(connector for _, connector in connectors), embedder, embedders, store)
 
 
 def _store_table(raw: Any, origin: str) -> dict[str, Any]:
@@ -164,32 +181,41 @@ def _store_table(raw: Any, origin: str) -> dict[str, Any]:
     return dict(raw)
 
 
-def _connector(raw: Any, index: int, origin: str) -> ConnectorSettings:
+def _connector(raw: Any, index: int, origin: str, found: Problems) -> ConnectorSettings | None:
+    """The ``index``-th ``[[connector]]`` table; each of its mistakes goes to ``found``."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"{origin}: [[connector]] {index} must be a table")
+        found.add(f"{origin}: [[connector]] {index} must be a table", "connector", index)
+        return None
     label = f"[[connector]] {raw.get('name', index)!r}" if "name" in raw else f"[[connector]] {index}"
-    reject_unknown(raw, CONNECTOR_KEYS, label, origin)
+    before = len(found.found)
+
+    def check(key: str, read: Any, fallback: Any) -> Any:
+        return found.attempt(read, fallback, "connector", index, key)
+
+    for key in raw:
+        check(key, lambda key=key: reject_unknown({key: 0}, CONNECTOR_KEYS, label, origin), None)
     name = raw.get("name")
     if not isinstance(name, str) or not SOURCE_NAME.match(name):
-        raise ConfigError(
-            f"{origin}: {label}: `name` is required and starts with a-z or 0-9, then a-z, 0-9, _ or - "
-            f"(it names the index file), got {name!r}"
-        )
-    where = f"{label}"
+        found.add(f"{origin}: {label}: `name` is required and starts with a-z or 0-9, then a-z, 0-9, _ or - "
+                  f"(it names the index file), got {name!r}", "connector", index, "name")
+        name = f"connector-{index}"
     defaults = ConnectorSettings(name=name, command=("x",))
-    return ConnectorSettings(
+
+    def limit(key: str, low: float, high: float, integer: bool = True) -> Any:
+        return check(key, lambda: number(raw, key, getattr(defaults, key), label, origin, low=low,
+                                         high=high, integer=integer), getattr(defaults, key))
+
+    settings = ConnectorSettings(
         name=name,
-        command=command_list(raw.get("command"), where, origin, required=True),
-        env=env_table(raw.get("env", {}), where, origin),
-        secrets=secrets_table(raw.get("secrets", {}), where, origin),
-        timeout=number(raw, "timeout", defaults.timeout, where, origin, low=0.1, high=86400),
-        max_line_bytes=int(number(raw, "max_line_bytes", defaults.max_line_bytes, where, origin,
-                                   low=1024, high=2**31, integer=True)),
-        max_output_bytes=int(number(raw, "max_output_bytes", defaults.max_output_bytes, where, origin,
-                                     low=1024, high=2**40, integer=True)),
-        max_delete_fraction=number(raw, "max_delete_fraction", defaults.max_delete_fraction, where, origin,
-                                    low=0.0, high=1.0),
+        command=check("command", lambda: command_list(raw.get("command"), label, origin, required=True), ()),
+        env=check("env", lambda: env_table(raw.get("env", {}), label, origin), {}),
+        secrets=check("secrets", lambda: secrets_table(raw.get("secrets", {}), label, origin), {}),
+        timeout=limit("timeout", 0.1, 86400, integer=False),
+        max_line_bytes=int(limit("max_line_bytes", 1024, 2**31)),
+        max_output_bytes=int(limit("max_output_bytes", 1024, 2**40)),
+        max_delete_fraction=limit("max_delete_fraction", 0.0, 1.0, integer=False),
     )
+    return settings if len(found.found) == before else None
 
 
 def _embedder(raw: Any, where: str, origin: str) -> EmbedderSettings:
@@ -322,7 +348,7 @@ def load_settings(
         file_settings = parse_config_text(text, str(config_path))
     elif require_file:
         raise ConfigError(
-            f"no configuration at {config_path}. Run `passageway init` to create one, "
+            f"no configuration at {config_path}. Run `{hint('init', environ)}` to create one, "
             "or point PASSAGEWAY_CONFIG at your passageway.toml."
         )
     else:

@@ -20,8 +20,26 @@ FILE_MODE = 0o600
 
 
 def private_folder(path: Path) -> Path:
-    """Create ``path`` (and missing parents) readable by the owner only; an existing one is kept."""
-    path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    """Create ``path`` and each missing parent readable by the owner only (as the XDG base
+    directory rules ask of a data folder); folders that exist are kept as they are.
+
+    ``Path.mkdir(parents=True)`` would give the parents the umask's mode (755): the data folder
+    itself, made on the way to the model folder, would then need a repair at the next start.
+    """
+    missing = []
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=FOLDER_MODE)
+        except FileExistsError:
+            pass  # made meanwhile by another process
+        else:
+            os.chmod(folder, FOLDER_MODE)  # mkdir's mode is masked by the umask; 700 needs no more
+    if not path.is_dir():
+        path.mkdir()  # raises the one-line FileExistsError of a file in the way
     return path
 
 

@@ -15,9 +15,16 @@ class PassagewayError(Exception):
 
 
 class ConfigError(PassagewayError):
-    """``passageway.toml``, an environment variable or a command-line option is wrong."""
+    """``passageway.toml``, an environment variable or a command-line option is wrong.
+
+    ``problems`` holds one line per mistake when a file had several, all reported at once.
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems) if problems else [message]
 
 
 class PluginError(PassagewayError):

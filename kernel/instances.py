@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from passageway.kernel.errors import ConfigError
+from passageway.kernel.invocation import hint
 
 INSTANCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*\Z")
 
@@ -69,7 +70,7 @@ def resolve_instance(
         listing = ", ".join(known) if known else "none yet"
         raise ConfigError(
             f"there is no instance {name!r} (instances here: {listing}). "
-            f"Create it with `passageway --instance {name} init`."
+            f"Create it with `{hint(f'--instance {name} init', environ)}`."
         )
     if creating or environ.get("PASSAGEWAY_CONFIG"):
         return None

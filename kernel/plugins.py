@@ -27,7 +27,6 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "passageway.builtin.embedders",
     "passageway.builtin.ranking",
     "passageway.builtin.transport",
-    "passageway.builtin.passage_index",
 )
 """What ships: each module is one plugin, registered under its last dotted name part."""
 

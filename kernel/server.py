@@ -194,7 +194,14 @@ async def _serve(
     port: int,
     on_listening: OnListening | None,
 ) -> None:
-    app = build_app(kernel)
+    early = await answer_starting(kernel, listener)
+    # Building the application imports the transports (the MCP SDK: seconds on a busy machine);
+    # in a thread, so that the loop answers `starting` meanwhile.
+    try:
+        app = await asyncio.to_thread(build_app, kernel)
+    except BaseException:
+        await early.cleanup()
+        raise
     # Handlers still running STOP_SECONDS after a stop are cancelled (an MCP stream never ends by
     # itself); the MCP transport closes its sessions first, in its on_shutdown.
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=STOP_SECONDS)
@@ -217,6 +224,7 @@ async def _serve(
     try:
         starting = asyncio.create_task(runner.setup())
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        await early.cleanup()  # the listener itself stays open: connections wait in its queue
         if not starting.done():
             starting.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -233,10 +241,37 @@ async def _serve(
         log.info("stopping: %s", _waiting_for(runner))
     finally:
         stopping.cancel()
+        await early.cleanup()  # again, harmless, for a stop before the application took over
         await runner.cleanup()
         listener.close()
         for number in signals:
             loop.remove_signal_handler(number)
+
+
+STARTING = (
+    "passageway is starting (its embedding model is loading); try again in a few seconds"
+)
+
+
+async def answer_starting(kernel: Kernel, listener: socket.socket) -> web.AppRunner:
+    """Serve ``listener`` while the resources start (a model loads for seconds): ``/health``
+    answers ``{"status": "starting"}`` and every other route asks to retry, both HTTP 503 with
+    ``Retry-After``. It serves a duplicate of the socket, so that stopping it leaves the listener
+    open for the application proper."""
+
+    async def starting(request: web.Request) -> web.Response:
+        headers = {"Retry-After": "2"}
+        if request.path == "/health":
+            report = {"status": "starting", "version": kernel.version, "instance": kernel.instance}
+            return web.json_response(report, status=503, headers=headers)
+        return web.json_response({"error": STARTING}, status=503, headers=headers)
+
+    app = web.Application()
+    app.router.add_route("*", "/{path:.*}", starting)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.2)
+    await runner.setup()
+    await web.SockSite(runner, listener.dup()).start()
+    return runner
 
 
 def _waiting_for(runner: web.AppRunner) -> str:

@@ -23,9 +23,12 @@ import pytest
 from passageway.kernel import cli, config
 
 ROOT = Path(__file__).resolve().parents[1]
-SKILL_FILES = sorted((ROOT / "skills").glob("*/SKILL.md"))
+PLUGIN = ROOT / "hooks"
+SKILL_FILES = sorted((PLUGIN / "skills").glob("*/SKILL.md"))
 AGENT_FILES = [*SKILL_FILES, ROOT / "llms.txt"]
 SYSTEM_VARIABLES = {"HOME", "PATH", "USER", "CLAUDE_PLUGIN_ROOT", "CLAUDE_CONFIG_DIR", "EDITOR"}
+SKILL_VARIABLES = {"REPO"}
+"""Set by the skills themselves: ``REPO`` is the repository the plugin was added from."""
 
 
 def documentation() -> str:
@@ -112,29 +115,41 @@ def test_every_environment_variable_exists(path):
     for name in sorted(named):
         if name.startswith("PASSAGEWAY_"):
             assert name in config.ENVIRONMENT or f"`{name}`" in docs, f"{path.name}: {name} does not exist"
-        elif name not in SYSTEM_VARIABLES:
+        elif name not in SYSTEM_VARIABLES | SKILL_VARIABLES:
             assert name in docs or name in {"SOURCE_TOKEN", "MY_SOURCE_TOKEN", "VARIABLE", "SETTING"}, (
                 f"{path.parent.name}: {name} is in no page of the documentation")
 
 
 @pytest.mark.parametrize("path", SKILL_FILES, ids=lambda path: path.parent.name)
 def test_every_repository_path_exists(path):
+    """``$REPO/...`` names a file of the repository, ``${CLAUDE_PLUGIN_ROOT}/...`` one of the plugin."""
     text = path.read_text(encoding="utf-8")
-    paths = re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([\w./<>-]+)", text)
-    assert paths, "a skill reads the documentation in the plugin's folder"
-    for relative in paths:
+    named = [(ROOT, relative) for relative in re.findall(r"\$REPO/([\w./<>-]+)", text)]
+    named += [(PLUGIN, relative) for relative in re.findall(r"\$\{CLAUDE_PLUGIN_ROOT\}/([\w./<>-]+)", text)]
+    assert any(folder == ROOT for folder, _ in named), "a skill reads the documentation in the repository"
+    for folder, relative in named:
         relative = relative.rstrip(".")
         if "<" in relative:
             pattern = re.sub(r"<[^>]+>", "*", relative)
-            assert list(ROOT.glob(pattern)), f"{path.parent.name}: nothing matches {relative}"
+            assert list(folder.glob(pattern)), f"{path.parent.name}: nothing matches {relative}"
         else:
-            assert (ROOT / relative).exists(), f"{path.parent.name}: {relative} does not exist"
+            where = f"{path.parent.name}: {relative} does not exist in {folder.name}/"
+            assert (folder / relative).exists(), where
+
+
+@pytest.mark.parametrize("path", SKILL_FILES, ids=lambda path: path.parent.name)
+def test_every_skill_finds_the_repository_before_it_reads_it(path):
+    """The plugin holds no documentation: each skill sets ``REPO`` with the finder first."""
+    text = path.read_text(encoding="utf-8")
+    finder = 'REPO="$(python3 "${CLAUDE_PLUGIN_ROOT}/skills/passageway/repository.py")"'
+    assert finder in text
+    assert text.index(finder) < text.index("$REPO/")
 
 
 @pytest.mark.parametrize("path", SKILL_FILES, ids=lambda path: path.parent.name)
 def test_every_skill_it_refers_to_exists(path):
     for name in re.findall(r"(?<![\w/])/((?:passageway|create-passageway)[a-z-]*)\b", path.read_text()):
-        assert (ROOT / "skills" / name / "SKILL.md").is_file(), f"{path.parent.name}: /{name} is no skill"
+        assert (PLUGIN / "skills" / name / "SKILL.md").is_file(), f"{path.parent.name}: /{name} is no skill"
 
 
 @pytest.mark.parametrize("path", SKILL_FILES, ids=lambda path: path.parent.name)
@@ -155,7 +170,7 @@ CREDENTIAL = re.compile(
 )
 
 
-@pytest.mark.parametrize("path", [*SKILL_FILES, *(ROOT / "skills").glob("*/*.py"), ROOT / "llms.txt"],
+@pytest.mark.parametrize("path", [*SKILL_FILES, *(PLUGIN / "skills").glob("*/*.py"), ROOT / "llms.txt"],
                          ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_credential_and_no_path_of_one_machine(path):
     text = path.read_text(encoding="utf-8")
@@ -178,7 +193,7 @@ def test_the_checks_would_catch_a_credential_and_a_machine_path():
 
 
 def python_block(skill: str) -> str:
-    text = (ROOT / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
+    text = (PLUGIN / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
     [block] = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
     return block
 
@@ -205,7 +220,7 @@ def test_the_connector_skills_example_passes_check_connector(tmp_path):
 
 
 def test_the_connect_skill_writes_the_hook_file_readable_only_by_the_user(tmp_path):
-    text = (ROOT / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
+    text = (PLUGIN / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
     program = re.search(r"<<'WRITE'\n(.*?)\nWRITE\n", text, flags=re.DOTALL).group(1)  # type: ignore[union-attr]
     password_file = tmp_path / "password"
     password_file.write_text("s3cret-for-the-hook\n")
@@ -244,7 +259,7 @@ async def test_the_connect_skills_hook_file_and_try_it_give_passages_from_a_live
 
     from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
 
-    text = (ROOT / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
+    text = (PLUGIN / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
     write = re.search(r"```\n(python3 - .*?WRITE\n)```", text, flags=re.DOTALL).group(1)  # type: ignore[union-attr]
     try_it = re.search(r"## 5\. Try it\n\n```\n(.*?)```", text, flags=re.DOTALL).group(1)  # type: ignore[union-attr]
     question = "how does a refracting telescope gather starlight with a lens?"
@@ -253,7 +268,7 @@ async def test_the_connect_skills_hook_file_and_try_it_give_passages_from_a_live
     (home / ".config" / "passageway" / "password").write_text(PASSWORD + "\n")
     (tmp_path / "server").mkdir()
     kernel = make_kernel(write_instance(tmp_path / "server"))
-    environ = {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "CLAUDE_PLUGIN_ROOT": str(ROOT),
+    environ = {"HOME": str(home), "PATH": os.environ.get("PATH", ""), "CLAUDE_PLUGIN_ROOT": str(PLUGIN),
                "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"), "PASSAGEWAY_HOOK_TIMEOUT": "20"}
     async with running_server(kernel) as url:
         await wait_built(kernel)
@@ -274,7 +289,7 @@ async def test_the_connect_skills_hook_file_and_try_it_give_passages_from_a_live
 def test_the_connector_tables_a_skill_writes_are_valid_configuration(skill):
     """Each ```toml block is read by passageway's own configuration parser, and each module it
     runs is a bundled connector's."""
-    text = (ROOT / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
+    text = (PLUGIN / "skills" / skill / "SKILL.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```toml\n(.*?)```", text, flags=re.DOTALL)
     assert blocks
     for block in blocks:

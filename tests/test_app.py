@@ -293,3 +293,19 @@ def test_an_unknown_key_in_the_embedder_table_breaks_the_kernel_at_once(tmp_path
     kernel = Kernel.create(settings, environ=environ)
     assert kernel.config_error is not None and "unknown key 'modle' in [embedder]" in kernel.config_error
     assert kernel.health(include_errors=False)["status"] == "error"
+
+
+def test_a_private_folder_makes_its_missing_parents_private_too(tmp_path):
+    """The data folder made on the way to the model folder is 700 at once: no repair, no warning."""
+    import os
+
+    from passageway.kernel.data_folder import private_folder, secure_data_folder
+
+    old_umask = os.umask(0o022)
+    try:
+        private_folder(tmp_path / "share" / "passageway" / "models" / "one")
+        private_folder(tmp_path / "share" / "passageway" / "models" / "one")  # exists: kept
+    finally:
+        os.umask(old_umask)
+    assert set(modes_under(tmp_path / "share").values()) == {0o700}
+    assert secure_data_folder(tmp_path / "share" / "passageway") == 0

@@ -144,3 +144,19 @@ async def test_health_under_a_foreign_host_says_only_the_status(served):
         answer = await raw_request(url, (
             f"GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").encode())
         assert b'"sources"' in answer
+
+
+async def test_a_missing_and_a_wrong_password_get_different_texts_that_reveal_nothing(served):
+    from passageway.kernel.auth import REFUSED_NOTHING_SENT, REFUSED_WRONG_VALUE
+
+    client, url = served
+    for method, path, body, headers in ROUTES:
+        texts = {}
+        for authorization in (None, "Basic abc", "Bearer wrong-password", f"Bearer {PASSWORD[:-1]}"):
+            sent = headers if authorization is None else {**headers, "Authorization": authorization}
+            response = await client.request(method, f"{url}{path}", json=body, headers=sent)
+            texts[authorization] = response.json()["error_description"]
+            assert PASSWORD[:-1] not in response.text and "wrong-password" not in response.text
+        assert texts[None] == texts["Basic abc"] == REFUSED_NOTHING_SENT, (method, path)
+        wrong = {texts["Bearer wrong-password"], texts[f"Bearer {PASSWORD[:-1]}"]}
+        assert wrong == {REFUSED_WRONG_VALUE}, (method, path)

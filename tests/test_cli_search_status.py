@@ -74,6 +74,35 @@ async def test_search_exits_1_on_silence(tmp_path, monkeypatch, capsys):
         assert json.loads(capsys.readouterr().out) == {"silent": True, "text": NOTHING}
 
 
+async def test_search_during_a_build_is_silence_exit_1(tmp_path, monkeypatch, capsys):
+    """While a source builds, silence reads "Nothing relevant in the sources indexed so far. Still
+    indexing: ..."; it is still silence, told by the answer's shape, not by its text."""
+    from passageway.kernel.query.rendering import render_answer
+    from passageway.kernel.records import Answer
+
+    building = Answer(notes=("notes: 2 of 4 passages indexed",))
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    kernel = make_kernel(environ)
+
+    async def still_building(question: str, **options: object) -> Answer:
+        return building
+
+    monkeypatch.setattr(kernel, "recall", still_building)
+    async with running_server(kernel, start_sync=False) as url:
+        assert await run_cli("search", "--url", url, "--json", UNRELATED) == 1
+        assert json.loads(capsys.readouterr().out) == {"silent": True, "text": render_answer(building)}
+        assert "Still indexing: notes: 2 of 4 passages indexed." in render_answer(building)
+
+
+def test_silence_is_read_from_the_shape_never_from_the_text():
+    from passageway.kernel.commands.search import answer_is_silent
+
+    assert answer_is_silent({"passageway": {"silent": True, "passages": 0, "indexing": []}})
+    assert not answer_is_silent({"passageway": {"silent": False, "passages": 2, "indexing": []}})
+    assert not answer_is_silent(None) and not answer_is_silent({"other": {"silent": True}})
+
+
 async def test_search_with_a_wrong_password_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     environ = write_instance(tmp_path)
     use_environment(monkeypatch, environ)
@@ -90,6 +119,7 @@ async def test_search_with_a_wrong_password_is_one_line_and_exit_2(tmp_path, mon
 
 
 def test_search_and_status_without_a_server_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     from tests.server_helpers import free_port
 
     environ = write_instance(tmp_path)
@@ -132,3 +162,14 @@ def test_a_url_that_is_not_http_is_one_line(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().err == (
         "passageway: --url file:///etc: give the server's http:// or https:// address\n"
     )
+
+
+def test_status_of_a_starting_server_says_so_without_the_sources():
+    from passageway.kernel.commands.status import HEALTHY, render_status
+
+    report = {"status": "starting", "version": "0.1.0", "instance": None}
+    assert render_status(report, "http://127.0.0.1:8082").splitlines() == [
+        "passageway 0.1.0 at http://127.0.0.1:8082: starting",
+        "  loading the embedding model and opening the indexes; ask again in a few seconds",
+    ]
+    assert "starting" in HEALTHY  # exit 0: it is on its way, like indexing

@@ -352,3 +352,51 @@ def test_every_env_reference_in_a_table_is_found_for_the_log_mask():
 
     table = {"secrets": {"API_KEY": "env:EMBED_KEY"}, "nested": [{"token": "env:OTHER"}], "model": "env"}
     assert referenced_variables(table) == ["EMBED_KEY", "OTHER"]
+
+
+THREE_MISTAKES = """\
+[[connector]]
+name = "notes"
+comand = ["/usr/bin/python3", "-m", "passageway_connector_markdown"]
+env = { FOLDER = "/srv/notes" }
+
+[[connector]]
+name = "wiki"
+command = ["/usr/bin/python3", "-m", "passageway_connector_wikipedia"]
+timeout = -5
+
+[embedder]
+gate = "sloppy"
+"""
+
+
+def test_every_mistake_of_a_file_is_reported_at_once_with_its_line():
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text(THREE_MISTAKES, "my.toml")
+    problems = caught.value.problems
+    assert len(problems) == 4, problems  # the unknown key, the then missing command, timeout, gate
+    assert problems[0].startswith("my.toml:3: unknown key 'comand' in [[connector]] 'notes'")
+    assert problems[1].startswith("my.toml:1: [[connector]] 'notes': `command` is a list of strings")
+    assert problems[2].startswith("my.toml:9: [[connector]] 'wiki': `timeout` is a number from 0.1")
+    assert problems[3].startswith("my.toml:11: [embedder]")
+    message = str(caught.value).splitlines()
+    assert message[0] == "my.toml has 4 mistakes; fix them all, then start again:"
+    assert message[1:] == [f"  {problem}" for problem in problems]
+
+
+def test_one_mistake_is_one_line_with_its_line_number():
+    with pytest.raises(ConfigError) as caught:
+        parse_config_text('[[connector]]\nname = "a"\ncommand = ["x"]\n\n[[connector]]\nname = "a"\n'
+                          'command = ["y"]\n', "my.toml")
+    assert str(caught.value).startswith("my.toml:6: connectors 1 and 2 are both named 'a'")
+    assert caught.value.problems == [str(caught.value)]
+
+
+def test_the_line_of_a_key_or_table_is_found_in_the_text():
+    from passageway.kernel.config_problems import line_of
+
+    assert line_of(THREE_MISTAKES, "connector", 2, "timeout") == 9
+    assert line_of(THREE_MISTAKES, "connector", 2, "secrets") == 6  # not written: the table's header
+    assert line_of(THREE_MISTAKES, "embedder", 1, "gate") == 12
+    assert line_of(THREE_MISTAKES, "store") is None
+    assert line_of('title = "x"\n[store]\n', None, 1, "title") == 1

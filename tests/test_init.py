@@ -10,6 +10,7 @@ from passageway.kernel.config import load_password, load_settings, parse_config_
 
 
 def test_init_creates_the_folder_password_and_config(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     monkeypatch.setenv("HOME", str(tmp_path))
     for name in ("PASSAGEWAY_INSTANCE", "PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR"):
         monkeypatch.delenv(name, raising=False)
@@ -43,6 +44,7 @@ def test_init_keeps_what_exists(tmp_path, monkeypatch, capsys):
 
 
 def test_init_creates_a_named_instance(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("PASSAGEWAY_INSTANCE", raising=False)
     assert cli.main(["init", "--instance", "work"]) == 0
@@ -73,6 +75,7 @@ def test_the_templates_embedder_example_parses_when_uncommented():
 
 
 def test_init_folder_writes_a_markdown_source_with_this_interpreter(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     import sys
 
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -60,7 +60,9 @@ def test_the_kernels_data_paths_import_one_way():
         "index": ("passageway.kernel.query",),
     }
     offenders = {
-        str(path.relative_to(ROOT)): sorted(name for name in imported_modules(path) if name.startswith(prefixes))
+        str(path.relative_to(ROOT)): sorted(
+            name for name in imported_modules(path) if name.startswith(prefixes)
+        )
         for folder, prefixes in forbidden.items()
         for path in (ROOT / "kernel" / folder).rglob("*.py")
     }

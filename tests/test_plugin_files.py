@@ -1,8 +1,12 @@
-"""The Claude Code plugin: its manifests, ``claude plugin validate --strict`` and the service writer.
+"""The Claude Code plugin: its manifests, ``claude plugin validate --strict``, what an install
+copies, and the service writer.
 
-The validator comes from the npm package ``@anthropic-ai/claude-code`` at a pinned version,
-installed once into the same project-local cache folder as the other npm tools
-(``tests/test_mcp_npm.py``); it validates offline. Skipped, saying why, without node and npm.
+The plugin is the folder ``hooks/`` (manifest, skills, hook); the repository's
+``.claude-plugin/marketplace.json`` points at it. The ``claude`` CLI comes from the npm package
+``@anthropic-ai/claude-code`` at a pinned version, installed once into the same project-local cache
+folder as the other npm tools (``tests/test_mcp_npm.py``); it validates and installs offline.
+That version declares Node >= 22; on Node 20 npm warns (EBADENGINE) and installs it anyway, and it
+runs, the package being a native program. Skipped, saying why, without node and npm.
 """
 
 from __future__ import annotations
@@ -20,24 +24,31 @@ import pytest
 from tests.test_mcp_npm import _install, _run
 
 ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = ROOT / "hooks"
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.332"
 SKILLS = {
     "passageway", "passageway-install", "passageway-connect", "passageway-add-source",
     "passageway-status", "passageway-evaluate", "create-passageway-connector",
 }
-WRITE_SERVICE = ROOT / "skills" / "passageway-install" / "write_service.py"
+WRITE_SERVICE = PLUGIN / "skills" / "passageway-install" / "write_service.py"
 
 
 def manifest(name: str) -> dict:  # type: ignore[type-arg]
-    return json.loads((ROOT / ".claude-plugin" / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    folder = ROOT if name == "marketplace.json" else PLUGIN
+    return json.loads((folder / ".claude-plugin" / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-def test_the_marketplace_lists_this_repository_as_the_plugin():
+def test_the_marketplace_lists_the_plugin_folder_not_the_repository():
     plugin, market = manifest("plugin.json"), manifest("marketplace.json")
     assert plugin["name"] == market["name"] == "passageway"
     [entry] = market["plugins"]
     assert entry["name"] == plugin["name"]
-    assert entry["source"] == "./"
+    assert entry["source"] == "./hooks"
+
+
+def test_the_plugin_folder_holds_the_manifest_the_skills_and_the_hook_only():
+    names = sorted(path.name for path in PLUGIN.iterdir() if path.name != "__pycache__")
+    assert names == [".claude-plugin", "hooks.json", "recall-hook.sh", "skills", "test-recall-hook.sh"]
 
 
 def test_the_plugin_version_is_the_package_version():
@@ -47,28 +58,43 @@ def test_the_plugin_version_is_the_package_version():
 
 
 def test_the_icon_is_a_square_png_the_directory_accepts():
-    data = (ROOT / ".claude-plugin" / "icon.png").read_bytes()
+    data = (PLUGIN / ".claude-plugin" / "icon.png").read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
     assert width == height and 512 <= width <= 2048
 
 
 def test_the_hook_is_the_plugins_hooks_file():
-    hooks = json.loads((ROOT / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+    assert manifest("plugin.json")["hooks"] == "./hooks.json"
+    hooks = json.loads((PLUGIN / "hooks.json").read_text(encoding="utf-8"))
     [entry] = hooks["hooks"]["UserPromptSubmit"]
-    assert entry["hooks"][0]["command"] == 'bash "${CLAUDE_PLUGIN_ROOT}/hooks/recall-hook.sh"'
-    assert (ROOT / "hooks" / "recall-hook.sh").is_file()
+    assert entry["hooks"][0]["command"] == 'bash "${CLAUDE_PLUGIN_ROOT}/recall-hook.sh"'
+    assert (PLUGIN / "recall-hook.sh").is_file()
+
+
+async def claude(home: Path, *arguments: str, cwd: Path = ROOT) -> tuple[int, str]:
+    """The pinned ``claude`` CLI with ``home`` as its HOME and configuration folder."""
+    folder = await _install(CLAUDE_CODE)
+    program = folder / "node_modules" / ".bin" / "claude"
+    return await _run(
+        "env", f"HOME={home}", f"CLAUDE_CONFIG_DIR={home / '.claude'}", "DISABLE_AUTOUPDATER=1",
+        str(program), *arguments, cwd=cwd, timeout=300,
+    )
 
 
 @pytest.mark.npm
-@pytest.mark.parametrize("target", [".", ".claude-plugin/plugin.json"])
+async def test_claude_plugin_validate_accepts_the_marketplace(tmp_path):
+    code, output = await claude(tmp_path, "plugin", "validate", "--strict", "--json", ".")
+    assert code == 0, output
+    report = json.loads(output[output.index("{"):])
+    assert report["success"] is True and report["manifest"]["type"] == "marketplace"
+    assert report["manifest"]["errors"] == [] and report["manifest"]["warnings"] == []
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("target", ["hooks", "hooks/.claude-plugin/plugin.json"])
 async def test_claude_plugin_validate_passes_without_a_warning(target, tmp_path):
-    folder = await _install(CLAUDE_CODE)
-    claude = folder / "node_modules" / ".bin" / "claude"
-    code, output = await _run(
-        "env", f"HOME={tmp_path}", f"CLAUDE_CONFIG_DIR={tmp_path / '.claude'}", "DISABLE_AUTOUPDATER=1",
-        str(claude), "plugin", "validate", "--strict", "--json", target, cwd=ROOT, timeout=120,
-    )
+    code, output = await claude(tmp_path, "plugin", "validate", "--strict", "--json", target)
     assert code == 0, output
     report = json.loads(output[output.index("{"):])
     assert report["success"] is True
@@ -80,7 +106,44 @@ async def test_claude_plugin_validate_passes_without_a_warning(target, tmp_path)
 
 
 def test_every_skill_folder_is_one_of_the_seven():
-    assert {path.parent.name for path in (ROOT / "skills").glob("*/SKILL.md")} == SKILLS
+    assert {path.parent.name for path in (PLUGIN / "skills").glob("*/SKILL.md")} == SKILLS
+
+
+def files_of(folder: Path) -> dict[str, int]:
+    """Each file under ``folder`` (relative path) and its size, without Python's caches."""
+    return {path.relative_to(folder).as_posix(): path.stat().st_size for path in folder.rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts}
+
+
+@pytest.mark.npm
+async def test_installing_the_plugin_copies_the_plugin_folder_only(tmp_path):
+    """``claude plugin marketplace add <clone>`` then ``claude plugin install passageway@passageway``
+    into a fresh HOME: the copy is the plugin folder, file for file, and nothing of the checkout
+    (no ``.venv``, no ``.demo/password``, no index, no corpus)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    code, output = await claude(home, "plugin", "marketplace", "add", str(ROOT), cwd=tmp_path)
+    assert code == 0, output
+    code, output = await claude(home, "plugin", "install", "passageway@passageway", cwd=tmp_path)
+    assert code == 0, output
+    record = home / ".claude" / "plugins" / "installed_plugins.json"
+    installed = json.loads(record.read_text(encoding="utf-8"))
+    [entry] = installed["plugins"]["passageway@passageway"]
+    copy = Path(entry["installPath"])
+    copied = files_of(copy)
+    assert sorted(copied) == sorted(files_of(PLUGIN))
+    assert sum(copied.values()) < 500_000, f"{sum(copied.values())} bytes copied"
+    for name in copied:
+        assert not name.startswith((".venv/", ".demo/", "corpus/", "docs/")), name
+        assert not name.endswith(("password", ".sqlite", ".sqlite3", ".usearch", ".db")), name
+    # The finder the skills start with leads from the installed copy back to this repository.
+    found = subprocess.run(
+        [sys.executable, str(copy / "skills" / "passageway" / "repository.py")],
+        capture_output=True, text=True, timeout=60,
+        env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"), "PATH": "/usr/bin:/bin"},
+    )
+    assert found.returncode == 0, found.stderr
+    assert Path(found.stdout.strip()) == ROOT.resolve()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,7 +210,7 @@ async def test_the_connect_skills_registration_reaches_a_live_server(tmp_path):
 
     folder = await _install(CLAUDE_CODE)
     claude = str(folder / "node_modules" / ".bin" / "claude")
-    skill = (ROOT / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
+    skill = (PLUGIN / "skills" / "passageway-connect" / "SKILL.md").read_text(encoding="utf-8")
     block = next(b for b in re.findall(r"```\n(.*?)```", skill, flags=re.DOTALL) if "claude mcp add" in b)
     password_file = tmp_path / "home" / ".config" / "passageway" / "password"
     password_file.parent.mkdir(parents=True)
@@ -165,3 +228,47 @@ async def test_the_connect_skills_registration_reaches_a_live_server(tmp_path):
     assert "registered" in output, output
     assert PASSWORD not in output
     assert re.search(r"passageway: .*Connected", output), output
+
+
+# ---------------------------------------------------------------------------------------------
+# The skills' repository finder
+# ---------------------------------------------------------------------------------------------
+
+FINDER = PLUGIN / "skills" / "passageway" / "repository.py"
+
+
+def find_repository(
+    config_dir: Path, marketplaces: dict[str, object] | None
+) -> subprocess.CompletedProcess[str]:
+    if marketplaces is not None:
+        (config_dir / "plugins").mkdir(parents=True)
+        (config_dir / "plugins" / "known_marketplaces.json").write_text(json.dumps(marketplaces))
+    return subprocess.run([sys.executable, str(FINDER)], capture_output=True, text=True, timeout=60,
+                          env={"HOME": str(config_dir), "CLAUDE_CONFIG_DIR": str(config_dir)})
+
+
+def test_the_finder_prints_the_marketplace_that_is_a_passageway_repository(tmp_path):
+    other = tmp_path / "other"
+    (other / ".claude-plugin").mkdir(parents=True)
+    (other / ".claude-plugin" / "marketplace.json").write_text('{"plugins": [{"name": "else"}]}')
+    done = find_repository(tmp_path / "claude", {
+        "another": {"installLocation": str(other)},
+        "broken": "not an entry",
+        "mine": {"source": {"source": "directory", "path": str(ROOT)}, "installLocation": str(ROOT)},
+    })
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == ROOT.resolve()
+
+
+@pytest.mark.parametrize("marketplaces", [None, {}, {"x": {"installLocation": "/nowhere"}}])
+def test_without_the_repository_the_finder_says_what_to_do(marketplaces, tmp_path):
+    done = find_repository(tmp_path / "claude", marketplaces)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "ask the user for the folder of their passageway clone" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_docs_name_the_pinned_cli_and_the_node_it_needs():
+    page = (ROOT / "docs" / "claude-code.md").read_text(encoding="utf-8")
+    assert f"at a pinned version ({CLAUDE_CODE.rsplit('@', 1)[1]})" in page
+    assert "Node.js 22 or newer" in page and "to run `claude plugin validate` yourself, use Node 22" in page

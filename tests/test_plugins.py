@@ -238,7 +238,10 @@ def test_a_plugin_registers_a_command_that_the_command_line_runs(monkeypatch, ca
 
 def test_the_builtin_commands_come_from_their_plugins(monkeypatch):
     monkeypatch.setenv("PASSAGEWAY_LOAD_PLUGINS", "")
-    assert {"model", "mcp", "index"} <= cli.build_parser()[1]
+    assert {"model", "mcp"} <= cli.build_parser()[1]
+    assert "index" not in cli.build_parser()[1]  # passageway-passage-index is an entry point now
+    monkeypatch.setenv("PASSAGEWAY_LOAD_PLUGINS", "passage_index")
+    assert "index" in cli.build_parser()[1]
     assert not {"model", "mcp", "index"} & cli.build_parser(plugin_commands=False)[1]
     monkeypatch.setenv("PASSAGEWAY_DISABLE_PLUGINS", "embedders")
     assert "model" not in cli.build_parser()[1]

@@ -52,6 +52,7 @@ def test_serve_reads_the_password_file_init_wrote(tmp_path, monkeypatch, capsys,
 
 
 def test_serve_without_any_password_names_the_file_init_writes(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     use_environment(monkeypatch, {"HOME": str(tmp_path)})
     monkeypatch.setenv("HOME", str(tmp_path))
     assert cli.main(["serve"]) == 2
@@ -100,11 +101,13 @@ def test_a_broken_config_is_boxed_at_start(tmp_path, monkeypatch, capsys, starte
     assert started[0]["kernel"].config_error is not None  # the server still runs, to say so at /health
     err = capsys.readouterr().err
     box = [line for line in err.splitlines() if line.startswith(("+", "|"))]
-    assert box[0].startswith("+-- passageway: 1 problem at start ---")
+    # The typo, and so no `name` and no `command`: all three at once, each with its line.
+    assert box[0].startswith("+-- passageway: 3 problems at start ---")
     assert box[-1] == "+" + "-" * (len(box[0]) - 2) + "+"
     assert len(box[0]) >= 78 and all(len(line) == len(box[0]) for line in box)
     text = " ".join(line.strip("| ") for line in box[1:-1])
-    assert "nmae" in text and str(tmp_path / "passageway.toml") in text
+    assert "nmae" in text and f"{tmp_path / 'passageway.toml'}:2: unknown key" in text
+    assert "`name` is required" in text and "`command` is a list" in text
     assert "The server runs anyway and reports the same at http://127.0.0.1:" in text
 
 

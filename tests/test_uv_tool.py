@@ -1,5 +1,5 @@
 """``uv tool install`` from a clone, as the install skill runs it (the same command as in
-docs/install.md, with the plugin's folder as the clone), into a temporary tool folder.
+docs/install.md, with ``REPO`` the clone), into a temporary tool folder.
 
 The install runs offline from uv's cache first (``UV_OFFLINE``), so it usually adds no download;
 when the cache cannot satisfy uv's own resolution it asks the package registry, and only when that
@@ -29,13 +29,13 @@ def test_uv_tool_install_from_the_clone(tmp_path):
         "UV_TOOL_DIR": str(tmp_path / "tools"), "UV_TOOL_BIN_DIR": str(tmp_path / "bin"),
         "UV_PYTHON_DOWNLOADS": "never", "UV_OFFLINE": "1", "VIRTUAL_ENV": "",
     }
-    skill = (ROOT / "skills" / "passageway-install" / "SKILL.md").read_text(encoding="utf-8")
+    skill = (ROOT / "hooks" / "skills" / "passageway-install" / "SKILL.md").read_text("utf-8")
     [command] = [line for line in skill.splitlines() if line.startswith("uv tool install ")]
-    assert '"${CLAUDE_PLUGIN_ROOT}/connectors/markdown"' in command
+    assert '"$REPO/connectors/markdown"' in command
     def run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["bash", "-c", command], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-            env={**env, "CLAUDE_PLUGIN_ROOT": str(ROOT), "PATH": f"{Path(uv).parent}:{os.environ['PATH']}"},
+            env={**env, "REPO": str(ROOT), "PATH": f"{Path(uv).parent}:{os.environ['PATH']}"},
         )
 
     install = run(environ)

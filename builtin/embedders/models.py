@@ -27,6 +27,7 @@ from typing import Literal
 
 import attrs
 
+from passageway.kernel.data_folder import private_folder
 from passageway.kernel.errors import ModelError
 
 MARKER = ".passageway-model.json"
@@ -312,7 +313,7 @@ def download_preset(
         raise ModelError(f"the preset {preset.name} ships inside its package; there is nothing to download")
     if not hub.startswith(("https://", "http://")):
         raise ModelError(f"PASSAGEWAY_MODEL_HUB must be an https:// address, got {hub!r}")
-    folder.mkdir(parents=True, exist_ok=True)
+    private_folder(folder)  # downloads are private (mkstemp) like every file of the data folder
     # The marker goes first, so a folder being (re)written is never taken as valid.
     (folder / MARKER).unlink(missing_ok=True)
     context = https_context() if hub.startswith("https:") else None

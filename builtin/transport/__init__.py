@@ -21,7 +21,7 @@ from passageway.builtin.transport.mcp_transport import McpTransport
 from passageway.builtin.transport.oauth import OAuthServer
 from passageway.builtin.transport.status_page import status_page_handler
 from passageway.kernel.app import Kernel
-from passageway.kernel.auth import bearer_token, unauthorized
+from passageway.kernel.auth import REFUSED_WRONG_VALUE, bearer_token, unauthorized
 
 MCP_KEY = web.AppKey("passageway.mcp", McpTransport)
 HOOK_KEY = web.AppKey("passageway.hook", HookEndpoint)
@@ -68,7 +68,7 @@ def mount(app: web.Application, kernel: Kernel) -> None:
         if not kernel.authorize(request) and not (oauth is not None and oauth.verify(bearer_token(request))):
             return unauthorized(
                 oauth.resource_metadata_url if oauth is not None else None,
-                reason="the token is not valid" if bearer_token(request) else None,
+                reason=REFUSED_WRONG_VALUE if bearer_token(request) else None,
             )
         return await mcp.handle(request)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from passageway.builtin.transport.request_body import BadBody, parse_json
-from passageway.kernel.auth import unauthorized
+from passageway.kernel.auth import REFUSED_WRONG_VALUE, bearer_token, unauthorized
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.query.prompt import asked
@@ -164,7 +164,7 @@ class HookEndpoint:
     async def handle(self, request: web.Request) -> web.Response:
         # The static password only: an OAuth token for /mcp is not accepted here.
         if not self.kernel.authorize(request):
-            return unauthorized()
+            return unauthorized(reason=REFUSED_WRONG_VALUE if bearer_token(request) else None)
         body = await _read_limited(request, MAX_BODY_BYTES)
         if body is None:
             return web.json_response(
@@ -202,8 +202,8 @@ class HookEndpoint:
             return web.json_response({"context": "", "error": str(error)}, status=503)
         answer = _without(answer, self.memory.sent(session_id))
         self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
-        quiet = answer.silent and not answer.notes
-        return web.json_response({"context": "" if quiet else render_answer(answer)})
+        # Silence is an empty context, also while a source builds: the hook then adds nothing at all.
+        return web.json_response({"context": "" if answer.silent else render_answer(answer)})
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes | None:

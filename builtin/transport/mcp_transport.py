@@ -178,7 +178,9 @@ class McpTransport:
             log.exception("recall failed")
             return _tool_error(f"recall failed: {type(error).__name__}")
         text = render_answer(answer)  # one line saying the sources have nothing, when silent
-        return types.CallToolResult(content=[types.TextContent(text=text)])
+        # The answer's shape for programs (`passageway search`): silence is told by this, never by the text.
+        shape = {"silent": answer.silent, "passages": len(answer.hits), "indexing": list(answer.notes)}
+        return types.CallToolResult(content=[types.TextContent(text=text)], meta={"passageway": shape})
 
     # -----------------------------------------------------------------------------------------
     # aiohttp

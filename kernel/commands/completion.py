@@ -12,6 +12,7 @@ Load it from the shell's start file, or install it once:
 from __future__ import annotations
 
 import argparse
+import sys
 
 NAME = "completion"
 HELP = "print a shell completion script for bash, zsh or fish"
@@ -125,4 +126,10 @@ def run(args: argparse.Namespace) -> int:
     words = command_words()
     script = {"bash": bash_script, "zsh": zsh_script, "fish": fish_script}[args.shell](words)
     print(script, end="")
+    from passageway.kernel.invocation import command
+
+    if command() != "passageway":  # the script completes `passageway`, which this shell lacks
+        print(f"passageway: completion works for a `passageway` on the PATH, and here it runs as "
+              f"`{command()}`: activate its environment (source .venv/bin/activate) or install it "
+              "with `uv tool install`", file=sys.stderr)
     return 0

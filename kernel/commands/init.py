@@ -141,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {path} with a source for the markdown files under {folder}")
         else:
             print(f"wrote {path}")
-    instance_option = f" --instance {instance}" if instance else ""
+    from passageway.kernel.invocation import command
+
+    run = command() + (f" --instance {instance}" if instance else "")
     print()
     print("Next:")
     step = 1
@@ -150,10 +152,10 @@ def run(args: argparse.Namespace) -> int:
         print("     or run this again with --folder DIR for a folder of markdown files.")
         step += 1
     print(f"  {step}. Start the server (it reads the password from {password_path}):")
-    print(f"     passageway{instance_option}")
+    print(f"     {run}")
     print(f"  {step + 1}. Ask it from another terminal once it has indexed:")
-    print(f"     passageway{instance_option} status")
-    print(f"     passageway{instance_option} search \"a question your notes answer\"")
+    print(f"     {run} status")
+    print(f"     {run} search \"a question your notes answer\"")
     return 0
 
 

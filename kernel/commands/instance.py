@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.invocation import hint
 
 DEFAULT_PORT = 8082
 
@@ -104,7 +105,7 @@ def request(
     except (urllib.error.URLError, OSError) as error:
         base = url.rsplit("/", 1)[0]
         unreachable = ServerUnreachable(
-            f"no passageway answers at {base} ({_reason(error)}); start it with `passageway`, "
+            f"no passageway answers at {base} ({_reason(error)}); start it with `{hint()}`, "
             "or name its address with --url"
         )
         unreachable.reason = _reason(error)

@@ -3,8 +3,9 @@
 Without ``--local`` it asks the running server's ``recall`` tool over MCP, with the instance's
 password, so it sees exactly what Claude sees. With ``--local`` it opens the data folder itself
 (no server needed); a source whose index is still empty is built first, with a progress bar on a
-terminal. Exit codes: 0 passages found, 1 nothing relevant (silence), 2 the question could not be
-asked (no server, a wrong password, a broken configuration, a failing embedder).
+terminal. Exit codes: 0 passages found, 1 nothing relevant (silence, also while a source is still
+building), 2 the question could not be asked (no server, a wrong password, a broken configuration,
+a failing embedder). Silence is read from the answer's structure, never from its text.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.invocation import hint
 
 NAME = "search"
 HELP = "ask the sources one question and print the passages (exit 1 when nothing is relevant)"
@@ -68,14 +70,13 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
 
     from passageway.kernel.commands.instance import find_password, mcp_http_client, server_url
     from passageway.kernel.instances import resolve_instance
-    from passageway.kernel.query.rendering import NOTHING
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ)
     password, _ = find_password(environ, instance)
     if not password:
         raise SearchFailed(
-            "no password to ask the server with: run `passageway init`, or set PASSAGEWAY_LOGIN_PASSWORD_FILE"
+            f"no password to ask the server with: run `{hint('init')}`, or set PASSAGEWAY_LOGIN_PASSWORD_FILE"
         )
     url = server_url(args, environ)
     await asyncio.to_thread(_check_access, url, password)
@@ -88,7 +89,15 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
     text = "\n".join(getattr(part, "text", "") for part in result.content)
     if result.is_error:
         raise SearchFailed(f"the server could not answer: {text}")
-    return text, text.strip() == NOTHING
+    return text, answer_is_silent(result.meta)
+
+
+def answer_is_silent(meta: object) -> bool:
+    """Whether the ``recall`` tool's result was silence, from the shape the server attaches to it
+    (``_meta.passageway.silent``), never from its text: the text differs while a source builds.
+    A server without that shape (older than this command) counts as having answered."""
+    shape = meta.get("passageway") if isinstance(meta, dict) else None
+    return isinstance(shape, dict) and shape.get("silent") is True
 
 
 def _check_access(url: str, password: str) -> None:
@@ -114,7 +123,7 @@ def _check_access(url: str, password: str) -> None:
 
 def _unreachable(url: str, reason: str) -> str:
     return (
-        f"no passageway answers at {url} ({reason}); start it with `passageway`, "
+        f"no passageway answers at {url} ({reason}); start it with `{hint()}`, "
         "name its address with --url, or search the data folder with --local"
     )
 

@@ -11,7 +11,7 @@ NAME = "serve"
 HELP = "run the server: /mcp for MCP clients, /recall for the prompt hook, /health, and a status page at /"
 
 MISSING_LOGIN_MESSAGE = (
-    "no password is set, and the server does not run without one. Run `passageway init` (it writes "
+    "no password is set, and the server does not run without one. Run `{init}` (it writes "
     "{path}), or set PASSAGEWAY_LOGIN_PASSWORD or PASSAGEWAY_LOGIN_PASSWORD_FILE."
 )
 
@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
     instance = resolve_instance(args.instance, environ)
     password, password_origin = find_password(environ, instance)
     if not password:
-        raise ConfigError(MISSING_LOGIN_MESSAGE.format(path=password_file(environ, instance)))
+        from passageway.kernel.invocation import hint
+
+        path = password_file(environ, instance)
+        raise ConfigError(MISSING_LOGIN_MESSAGE.format(path=path, init=hint("init")))
     if password_origin not in ("PASSAGEWAY_LOGIN_PASSWORD", environ.get("PASSAGEWAY_LOGIN_PASSWORD_FILE")):
         environ["PASSAGEWAY_LOGIN_PASSWORD_FILE"] = password_origin  # the kernel reads it from there
     secrets = [password]
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         # A broken passageway.toml still gives a server that says so from /health and `status`.
         kernel = Kernel.broken(str(error), environ=environ, instance=instance)
-        problems.append(str(error))
+        problems.extend(error.problems)  # every mistake of the file, one line each
         host = environ.get("PASSAGEWAY_HOST") or "127.0.0.1"
         port_text = environ.get("PASSAGEWAY_PORT") or "8082"
         if not port_text.isdigit():

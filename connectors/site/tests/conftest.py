@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 COMMAND = [sys.executable, "-m", "passageway_connector_site"]
-SITE = Path(__file__).resolve().parents[3] / "tests" / "passage_index_fixtures" / "site"
+SITE = Path(__file__).resolve().parents[3] / "plugins" / "passage-index" / "tests" / "fixtures" / "site"
 
 
 class SiteRunner:
@@ -42,7 +42,7 @@ class SiteRunner:
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     """The fixture site of the passage index tests, copied and indexed."""
-    from passageway.builtin.passage_index import build_index
+    from passageway_passage_index import build_index
 
     folder = tmp_path / "site-dist"
     shutil.copytree(SITE, folder)

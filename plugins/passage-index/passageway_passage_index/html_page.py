@@ -1,0 +1,374 @@
+"""One built HTML page to its title and sections, read with lxml (``docs/adr/0013``).
+
+The page's main content is found by the generator's own markup (:data:`MAIN_CONTENT`, the first
+rule that matches), else ``<main>``, ``[role=main]``, ``<article>`` or the body. Inside it, what a
+generator adds around the author's text is removed (:data:`CHROME_TAGS`, :data:`CHROME_CLASSES`:
+permalink marks, copy buttons, breadcrumbs, "edit this page", previous/next links, tables of
+contents, tab labels). Both are checked in one pass over the elements, in plain Python: CSS
+selectors compiled to XPath cost more than the rest of the page's reading together.
+
+What remains is written as the Markdown the chunker reads: the first ``h1`` is the page title, every
+``h2`` and ``h3`` starts a section whose anchor is the id the generator's permalink points at (the
+heading's ``id``, or its ``<section>``'s for Sphinx), ``h4`` to ``h6`` stay in their section as
+``####`` lines, ``<pre>`` becomes one fenced code block, a ``<table>`` a pipe table, lists and
+quotes their Markdown forms, and links ``[text](href)`` so that a list of nothing but links to
+the site's own pages is recognised as navigation by the prepared search content.
+
+The walk is iterative where documents nest (a hostile page may nest thousands of elements) and
+linear in the page's size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import attrs
+from lxml import etree
+
+from passageway_passage_index.markdown import plain
+from passageway_passage_index.site import SourceSection
+
+MAIN_CONTENT: tuple[tuple[str | None, str | None, tuple[str, str] | None], ...] = (
+    # (tag, class, attribute) - MkDocs with Material, then VitePress, Docusaurus, Sphinx (furo,
+    # Read the Docs, alabaster) and the MkDocs default theme, then any page.
+    ("article", "md-content__inner", None),
+    ("div", "vp-doc", None),
+    ("div", "theme-doc-markdown", None),
+    ("article", None, ("role", "main")),
+    ("div", None, ("itemprop", "articleBody")),
+    ("div", "body", ("role", "main")),
+    ("div", None, ("role", "main")),
+    ("main", None, None),
+    (None, None, ("role", "main")),
+    ("article", None, None),
+    ("body", None, None),
+)
+CHROME_TAGS = frozenset({
+    "script", "style", "noscript", "template", "svg", "button", "form", "nav", "footer", "iframe",
+})
+CHROME_CLASSES = frozenset({
+    "headerlink", "header-anchor", "hash-link", "md-content__button", "md-source-file",
+    "theme-doc-footer", "theme-doc-breadcrumbs", "theme-doc-toc-mobile", "theme-doc-version-badge",
+    "pagination-nav", "theme-edit-this-page", "toctree-wrapper", "tabbed-labels",
+    "line-numbers-wrapper", "sr-only", "visually-hidden", "skip-to-content", "prev-next-area",
+    "related-pages", "md-feedback", "edit-link", "vp-doc-footer",
+})
+"""Inside the main content, elements of these tags or classes (and ``role="tablist"``, and the
+``<span class="lang">`` VitePress puts on a code block) are the generator's, not the author's."""
+_BLOCKS = frozenset({
+    "p", "div", "section", "article", "main", "aside", "header", "blockquote", "pre", "ul", "ol", "dl",
+    "dt", "dd", "table", "h1", "h2", "h3", "h4", "h5", "h6", "figure", "figcaption", "details",
+    "summary", "hr", "li", "center", "address",
+})
+_MAX_DEPTH = 200
+"""Deeper elements are read as plain text: no real page nests so far, and it bounds the stack."""
+_PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
+_WHITESPACE = re.compile(r"\s+")
+_MARKS = re.compile(r"[\\`*_\[\]]")
+_RISKY_MARKS = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
+"""Marks that Markdown could read: ``_`` inside a word (``snake_case``) never is one."""
+_LINE_START_MARK = re.compile(r"^( {0,3})([#>=+|-]|\d+[.)]|<!--|[*_]{3,}\s*$)")
+
+
+@attrs.define
+class HtmlPage:
+    """What the index keeps of one HTML page."""
+
+    title: str
+    language: str | None
+    generator: str
+    """The ``<meta name="generator">`` content, empty if none."""
+    redirect: bool
+    """Whether the page is a redirect stub (``<meta http-equiv="refresh">``)."""
+    fragment: bool
+    """Whether the file has neither a ``<title>`` nor an ``<h1>``: a template or a piece of a page
+    (a theme's ``overrides/main.html`` copied into the build), not a page."""
+    sections: list[SourceSection]
+    ids: set[str]
+    """Every ``id`` in the document, to check that anchors resolve."""
+
+
+def read_page(content: bytes) -> HtmlPage:
+    """The title, language and sections of one built page (``content`` is its bytes)."""
+    # lxml's etree parser, not lxml.html: its element classes cost a lookup per element visited.
+    document = etree.fromstring(content if content.strip() else b"<p/>", _PARSER)
+    if document is None:
+        document = etree.fromstring(b"<p/>", _PARSER)
+    language = document.get("lang") or None
+    generator = " ".join(meta.get("content", "") for meta in document.xpath("//meta[@name='generator']"))
+    redirect = any(
+        (meta.get("http-equiv") or "").lower() == "refresh" for meta in document.xpath("//meta[@http-equiv]")
+    )
+    ids = {element.get("id") for element in document.iter() if element.get("id")}  # type: ignore[misc]
+    root = _main_content(document)
+    for element in [element for element in _OUTSIDE_CODE(root) if _is_chrome(element)]:
+        _drop(element)
+    writer = _Writer()
+    writer.blocks(root, 0)
+    writer.end_section()
+    title = writer.title or _title_of(document)
+    fragment = document.find(".//title") is None and document.find(".//h1") is None
+    return HtmlPage(title=title, language=language, generator=generator, redirect=redirect,
+                    fragment=fragment, sections=writer.sections, ids=ids)
+
+
+def _matches(element: etree._Element, tag: str | None, name: str | None,
+             attribute: tuple[str, str] | None) -> bool:
+    if tag is not None and element.tag != tag:
+        return False
+    if name is not None and name not in (element.get("class") or "").split():
+        return False
+    return attribute is None or element.get(attribute[0]) == attribute[1]
+
+
+_OUTSIDE_CODE = etree.XPath(".//*[not(ancestor::pre)]")
+"""The elements that may be chrome: a highlighted code block's hundreds of spans never are."""
+_CANDIDATES = etree.XPath("//*[self::article or self::div or self::main or self::body or @role='main']")
+
+
+def _main_content(document: etree._Element) -> etree._Element:
+    """The first element, in document order, of the first rule of :data:`MAIN_CONTENT` that any
+    element meets; one pass over the page."""
+    best: tuple[int, etree._Element] | None = None
+    for element in _CANDIDATES(document):
+        limit = len(MAIN_CONTENT) if best is None else best[0]
+        for rank in range(limit):
+            if _matches(element, *MAIN_CONTENT[rank]):
+                best = (rank, element)
+                break
+        if best is not None and best[0] == 0:
+            break
+    return best[1] if best is not None else document
+
+
+def _is_chrome(element: etree._Element) -> bool:
+    tag = element.tag
+    if not isinstance(tag, str):
+        return False
+    if tag in CHROME_TAGS or element.get("role") == "tablist":
+        return True
+    names = (element.get("class") or "").split()
+    return any(name in CHROME_CLASSES for name in names) or (tag == "span" and "lang" in names)
+
+
+def _drop(element: etree._Element) -> None:
+    """Remove ``element`` but keep the text that follows it."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
+
+
+def _text_of(element: etree._Element) -> str:
+    """All the text inside ``element`` (its tail left out)."""
+    return etree.tostring(element, method="text", encoding="unicode", with_tail=False)
+
+
+def _title_of(document: etree._Element) -> str:
+    found = document.find(".//title")
+    text = _WHITESPACE.sub(" ", _text_of(found)).strip() if found is not None else ""
+    for separator in (" | ", " — ", " - ", " · "):
+        if separator in text:
+            return text.split(separator)[0].strip()
+    return text
+
+
+@attrs.define
+class _Writer:
+    """Walks the main content and writes Markdown, one section at a time."""
+
+    title: str = ""
+    sections: list[SourceSection] = attrs.field(factory=list)
+    level: int = 0
+    name: str = ""
+    anchor: str | None = None
+    out: list[str] = attrs.field(factory=list)
+    """The current section's blocks."""
+
+    def end_section(self) -> None:
+        text = "\n\n".join(block for block in self.out if block.strip())
+        if self.level or text:
+            self.sections.append(SourceSection(self.level, self.name, self.anchor, text))
+        self.out = []
+
+    def blocks(self, element: etree._Element, depth: int) -> None:
+        """Write the block-level content of ``element``: inline runs become paragraphs."""
+        run: list[str] = [_text(element.text)]
+        for child in element:
+            if not isinstance(child.tag, str):  # a comment or processing instruction
+                run.append(_text(child.tail))
+                continue
+            if child.tag in _BLOCKS:
+                self._paragraph(run)
+                run = []
+                self.block(child, depth + 1)
+            else:
+                run.append(_inline(child, depth + 1))
+            run.append(_text(child.tail))
+        self._paragraph(run)
+
+    def _paragraph(self, run: list[str]) -> None:
+        text = _WHITESPACE.sub(" ", "".join(run)).strip()
+        if text:
+            self.out.append(_escape_line_start(text))
+
+    def block(self, element: etree._Element, depth: int) -> None:
+        tag = element.tag
+        if depth > _MAX_DEPTH:
+            self._paragraph([_text_of(element)])
+        elif tag in ("h1", "h2", "h3"):
+            self._heading(element, int(tag[1]))
+        elif tag in ("h4", "h5", "h6"):
+            text = _inline_text(element, depth)
+            if text:
+                self.out.append(f"{'#' * int(tag[1])} {text}")
+        elif tag == "pre":
+            self.out.append(_fenced(element))
+        elif tag == "table":
+            self.out.append(_table(element, depth))
+        elif tag in ("ul", "ol"):
+            self.out.append(_list(element, depth))
+        elif tag == "blockquote":
+            inner = _Writer()
+            inner.blocks(element, depth)
+            quoted = "\n\n".join(inner.out)
+            if quoted:
+                self.out.append("\n".join(f"> {line}" if line else ">" for line in quoted.split("\n")))
+        elif tag == "hr":
+            return
+        else:
+            self.blocks(element, depth)
+
+    def _heading(self, element: etree._Element, level: int) -> None:
+        text = plain(_inline_text(element, 0))
+        if level == 1 and not self.title and not self.sections and not self.level:
+            self.title = text
+            return
+        self.end_section()
+        self.level = 2 if level == 1 else level
+        self.name = text
+        self.anchor = _anchor_of(element)
+
+
+def _anchor_of(heading: etree._Element) -> str | None:
+    """The id a reader's link to this heading uses: the heading's own, else its section's."""
+    if heading.get("id"):
+        return heading.get("id")
+    parent = heading.getparent()
+    if parent is not None and parent.get("id") and parent.tag in ("section", "div"):
+        first = next((child for child in parent if isinstance(child.tag, str)), None)
+        if first is heading:
+            return parent.get("id")
+    return None
+
+
+def _inline(element: etree._Element, depth: int) -> str:
+    tag = element.tag
+    if depth > _MAX_DEPTH:
+        return _text_of(element)
+    if tag == "code" or tag == "kbd" or tag == "samp":
+        return _code_span(_text_of(element))
+    if tag == "br":
+        return " "
+    if tag == "img":
+        return element.get("alt") or ""
+    inner = _text(element.text) + "".join(
+        _inline(child, depth + 1) + _text(child.tail) for child in element if isinstance(child.tag, str)
+    )
+    if tag == "a" and element.get("href") and inner.strip():
+        href = element.get("href", "").replace(" ", "%20").replace(")", "%29")
+        return f"[{inner.strip()}]({href})"
+    return inner
+
+
+def _inline_text(element: etree._Element, depth: int) -> str:
+    """The inline Markdown of ``element`` with nested blocks read as text, on one line."""
+    parts = [_text(element.text)]
+    for child in element:
+        if isinstance(child.tag, str):
+            parts.append(_inline(child, depth + 1))
+        parts.append(_text(child.tail))
+    return _WHITESPACE.sub(" ", "".join(parts)).strip()
+
+
+def _text(text: str | None) -> str:
+    """A text node as Markdown: marks escaped only where Markdown would read them as marks."""
+    if not text:
+        return ""
+    if not _RISKY_MARKS.search(text) or plain(text) == _WHITESPACE.sub(" ", text).strip():
+        return text
+    return _MARKS.sub(r"\\\g<0>", text)
+
+
+def _code_span(text: str) -> str:
+    text = _WHITESPACE.sub(" ", text).strip()
+    if not text:
+        return ""
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    padding = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{padding}{text}{padding}{ticks}"
+
+
+def _escape_line_start(text: str) -> str:
+    """A backslash before a mark that would make a paragraph's first characters Markdown syntax."""
+    return _LINE_START_MARK.sub(lambda match: f"{match.group(1)}\\{match.group(2)}", text, count=1)
+
+
+def _language(element: etree._Element) -> str:
+    for node in [element, *itertools.islice(element.iterancestors(), 3)]:
+        for name in (node.get("class") or "").split():
+            for prefix in ("language-", "highlight-", "lang-"):
+                if name.startswith(prefix) and name[len(prefix):] not in ("", "default", "text"):
+                    return name[len(prefix):]
+    code = element.find("code")
+    return _language(code) if code is not None and code is not element else ""
+
+
+def _fenced(element: etree._Element) -> str:
+    for line_break in element.iter("br"):  # Docusaurus ends each highlighted line with <br>
+        line_break.tail = "\n" + (line_break.tail or "")
+    body = _text_of(element).strip("\n")
+    fence = "`" * max(3, max((len(run) for run in re.findall(r"`{3,}", body)), default=0) + 1)
+    return f"{fence}{_language(element)}\n{body}\n{fence}"
+
+
+def _table(element: etree._Element, depth: int) -> str:
+    rows: list[list[str]] = []
+    for row in element.iter("tr"):
+        cells = [cell for cell in row if isinstance(cell.tag, str) and cell.tag in ("td", "th")]
+        rows.append([_inline_text(cell, depth).replace("|", "\\|") for cell in cells])
+    rows = [row for row in rows if row]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    lines = [f"| {' | '.join(row + [''] * (width - len(row)))} |" for row in rows]
+    lines.insert(1, "|" + "---|" * width)
+    return "\n".join(lines)
+
+
+def _list(element: etree._Element, depth: int) -> str:
+    """A list as Markdown; an item's nested blocks are indented under its marker."""
+    lines: list[str] = []
+    number = int(element.get("start") or 1) if (element.get("start") or "1").isdigit() else 1
+    for item in element:
+        if not isinstance(item.tag, str) or item.tag != "li":
+            continue
+        marker = f"{number}. " if element.tag == "ol" else "- "
+        number += 1
+        inner = _Writer()
+        inner.blocks(item, depth + 1)
+        body = "\n\n".join(inner.out) or ""
+        indent = " " * len(marker)
+        first, *rest = body.split("\n") if body else [""]
+        lines.append(f"{marker}{first}".rstrip())
+        lines.extend(f"{indent}{line}" if line else "" for line in rest)
+    return "\n".join(lines)
+
+
