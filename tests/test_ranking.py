@@ -158,8 +158,7 @@ def test_weight_multiplies_the_score():
 def test_only_the_best_passage_of_an_item_competes_and_at_most_three_hits():
     passages = [candidate("same", f"alpha part {i}", 0.95 - i / 100) for i in range(3)]
     others = [candidate(f"other{i}", "alpha", 0.80 - i / 100) for i in range(4)]
-    # The former gate, so that the others pass without standing out of the field (test_signals).
-    result = FusionRanker("hybrid", transfer=False).rank("alpha", VECTOR, [], [*passages, *others], OPEN)
+    result = FusionRanker("hybrid").rank("alpha", VECTOR, [], [*passages, *others], OPEN)
     assert ranked_items(result) == ["same", "other0", "other1"]
     assert result[0].candidate.text == "alpha part 0"
 

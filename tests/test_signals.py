@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from passageway.builtin.ranking import FusionRanker
+from passageway.builtin.ranking import AGREE_RANK, FIELD_LEAD, FusionRanker
 from passageway.builtin.ranking.signals import (
     contains_term,
     fields,
@@ -23,6 +23,7 @@ from passageway.kernel.store import Candidate
 
 VECTOR = np.zeros(4, dtype=np.float32)
 GATE = Gate(0.85)
+HIGH = Gate(0.95)
 
 _keys = iter(range(10_000))
 
@@ -95,34 +96,56 @@ def test_a_source_is_named_by_a_word_of_its_name_unless_every_source_has_it():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_an_on_topic_passage_that_does_not_stand_out_is_silence():
+STAND_OUT = FusionRanker(field_lead=FIELD_LEAD)
+"""The stand-out requirement alone, without its passes (they are off by default, as it is)."""
+
+
+def test_an_on_topic_passage_that_does_not_stand_out_is_silence_with_the_requirement_on():
     # The best passage is above the bar but no closer than the rest of the tool's docs: the
-    # question is about the tool, not answered by it. The former gate lets it through.
+    # question is about the tool, not answered by it. The default gate (the requirement off,
+    # docs/gate-levels.md "Ablation") lets it through.
     pool = one_topic(0.878)
     question = "How do I show the weather in the prompt?"
-    assert FusionRanker().rank(question, VECTOR, [], pool, GATE) == []
-    assert FusionRanker(transfer=False).rank(question, VECTOR, [], pool, GATE) != []
+    assert STAND_OUT.rank(question, VECTOR, [], pool, GATE) == []
+    assert "best.md" in items(FusionRanker().rank(question, VECTOR, [], pool, GATE))
 
 
 def test_a_passage_that_leads_its_field_passes():
     pool = one_topic(0.91)
-    result = FusionRanker().rank("How do I colour the prompt segments?", VECTOR, [], pool, GATE)
+    result = STAND_OUT.rank("How do I colour the prompt segments?", VECTOR, [], pool, GATE)
     assert items(result)[:1] == ["best.md"]
 
 
 def test_a_passage_holding_the_questions_identifier_passes_without_a_lead():
     pool = one_topic(0.878, "Set `add_newline = false` to drop the blank line.")
-    result = FusionRanker().rank("What does add_newline do?", VECTOR, [], pool, GATE)
+    question = "What does add_newline do?"
+    assert STAND_OUT.rank(question, VECTOR, [], pool, GATE) == []
+    result = FusionRanker(field_lead=FIELD_LEAD, identifier_pass=True).rank(question, VECTOR, [], pool, GATE)
     assert items(result)[:1] == ["best.md"]
 
 
-def test_the_words_rescue_does_not_fire_on_words_every_passage_has():
+def test_a_passage_keyword_search_ranks_first_passes_without_a_lead():
+    pool = one_topic(0.878)
+    best = next(c for c in pool if c.item_id == "best.md")
+    question = "How do I show the weather in the prompt?"
+    assert STAND_OUT.rank(question, VECTOR, [best], pool, GATE) == []
+    agreeing = FusionRanker(field_lead=FIELD_LEAD, agree_rank=AGREE_RANK)
+    assert items(agreeing.rank(question, VECTOR, [best], pool, GATE))[:1] == ["best.md"]
+    # outside the keyword search's first AGREE_RANK, agreement does not count
+    others = [c for c in pool if c is not best]
+    late = [*others[:AGREE_RANK], best]
+    assert "best.md" not in items(agreeing.rank(question, VECTOR, late, pool, GATE))
+
+
+def test_the_rare_words_rescue_does_not_fire_on_words_every_passage_has():
     pool = one_topic(0.80, "The prompt module shows files when present, you want it full.")
     common = "I want the full prompt module files present"
-    assert FusionRanker().rank(common, VECTOR, [], pool, GATE) == []
-    assert FusionRanker(transfer=False).rank(common, VECTOR, [], pool, GATE) != []
+    rare_only = FusionRanker(rare_only=True)
+    # a bar above every passage, so that only the words rescue can let one through
+    assert rare_only.rank(common, VECTOR, [], pool, HIGH) == []
+    assert FusionRanker().rank(common, VECTOR, [], pool, HIGH) != []
     rare = one_topic(0.80, "Palettes define named colours that segments reuse.")
-    result = FusionRanker().rank("palettes named colours segments", VECTOR, [], rare, GATE)
+    result = rare_only.rank("palettes named colours segments", VECTOR, [], rare, HIGH)
     assert items(result) == ["best.md"] and result[0].reason == "words"
 
 

@@ -24,22 +24,23 @@ competes.
 
 * its cosine reaches the gate's ``min_similarity`` (for a passage in another language than the
   question, English and German told apart by their stopwords, ``min_similarity`` less the gate's
-  ``cross_language_offset``, because a model's cosines between languages run lower) **and** it
-  stands out of what it competes with: it leads the median cosine of its own source's
-  candidates by :data:`FIELD_LEAD`, or holds one of the question's identifiers (an option,
-  function or flag name), or is among the keyword search's first :data:`AGREE_RANK`
-  (:mod:`.signals`); or
-* it contains at least three of the question's *rare* content words, words that at most
-  :data:`RARE_SHARE` of the candidates contain (numbers never count).
+  ``cross_language_offset``, because a model's cosines between languages run lower); or
+* it contains at least three of the question's content words (the *words rescue*).
 
-The first condition is what keeps silence meaningful when a whole source is about one topic:
-there every passage is close to every question, and only the one that answers stands out. A
-question that names a source (a word of its name) gets that source's passages first unless
+A question that names a source (a word of its name) gets that source's passages first unless
 another's is :data:`NAMED_MARGIN` closer. Both numbers of the gate come with the
 :class:`~passageway.kernel.ranking.Gate` that ``recall`` builds from the embedder: they belong to
 the model (its preset, or its ``[embedder]`` table), not to the ranker, which treats every model
-alike. The built-in model's offset (0.06) is measured in ``docs/ranking-and-gate.md``, the
-stand-out constants in ``docs/gate-levels.md`` (``bench/gate_transfer.py``).
+alike. The built-in model's offset (0.06) is measured in ``docs/ranking-and-gate.md``.
+
+**Parts that are off by default** (:class:`FusionRanker` arguments, signals in :mod:`.signals`),
+measured one by one on real documentation in ``docs/gate-levels.md`` ("Ablation",
+``bench/gate_transfer.py --ablation``): a *stand-out requirement* (``field_lead``: the cosine
+must also lead the median of the passage's source's candidates, unless the passage holds one of
+the question's identifiers, ``identifier_pass``, or is among the keyword search's first
+``agree_rank``) and a words rescue that counts only *rare* words (``rare_only``). They silence
+more questions a tool's documentation does not answer, but each cost more than 2 points of
+hit@3 on some documentation project.
 
 Whatever passes nothing is silence. Two further checks were measured and are off by default
 (:class:`FusionRanker` parameters): a raised bar when the question holds a word no candidate
@@ -77,20 +78,27 @@ UNKNOWN_MARGIN: float | None = None
 held-out half than it saved (docs/ranking-and-gate.md, section 3)."""
 
 FIELD_LEAD = 0.03
-"""How far a passage's cosine must stand above the median of its source's candidates to pass by
-similarity (unless it is sure, or holds one of the question's identifiers); docs/gate-levels.md."""
+"""The measured strength of the stand-out requirement (``FusionRanker(field_lead=FIELD_LEAD)``):
+how far a passage's cosine must stand above the median of its source's candidates. Off by
+default: alone or with its passes it cost every tuning project of the documentation set more than
+2 points of hit@3 (docs/gate-levels.md, "Ablation")."""
 
 SURE: float | None = None
 """Off: a passage this far above the bar would pass without standing out; on the documentation
 set every margin tried (0.02 to 0.06) let more unanswered questions through than it added answers
 (docs/gate-levels.md)."""
 
+RARE_ONLY = False
+"""Off: counting only rare words in the words rescue cost starship's English questions about ten
+points of hit@3 (docs/gate-levels.md, "Ablation")."""
+
 RARE_SHARE = 0.3
 """The words rescue counts a question word only when at most this share of the candidates hold it."""
 
 AGREE_RANK = 5
-"""A passage among the keyword search's first this many (of every source) stands out: keyword
-and vector search agree on it."""
+"""The measured strength of the keyword pass (``FusionRanker(agree_rank=AGREE_RANK)``): a passage
+among the keyword search's first this many (of every source) stands out, keyword and vector search
+agree on it. Like the identifier pass, it only acts with the stand-out requirement on."""
 
 NAMED_MARGIN = 0.02
 """A passage of another source or item outranks one of the source or item the question names
@@ -174,12 +182,18 @@ class FusionRanker:
         scale between languages); ``None`` turns it off.
     :param lead_across_only: apply ``lead`` only to passages in another language than the
         question.
-    :param transfer: the gate that transfers across corpora (default): a passage passes by
-        similarity only when it also stands out: it leads its source's field by ``field_lead``,
-        holds one of the question's identifiers, is among the keyword search's first
-        ``agree_rank``, or (when ``sure`` is set) is that far above the bar; the words rescue
-        counts only words in at most ``rare_share`` of the candidates. ``False`` is the former
-        cosine-or-three-words gate, for comparison.
+    :param field_lead: the stand-out requirement (the gate's parts are measured one by one in
+        docs/gate-levels.md, "Ablation"): a passage passes by similarity only when its cosine also
+        leads the median of its source's candidates by this much, or one of the passes below
+        holds; ``None`` lets the cosine alone decide, and the passes have nothing to do.
+    :param identifier_pass: holding one of the question's identifiers (a flag, an option or
+        function name, anything in backticks) counts as standing out.
+    :param agree_rank: being among the keyword search's first this many counts as standing out;
+        ``None`` turns that pass off.
+    :param sure: a passage this far above the bar counts as standing out; ``None`` turns it off.
+    :param rare_only: the words rescue counts only the question's rare words (held by at most
+        ``rare_share`` of the candidates), so that words a whole topic uses cannot fire it;
+        ``False`` counts every shared content word.
     :param focus: order the passages of a source the question names before the others' unless
         those are closer by ``named_margin``.
     :param focus_items: the same for an item named by a title word no other candidate item's title
@@ -194,11 +208,12 @@ class FusionRanker:
     rrf_k: int = RRF_K
     lead: float | None = LEAD
     lead_across_only: bool = False
-    transfer: bool = True
-    field_lead: float = FIELD_LEAD
+    field_lead: float | None = None
+    identifier_pass: bool = False
+    agree_rank: int | None = None
     sure: float | None = SURE
+    rare_only: bool = RARE_ONLY
     rare_share: float = RARE_SHARE
-    agree_rank: int = AGREE_RANK
     focus: bool = True
     focus_items: bool = False
     named_margin: float = NAMED_MARGIN
@@ -246,10 +261,11 @@ class FusionRanker:
         by_cosine = sorted(pool, key=lambda key: (-pool[key].similarity, key))
         vocabulary: set[str] = set()
         read = {key: _read(pool[key].title, pool[key].heading or "", pool[key].text) for key in by_cosine}
-        terms = signals.identifiers(question) if self.transfer else ()
-        field = signals.fields(pool.values()) if self.transfer else {}
+        stand_out = self.field_lead is not None
+        terms = signals.identifiers(question) if stand_out and self.identifier_pass else ()
+        field = signals.fields(pool.values()) if stand_out else {}
         rare = (signals.rare_words(question_words, {key: seen for key, (seen, _) in read.items()},
-                                   self.rare_share) if self.transfer else frozenset())
+                                   self.rare_share) if self.rare_only else frozenset())
         named_sources = named_items = frozenset()
         if self.focus and question_words:
             named_sources = signals.named_sources(question_words, (c.source for c in pool.values()))
@@ -327,20 +343,24 @@ class FusionRanker:
                 bar -= gate.cross_language_offset
         elif self.unknown_margin is not None and evidence.unknown:
             bar, words_count = bar + self.unknown_margin, False
-        if not self.transfer:
-            if similarity >= bar:
-                return "similarity"
-            if words_count and len(entry.matched) >= self.min_words:
-                return "words"
-            return None
-        agree = entry.keyword_rank is not None and entry.keyword_rank < self.agree_rank
-        sure = self.sure is not None and similarity >= bar + self.sure
-        stands_out = entry.lead >= self.field_lead or entry.terms or agree or sure
-        if similarity >= bar and stands_out:
+        if similarity >= bar and self._stands_out(entry, similarity - bar):
             return "similarity"
-        if words_count and entry.rare >= self.min_words:
+        shared = entry.rare if self.rare_only else len(entry.matched)
+        if words_count and shared >= self.min_words:
             return "words"
         return None
+
+    def _stands_out(self, entry: Scored, above_bar: float) -> bool:
+        """Whether ``entry`` stands out of its field (always, when :attr:`field_lead` is off)."""
+        if self.field_lead is None:
+            return True
+        return (
+            entry.lead >= self.field_lead
+            or (self.identifier_pass and entry.terms > 0)
+            or (self.agree_rank is not None and entry.keyword_rank is not None
+                and entry.keyword_rank < self.agree_rank)
+            or (self.sure is not None and above_bar >= self.sure)
+        )
 
 
 @functools.lru_cache(maxsize=8192)
