@@ -1,7 +1,7 @@
 """mkdocs hooks (``hooks:`` in mkdocs.yml): the repository files that pages link to outside ``docs/``.
 
 The pages link to files that live elsewhere in the repository: the README, the READMEs of the
-connectors, embedders, store plugins and the SDK, and the JSON Schemas. In the repository those
+connectors, embedders, store plugins, other plugins and the SDK, and the JSON Schemas. In the repository those
 links work; on the site they would lead nowhere. These hooks publish each such file under
 ``repository/`` on the site (a README becomes a page, a schema a file) and rewrite every link
 that points at one, in the pages and in the published READMEs alike, so that it works in both
@@ -23,6 +23,7 @@ PREFIX = "repository"
 PUBLISHED = (
     "README.md", "sdk/README.md", "stores/*/README.md", "connectors/*/README.md",
     "embedders/*/README.md", "schemas/*.json", "schemas/examples/*.json",
+    "plugins/*/README.md", "plugins/*/*/schemas/*.json", "bench/README.md",
 )
 LINK = re.compile(r"(\]\()([^)\s#]+)(#[^)\s]*)?(\))")
 

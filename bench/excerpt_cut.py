@@ -33,13 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_levels import ROOT, Asked, Replay, Vectors, corpus_engine, halves
+from common import ROOT
+from common.replay import Asked, Replay, Vectors, corpus_engine, halves
 
 import passageway.kernel.query.rendering as rendering_module
-from passageway.kernel.eval.cases import accepts, contains_answer, load_cases
+from passageway.builtin.eval.cases import accepts, contains_answer, load_cases
 from passageway.kernel.index import windows
 from passageway.kernel.query import excerpts
 from passageway.kernel.query.recall import gather_candidates, question_for, recall

@@ -25,13 +25,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common.corpus import CORPUS, read_item
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_study import CORPUS, read_item
-
+from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.index.sync import EMBED_BATCH
 from passageway.kernel.index.windows import SHORT_PASSAGE, WINDOW_SENTENCES, flat, windows

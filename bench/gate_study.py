@@ -29,27 +29,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import itertools
-import sqlite3
 import sys
-import time
 import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
 import numpy as np
+from common.corpus import CORPUS, StudyStore, build
 
 from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.query.recall import recall
-from passageway.kernel.records import Item, Section
-from passageway.kernel.store import Candidate, StoredItem
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "corpus"
 THRESHOLDS = (0.78, 0.79, 0.80, 0.81, 0.82, 0.83, 0.84, 0.845, 0.85, 0.86, 0.87, 0.88, 0.90)
 
 
@@ -58,93 +52,9 @@ THRESHOLDS = (0.78, 0.79, 0.80, 0.81, 0.82, 0.83, 0.84, 0.845, 0.85, 0.86, 0.87,
 # ---------------------------------------------------------------------------------------------
 
 
-def read_item(path: Path) -> Item:
-    text = path.read_text("utf-8")
-    _, front, body = text.split("---\n", 2)
-    meta = {}
-    for line in front.splitlines():
-        key, _, value = line.partition(":")
-        meta[key.strip()] = value.strip().strip('"')
-    lines = body.strip().splitlines()
-    if lines and lines[0].startswith("# "):
-        lines = lines[1:]
-    return Item(
-        id=path.name,
-        title=meta["title"],
-        url=meta["url"],
-        version="1",
-        sections=(Section(text="\n".join(lines).strip()),),
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # An in-memory store with the Store protocol's query methods
 # ---------------------------------------------------------------------------------------------
-
-
-class StudyStore:
-    """One source: passages, their vectors, an FTS5 index (unicode61, remove_diacritics 2)."""
-
-    def __init__(self, source: str, items: Sequence[Item], vectors: np.ndarray, passages: list) -> None:
-        self.source = source
-        self.items_by_id = {item.id: item for item in items}
-        self.passages = passages
-        self.vectors = vectors
-        self.db = sqlite3.connect(":memory:")
-        self.db.execute(
-            "CREATE VIRTUAL TABLE fts USING fts5(title, heading, text, "
-            "tokenize='unicode61 remove_diacritics 2')"
-        )
-        for key, passage in enumerate(passages):
-            item = self.items_by_id[passage.item_id]
-            self.db.execute(
-                "INSERT INTO fts(rowid, title, heading, text) VALUES (?, ?, ?, ?)",
-                (key, item.title, passage.heading or "", passage.text),
-            )
-        self.fail = False
-
-    def _candidate(self, key: int, similarity: float, rank: int, keyword_score: float = 0.0) -> Candidate:
-        passage = self.passages[key]
-        item = self.items_by_id[passage.item_id]
-        return Candidate(
-            source=self.source,
-            passage_key=key,
-            item_id=item.id,
-            title=item.title,
-            url=item.url,
-            heading=passage.heading,
-            text=passage.text,
-            similarity=similarity,
-            rank=rank,
-            keyword_score=keyword_score,
-            weight=item.weight,
-            links=item.links,
-        )
-
-    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
-        terms = [word for word in question.split() if word]
-        if not terms:
-            return []
-        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-        rows = self.db.execute(
-            "SELECT rowid, bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?", (match, limit)
-        ).fetchall()
-        return [
-            self._candidate(key, float(self.vectors[key] @ vector), rank, -score)
-            for rank, (key, score) in enumerate(rows)
-        ]
-
-    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
-        similarities = self.vectors @ vector
-        order = np.argsort(-similarities)[:limit]
-        return [self._candidate(int(key), float(similarities[key]), rank) for rank, key in enumerate(order)]
-
-    async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
-        return [
-            StoredItem(i, self.items_by_id[i].title, self.items_by_id[i].url)
-            for i in item_ids
-            if i in self.items_by_id
-        ]
 
 
 class CachedEmbedder:
@@ -173,28 +83,6 @@ class CachedEmbedder:
 # ---------------------------------------------------------------------------------------------
 # Building the index
 # ---------------------------------------------------------------------------------------------
-
-
-def build(model) -> dict[str, StudyStore]:
-    stores = {}
-    for language in ("en", "de"):
-        items = [read_item(path) for path in sorted((CORPUS / language).glob("*.md"))]
-        passages = [passage for item in items for passage in passages_for(item)]
-        inputs = [passage.embedding_input for passage in passages]
-        digest = hashlib.sha256("\n\x00".join(inputs).encode()).hexdigest()[:16]
-        cache = Path(f"/tmp/passageway-gate-study-{digest}.npy")
-        if cache.exists():
-            vectors = np.load(cache)
-        else:
-            started = time.perf_counter()
-            vectors = np.asarray(model.passage(inputs), dtype=np.float32)
-            np.save(cache, vectors)
-            print(
-                f"embedded {len(inputs)} {language} passages in {time.perf_counter() - started:.1f} s",
-                file=sys.stderr,
-            )
-        stores[language] = StudyStore(f"corpus-{language}", items, vectors, passages)
-    return stores
 
 
 @attrs.frozen

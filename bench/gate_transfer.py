@@ -36,16 +36,14 @@ from typing import Any
 
 import attrs
 import numpy as np
+from common.replay import Replay, Vectors, halves
 
+from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases
+from passageway.builtin.eval.engine import KernelEngine
 from passageway.builtin.ranking import AGREE_RANK, FIELD_LEAD, RARE_SHARE, FusionRanker, best_per_item
 from passageway.kernel.config import load_settings
-from passageway.kernel.eval.cases import Case, accepts, contains_answer, load_cases
-from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.query.recall import gather_candidates, question_for, recall
 from passageway.kernel.ranking import Gate
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gate_levels import Replay, Vectors, halves
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.84, 0.85, 0.86, 0.87, 0.88, 0.89)
@@ -419,11 +417,23 @@ RANKERS: dict[str, Callable[[], Any]] = {
 }
 
 
+MOVED = {"passageway.kernel.eval.cases": "passageway.builtin.eval.cases"}
+"""Modules that moved since candidates were recorded (issue 30), so older recordings still load."""
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__main__" and name == "Recorded":
+            return Recorded  # recorded when this file ran as a script, read when imported
+        return super().find_class(MOVED.get(module, module), name)
+
+
 async def load(kind: str, args: argparse.Namespace) -> tuple[list[Recorded], Any]:
     """The recorded candidates of ``kind`` (recorded now unless kept) and a replay embedder."""
     pickled = args.data_dir / f"candidates-{kind}.pickle"
     if pickled.exists() and not args.rerecord:
-        recorded, inner = pickle.loads(pickled.read_bytes())
+        with pickled.open("rb") as file:
+            recorded, inner = _Unpickler(file).load()
     else:
         recorded, engine_embedder, _ = await record(kind, args.data_dir, not args.no_windows)
         inner = (engine_embedder.name, engine_embedder.dim, engine_embedder.min_similarity,

@@ -31,7 +31,7 @@ import attrs
 
 from passageway.builtin.storage import SqliteStore, tables
 from passageway.builtin.storage import store as store_module
-from passageway.builtin.storage.textsearch import match_terms
+from passageway.builtin.storage.keyword import match_terms
 from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.records import Item, Section
 from passageway.kernel.store import Candidate, ItemUpdate

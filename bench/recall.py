@@ -33,66 +33,25 @@ import contextlib
 import os
 import platform
 import random
-import subprocess
 import sys
 import tempfile
 import time
-import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common.corpus import PASSWORD, corpus_settings, open_bench_kernel, questions
+from common.measure import commit, log, ms, percentile, python_gauge_ms
+from common.synthetic import GivenVectorEmbedder, scale_index, scale_questions, synthetic_vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
-PASSWORD = "bench-password-not-secret"
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}"
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Part 1: the sample corpus with the built-in model
 # ---------------------------------------------------------------------------------------------
-
-
-def corpus_settings(folder: Path, engine: str = "auto") -> tuple[Any, dict[str, str]]:
-    from passageway.kernel.config import load_settings
-
-    lines = [f'[embedder]\nengine = "{engine}"\n'] if engine != "auto" else []
-    for language in ("en", "de"):
-        lines += [
-            "[[connector]]",
-            f'name = "corpus-{language}"',
-            f'command = ["{sys.executable}", "-m", "passageway_connector_markdown"]',
-            f'env = {{ FOLDER = "{ROOT / "corpus" / language}" }}',
-            "",
-        ]
-    config = folder / "passageway.toml"
-    config.write_text("\n".join(lines), encoding="utf-8")
-    environ = {**os.environ, "PASSAGEWAY_CONFIG": str(config), "PASSAGEWAY_DATA_DIR": str(folder / "data"),
-               "PASSAGEWAY_LOGIN_PASSWORD": PASSWORD}
-    environ.pop("PASSAGEWAY_INSTANCE", None)
-    return load_settings(environ), environ
-
-
-def questions() -> list[str]:
-    document = tomllib.loads((ROOT / "corpus" / "questions.toml").read_text(encoding="utf-8"))
-    return [case["query"] for case in document["case"]]
 
 
 def load_notes(folder: Path, count: int) -> None:
@@ -185,19 +144,6 @@ async def during_build(kernel: Any, asked: list[str], folder: Path, notes: int) 
             "embed_seconds": sync.embed_seconds}
 
 
-def bench_kernel_class() -> Any:
-    """The kernel with its vector cache in the shared data folder (as eval keeps it), so that a
-    rerun does not embed the corpus again; questions are embedded every time they are asked."""
-    from passageway.kernel.app import Kernel
-
-    class BenchKernel(Kernel):
-        async def _open_vector_cache(self, folder: Path | None = None) -> None:
-            if self.settings is not None:
-                await super()._open_vector_cache(folder or self.settings.shared_data_dir)
-
-    return BenchKernel
-
-
 async def corpus_part(
     rounds: int, load_count: int, compare_gather: bool = False, engine: str = "auto"
 ) -> list[str]:
@@ -209,7 +155,7 @@ async def corpus_part(
         folder = Path(temporary)
         settings, environ = corpus_settings(folder, engine)
         manager = build_plugin_manager(environ)
-        async with bench_kernel_class().open(settings, manager, environ) as kernel:
+        async with open_bench_kernel(settings, manager, environ) as kernel:
             if kernel.embedder_error:
                 raise SystemExit(f"the embedder cannot start: {kernel.embedder_error}")
             log(f"building the sample corpus index with {kernel.embedder.name} ...")
@@ -345,150 +291,9 @@ async def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[fl
 # ---------------------------------------------------------------------------------------------
 
 
-class GivenVectorEmbedder:
-    """Returns the vector set for the next question, so that recall's time excludes embedding."""
-
-    name = "random-unit"
-    min_similarity = 0.85
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self.next: np.ndarray | None = None
-
-    async def start(self) -> None:
-        return None
-
-    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
-        assert self.next is not None
-        return self.next.reshape(1, -1)
-
-    async def close(self) -> None:
-        return None
-
-
-def synthetic_vocabulary(rng: random.Random) -> list[str]:
-    """The synthetic indexes' 20,000 made-up words (Zipf-weighted by their sorted position)."""
-    return sorted({"".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 10)))
-                   for _ in range(20000)})
-
-
-def unit_rows(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
-    matrix = rng.standard_normal((count, dim)).astype(np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix
-
-
-def synthetic_batches(
-    size: int, dim: int, vocabulary: list[str], seed: int, samples: list[np.ndarray]
-) -> Iterator[list[Any]]:
-    """The synthetic index's items (``ItemUpdate``s) in batches of 2,000 items of five passages;
-    a sample of the vectors is appended to ``samples`` on the way (the same data for one seed)."""
-    from passageway.kernel.index.chunking import passages_for
-    from passageway.kernel.records import Item, Section
-    from passageway.kernel.store import ItemUpdate
-
-    rng = np.random.default_rng(seed)
-    weights = 1.0 / np.arange(1, len(vocabulary) + 1)  # Zipf-like word frequencies
-    weights /= weights.sum()
-    per_item = 5
-    batch_items = 2000
-    made = 0
-    while made < size:
-        updates = []
-        for _ in range(batch_items):
-            if made >= size:
-                break
-            count = min(per_item, size - made)
-            words = rng.choice(len(vocabulary), size=(count, 40), p=weights)
-            item = Item(
-                id=f"item-{made}", title=f"Synthetic item {made}", url=f"https://example.test/{made}",
-                version="1",
-                sections=tuple(Section(text=" ".join(map(vocabulary.__getitem__, row)) + ".",
-                                       heading=f"Part {n}") for n, row in enumerate(words.tolist())),
-            )
-            passages = passages_for(item)
-            vectors = unit_rows(rng, len(passages), dim)
-            if len(samples) < 1000 and made % 97 == 0:
-                samples.append(vectors[0])
-            updates.append(ItemUpdate(item=item, passages=passages, vectors=vectors))
-            made += len(passages)
-        yield updates
-
-
-async def build_scale_index(
-    path: Path, size: int, dim: int, vocabulary: list[str], seed: int, store: Any = None
-) -> tuple[Any, float, np.ndarray]:
-    """The index (in ``store``, by default a sqlite store at ``path``), its build time, and a
-    sample of the vectors stored in it."""
-    from passageway.builtin.storage import SqliteStore
-
-    store = SqliteStore(path, "scale") if store is None else store
-    await store.open()
-    await store.reset("random-unit", dim)
-    started = time.perf_counter()
-    made = 0
-    samples: list[np.ndarray] = []
-    for updates in synthetic_batches(size, dim, vocabulary, seed, samples):
-        await store.apply(updates, [])
-        made += sum(len(update.passages) for update in updates)
-        if made % 100_000 < 10_000:
-            log(f"  {made} passages ({time.perf_counter() - started:.0f} s)")
-    return store, time.perf_counter() - started, np.stack(samples)
-
-
-def _complete_index_samples(folder: Path, size: int) -> np.ndarray | None:
-    """The samples of a complete kept index of ``size`` passages, or None after removing any
-    incomplete one."""
-    if (folder / f"scale-{size}.db").exists() and (folder / f"scale-{size}.samples.npy").exists():
-        return np.load(folder / f"scale-{size}.samples.npy")
-    for stale in folder.glob(f"scale-{size}.*"):
-        stale.unlink()
-    return None
-
-
-async def scale_index(
-    folder: Path, size: int, dim: int, vocabulary: list[str]
-) -> tuple[Any, float | None, np.ndarray]:
-    """The synthetic index of ``size`` passages in ``folder``: reused when a complete one is
-    there (``--keep``; its build time is then unknown, None), else built."""
-    from passageway.builtin.storage import SqliteStore
-
-    path = folder / f"scale-{size}.db"
-    done = folder / f"scale-{size}.samples.npy"
-    samples = _complete_index_samples(folder, size)
-    if samples is not None:
-        log(f"reusing the synthetic index {path}")
-        store = SqliteStore(path, "scale")
-        await store.open()
-        await store.wait_ready()
-        return store, None, samples
-    log(f"building a synthetic index of {size} passages ...")
-    store, seconds, samples = await build_scale_index(path, size, dim, vocabulary, size)
-    np.save(done, samples)  # written last: its presence marks a complete index
-    return store, seconds, samples
-
-
-def scale_questions(
-    rng: random.Random, vocabulary: list[str], samples: np.ndarray, count: int, dim: int
-) -> list[tuple[str, np.ndarray]]:
-    """Six common words each; every other vector near a stored passage (an answer), the rest
-    random (near nothing stored: silence)."""
-    np_rng = np.random.default_rng(5)
-    asked = []
-    for number in range(count):
-        question = " ".join(rng.choice(vocabulary[:3000]) for _ in range(6))
-        if number % 2:
-            vector = unit_rows(np_rng, 1, dim)[0]
-        else:
-            near = samples[number % len(samples)] + unit_rows(np_rng, 1, dim)[0] * 0.2
-            vector = (near / np.linalg.norm(near)).astype(np.float32)
-        asked.append((question, vector))
-    return asked
-
-
 async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: int) -> dict[str, Any]:
     """Per question: the keyword search alone, both store searches, and the whole recall."""
-    from passageway.builtin.storage.textsearch import match_terms
+    from passageway.builtin.storage.keyword import match_terms
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
     from passageway.kernel.query.recall import keyword_query, recall
     from passageway.kernel.ranking import CANDIDATES
@@ -643,33 +448,6 @@ def main() -> int:
     lines.append(f"Load average (1 min) before the run {load_before:.2f}, after {os.getloadavg()[0]:.2f}.")
     print("\n".join(lines))
     return 0
-
-
-def commit() -> str:
-    """The checkout's short commit, marked ``+changes`` when tracked files differ from it."""
-    def git(*arguments: str) -> str:
-        return subprocess.run(["git", *arguments], cwd=ROOT, capture_output=True, text=True,
-                              check=False).stdout.strip()
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return f"{head}+changes" if git("status", "--porcelain", "--untracked-files=no") else head
-
-
-def python_gauge_ms() -> float:
-    """How fast this machine runs plain Python: the best of five runs of 2 million additions.
-
-    Recall's own work (outside the model) is Python and SQLite, so its times scale roughly with
-    this number; it lets runs on different machines be compared (a machine twice as slow gives
-    twice the gauge).
-    """
-    best = float("inf")
-    for _ in range(5):
-        started = time.perf_counter()
-        total = 0
-        for number in range(2_000_000):
-            total += number
-        best = min(best, time.perf_counter() - started)
-    return best * 1000
 
 
 if __name__ == "__main__":

@@ -22,14 +22,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import ROOT
+from common.replay import config_text
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_levels import ROOT, config_text
-
+from passageway.builtin.eval.cases import load_cases
+from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.eval.cases import load_cases
-from passageway.kernel.eval.engine import KernelEngine
 from passageway.kernel.query.recall import recall
 
 

@@ -30,8 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import recall as bench  # bench/recall.py, beside this file
+import common.corpus
+import common.measure
+import common.synthetic
 
 OLD_NAMES = {  # module name in the older checkout -> the name it is loaded under here
     "passageway.builtin.keyword_workers": "before_keyword_workers",
@@ -48,9 +49,11 @@ def load_older_store(folder: Path) -> Any:
         text = (folder / (old.replace("passageway.", "").replace(".", "/") + ".py")).read_text("utf-8")
         for other_old, other_new in OLD_NAMES.items():
             text = text.replace(f"from {other_old} import", f"from {other_new} import")
-        # kernel/textsearch.py moved unchanged into the store's package
+        # kernel/textsearch.py is now kernel/keyword_text.py, its FTS5 quoting in the store's package
+        text = text.replace("from passageway.kernel.textsearch import match_terms",
+                            "from passageway.builtin.storage.keyword import match_terms")
         text = text.replace("from passageway.kernel.textsearch import",
-                            "from passageway.builtin.storage.textsearch import")
+                            "from passageway.kernel.keyword_text import")
         (modules / f"{new}.py").write_text(text, "utf-8")
     loaded: ModuleType | None = None
     for new in OLD_NAMES.values():
@@ -82,7 +85,7 @@ async def interleave(stores: dict[str, list[Any]], asked: list[tuple[str, Any]],
         found = [[tuple(map(lists, store.search(query, vector, CANDIDATES))) for store in side]
                  for side in stores.values()]
         differing += found[0] != found[1]
-    bench.log(f"asking {len(asked)} questions {rounds} times, taking turns ...")
+    common.measure.log(f"asking {len(asked)} questions {rounds} times, taking turns ...")
     times: dict[str, list[float]] = {name: [] for name in stores}
     for round_number in range(rounds):
         for number, (question, vector) in enumerate(asked):
@@ -98,10 +101,10 @@ async def interleave(stores: dict[str, list[Any]], asked: list[tuple[str, Any]],
 def table(title: str, times: dict[str, list[float]]) -> list[str]:
     lines = [title, "", "| Store | recall p50 ms | recall p95 ms |", "| --- | ---: | ---: |"]
     for name, measured in times.items():
-        lines.append(f"| {name} | {bench.ms(bench.percentile(measured, 0.5))} | "
-                     f"{bench.ms(bench.percentile(measured, 0.95))} |")
-    ratio = bench.percentile(times["after"], 0.95) / bench.percentile(times["before"], 0.95)
-    middle = bench.percentile(times["after"], 0.5) / bench.percentile(times["before"], 0.5)
+        lines.append(f"| {name} | {common.measure.ms(common.measure.percentile(measured, 0.5))} | "
+                     f"{common.measure.ms(common.measure.percentile(measured, 0.95))} |")
+    ratio = common.measure.percentile(times["after"], 0.95) / common.measure.percentile(times["before"], 0.95)
+    middle = common.measure.percentile(times["after"], 0.5) / common.measure.percentile(times["before"], 0.5)
     return [*lines, "", f"after / before: {middle:.2f} at p50, {ratio:.2f} at p95.", ""]
 
 
@@ -127,13 +130,13 @@ async def close_both(stores: dict[str, list[Any]]) -> None:
 async def compare_synthetic(older_class: Any, keep: Path, size: int, queries: int, rounds: int) -> list[str]:
     dim = 384
     rng = random.Random(11)
-    vocabulary = bench.synthetic_vocabulary(rng)
-    built, _, samples = await bench.scale_index(keep, size, dim, vocabulary)
+    vocabulary = common.synthetic.synthetic_vocabulary(rng)
+    built, _, samples = await common.synthetic.scale_index(keep, size, dim, vocabulary)
     await built.close()
-    asked = bench.scale_questions(rng, vocabulary, samples, queries, dim)
+    asked = common.synthetic.scale_questions(rng, vocabulary, samples, queries, dim)
     stores = await open_both(older_class, [keep / f"scale-{size}.db"])
     try:
-        times, differing = await interleave(stores, asked, rounds, bench.GivenVectorEmbedder(dim))
+        times, differing = await interleave(stores, asked, rounds, common.synthetic.GivenVectorEmbedder(dim))
     finally:
         await close_both(stores)
     return table(f"{size:,} passages, {len(asked)} questions asked {rounds} times of each store, taking "
@@ -145,19 +148,19 @@ async def compare_corpus(older_class: Any, rounds: int) -> list[str]:
 
     with tempfile.TemporaryDirectory(prefix="passageway-bench-before-after-") as temporary:
         folder = Path(temporary)
-        settings, environ = bench.corpus_settings(folder)
+        settings, environ = common.corpus.corpus_settings(folder)
         manager = build_plugin_manager(environ)
-        async with bench.bench_kernel_class().open(settings, manager, environ) as kernel:
+        async with common.corpus.open_bench_kernel(settings, manager, environ) as kernel:
             if kernel.embedder_error:
                 raise SystemExit(f"the embedder cannot start: {kernel.embedder_error}")
-            bench.log("building the sample corpus index ...")
+            common.measure.log("building the sample corpus index ...")
             errors = await kernel.sync_once()
             if any(errors.values()):
                 raise SystemExit(f"the corpus did not build: {errors}")
-            embedder = bench.GivenVectorEmbedder(kernel.embedder.dim)
+            embedder = common.synthetic.GivenVectorEmbedder(kernel.embedder.dim)
             embedder.min_similarity = kernel.embedder.min_similarity
             asked = [(question, (await kernel.embedder.embed([question], "query"))[0])
-                     for question in bench.questions()]
+                     for question in common.corpus.questions()]
         paths = sorted((folder / "data").glob("*.db"))
         stores = await open_both(older_class, paths)
         try:
@@ -191,8 +194,8 @@ def main() -> int:
     lines = [
         f"`uv run python bench/store_before_after.py {' '.join(sys.argv[1:])}`",
         f"on {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC, commit {bench.commit()}; "
-        f"machine gauge {bench.python_gauge_ms():.0f} ms.",
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M')} UTC, commit {common.measure.commit()}; "
+        f"machine gauge {common.measure.python_gauge_ms():.0f} ms.",
         "",
     ]
     older_class = load_older_store(args.before)

@@ -29,12 +29,10 @@ from pathlib import Path
 
 import attrs
 import numpy as np
+from common import ROOT
+from common.replay import Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from gate_levels import ROOT, Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
-
-from passageway.kernel.eval.cases import load_cases
+from passageway.builtin.eval.cases import load_cases
 from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.windows import flat, window_texts
 from passageway.kernel.query.recall import gather_candidates, question_for

@@ -27,6 +27,7 @@ PINNED = "dbb5787"
 """The commit whose files and diff are pasted (so the set does not move when the code does)."""
 CODE_FILES = ("kernel/recall.py", "kernel/sync.py", "builtin/ranking.py", "kernel/config.py",
               "hooks/recall-hook.sh", "Dockerfile", "corpus/measure.sh")
+"""Paths as they were at :data:`PINNED` (recall.py and sync.py have moved since)."""
 DIFF_RANGE = ("ac76f2c", PINNED)
 PASTE_ONLY = 40
 MIN_CHARS, MAX_CHARS = 300, 12_000

@@ -23,47 +23,47 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
-from passageway.kernel.embedder import cross_language_offset_of
+from passageway.kernel.embedder import BaseEmbedder, EmbedderContext, cross_language_offset_of, with_defaults
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
-from passageway.kernel.index.replicas import Role, SharedStore, replica_name, run_source
-from passageway.kernel.index.sources import Source, SourceSyncLike, SyncFactory, removed_sources
+from passageway.kernel.index.replicas import replica_name
+from passageway.kernel.index.sources import Source, SourceSyncLike, SyncRuns, removed_sources
 from passageway.kernel.query.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from passageway.kernel.config import ConnectorSettings, Settings
     from passageway.kernel.embedder import Embedder
     from passageway.kernel.plugins import PluginManager, Registries
+    from passageway.kernel.query.prompt import Asked
     from passageway.kernel.store import Store
 
 log = logging.getLogger("passageway.kernel")
-
-
-QUEUE_QUESTIONS = True
-"""Whether recall's questions go through a :class:`QuestionQueue` (``bench/long_prompts.py
---compare-queue`` times the server without it too, side by side)."""
 
 
 class Kernel:
     """Ties settings, plugins, the embedder, the stores, the syncs and health together.
 
     Build one with :meth:`open` (everything started) or :meth:`create` (nothing started yet, for
-    the server, which starts each resource in its own ``cleanup_ctx``).
-    """
+    the server, which starts each resource in its own ``cleanup_ctx``). What ``passageway eval``
+    and the benchmarks vary is a keyword argument of each, never a subclass:
 
-    chunk_cap: int | None = None
-    """The longest passage in characters; None keeps the chunker's default. Eval sweeps it."""
+    - ``wrap_embedder``: called with the embedder the settings build, returns the one the kernel
+      uses (eval meters it; the wrapper forwards what it does not change, see
+      :class:`~passageway.kernel.embedder.ForwardingEmbedder`);
+    - ``vector_cache_folder``: where the cache of passage vectors keeps its file (default the data
+      folder; eval's is the shared data folder, so that a throwaway index reuses its vectors);
+    - ``chunk_cap``: the longest passage in characters (None keeps the chunker's default).
+    """
 
     def __init__(
         self,
@@ -74,7 +74,9 @@ class Kernel:
         environ: Mapping[str, str] | None = None,
         password: str | None = None,
         config_error: str | None = None,
-        sync_factory: SyncFactory | None = None,
+        wrap_embedder: Callable[[Embedder], Embedder] | None = None,
+        vector_cache_folder: Path | None = None,
+        chunk_cap: int | None = None,
     ) -> None:
         self.settings = settings
         self.manager = manager
@@ -83,7 +85,7 @@ class Kernel:
         self.password = password
         self.config_error = config_error
         self.instance = settings.instance if settings is not None else None
-        self.embedder: Embedder | None = None
+        self.embedder: BaseEmbedder | None = None
         self.questions: QuestionQueue | None = None
         """The embedder as recall sees it: questions one at a time, typed ones first."""
         self.embedder_error: str | None = None
@@ -91,20 +93,14 @@ class Kernel:
         """Whether the embedder's start succeeded (health names it only then)."""
         self.ranker: Any = None
         self.sources: dict[str, Source] = {}
-        self.started_at = time.time()
-        self._sync_factory = sync_factory or self._make_source_sync
+        self.wrap_embedder = wrap_embedder
+        self.vector_cache_folder = vector_cache_folder
+        self.chunk_cap = chunk_cap
         self.vector_cache: Any = None
-        self._sync_tasks: dict[str, asyncio.Task[Any]] = {}
-        self.sync_errors: dict[str, str] = {}
-        """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
-        self.replica = replica_name()
-        """This server's name among replicas sharing one index (see kernel/index/replicas.py)."""
-        self.roles: dict[str, Role] = {}
-        """Per source on a shared store: which replica syncs it (health shows it)."""
+        self.syncs = SyncRuns(replica_name())
+        """The kernel-driven syncs, their failures and, on a shared store, the replicas' roles."""
 
-    # -----------------------------------------------------------------------------------------
-    # Construction
-    # -----------------------------------------------------------------------------------------
+    # -- construction ---------------------------------------------------------------------------
 
     @classmethod
     def create(
@@ -112,10 +108,10 @@ class Kernel:
         settings: Settings,
         manager: PluginManager | None = None,
         environ: Mapping[str, str] | None = None,
-        *,
-        sync_factory: SyncFactory | None = None,
+        **variations: Any,
     ) -> Kernel:
-        """A kernel with its plugins loaded and its ranker chosen, nothing started yet.
+        """A kernel with its plugins loaded and its ranker chosen, nothing started yet;
+        ``variations`` are the keyword arguments of the class (``wrap_embedder``, ...).
 
         A plugin or ranker that cannot be loaded gives a kernel in the ``error`` state rather than
         an exception, so that a server still answers ``/health`` with the reason.
@@ -131,7 +127,7 @@ class Kernel:
             kernel = cls(
                 settings, manager=manager, registries=registries, environ=environ,
                 password=load_password(environ) if password is None else password,
-                sync_factory=sync_factory,
+                **variations,
             )
             kernel.ranker = registries.rankers.get(settings.ranker)()
             registries.stores.get(settings.store)
@@ -165,14 +161,14 @@ class Kernel:
         settings: Settings,
         manager: PluginManager | None = None,
         environ: Mapping[str, str] | None = None,
-        *,
-        sync_factory: SyncFactory | None = None,
+        **variations: Any,
     ) -> AsyncIterator[Kernel]:
-        """A started kernel (embedder and stores open, no background sync), closed on exit.
+        """A started kernel (embedder and stores open, no background sync), closed on exit;
+        ``variations`` as for :meth:`create`.
 
         :raises PassagewayError: the configuration or the plugins cannot be used.
         """
-        kernel = cls.create(settings, manager, environ, sync_factory=sync_factory)
+        kernel = cls.create(settings, manager, environ, **variations)
         if kernel.config_error is not None:
             raise PassagewayError(kernel.config_error)
         try:
@@ -184,9 +180,7 @@ class Kernel:
             await kernel.close_stores()
             await kernel.close_embedder()
 
-    # -----------------------------------------------------------------------------------------
-    # Resources, each with its start and stop
-    # -----------------------------------------------------------------------------------------
+    # -- resources, each with its start and stop ------------------------------------------------
 
     async def start_embedder(self) -> None:
         """Build and start the embedder; a failure is kept for health and recall, not raised."""
@@ -207,26 +201,16 @@ class Kernel:
         else:
             self.embedder_error = None
             self.embedder_started = True
-            self.questions = QuestionQueue(self.embedder) if QUEUE_QUESTIONS else None
+            self.questions = QuestionQueue(self.embedder)
             log.info("embedder %s ready (dimension %d)", self.embedder.name, self.embedder.dim)
 
-    def _build_embedder(self) -> Embedder:
+    def _build_embedder(self) -> BaseEmbedder:
         assert self.settings is not None and self.registries is not None
         factory = self.registries.embedders.get(self.settings.embedder.kind)
-        return factory(self.settings.embedder, self.embedder_context())  # type: ignore[no-any-return]
-
-    def embedder_context(self) -> Any:
-        from passageway.kernel.embedder import EmbedderContext
-
-        assert self.settings is not None
-        return EmbedderContext(
-            data_dir=self.settings.data_dir,
-            shared_data_dir=self.settings.shared_data_dir,
-            model_dir=self.settings.model_dir,
-            model_hub=self.settings.model_hub,
-            environ=self.environ,
-            log=lambda message: log.info("%s", message),
-        )
+        # A protocol-only embedder gets the optional members' defaults here, once for the kernel.
+        context = EmbedderContext.of(self.settings, self.environ, lambda message: log.info("%s", message))
+        embedder = with_defaults(factory(self.settings.embedder, context))
+        return embedder if self.wrap_embedder is None else with_defaults(self.wrap_embedder(embedder))
 
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
@@ -262,9 +246,8 @@ class Kernel:
                 continue
             if self.embedder is not None and self.embedder_started:
                 try:
-                    if self._sync_factory == self._make_source_sync:
-                        await self._open_vector_cache()
-                    source.sync = self._sync_factory(connector, store, self.embedder, self.environ)
+                    await self._open_vector_cache()
+                    source.sync = self._make_source_sync(connector, store, self.embedder)
                 except PassagewayError as error:
                     source.error = str(error)
         if self.embedder is not None and self.embedder_started:
@@ -273,30 +256,29 @@ class Kernel:
                 set(self.sources), (self.embedder.name, self.embedder.dim),
             ))
 
-    def _make_source_sync(
-        self, connector: ConnectorSettings, store: Store, embedder: Embedder, environ: Mapping[str, str]
-    ) -> SourceSyncLike:
+    def _make_source_sync(self, connector: ConnectorSettings, store: Store, embedder: Embedder
+                          ) -> SourceSyncLike:
         from passageway.kernel.connector import runner as connector_module
         from passageway.kernel.index import sync as sync_module
 
         logger = logging.getLogger(f"passageway.sync.{connector.name}")
-        runner = connector_module.ConnectorRunner(connector, environ=environ, logger=logger)
+        runner = connector_module.ConnectorRunner(connector, environ=self.environ, logger=logger)
         options = {} if self.chunk_cap is None else {"cap": self.chunk_cap}
         return sync_module.SourceSync(  # type: ignore[no-any-return]
             connector, store, embedder, runner, self.vector_cache, **options
         )
 
-    async def _open_vector_cache(self, folder: Path | None = None) -> None:
+    async def _open_vector_cache(self) -> None:
         """The cache of passage vectors by digest, shared by every source of this embedder, from
-        the ``passageway_vector_cache`` hook, with its file (if any) in ``folder`` (by default
-        the data folder)."""
+        the ``passageway_vector_cache`` hook, with its file (if any) in ``vector_cache_folder``
+        (by default the data folder)."""
         if self.vector_cache is not None or self.embedder is None or self.settings is None:
             return
         from passageway.kernel.plugins import build_plugin_manager
 
         manager = self.manager or build_plugin_manager(self.environ)
         cache = manager.hook.passageway_vector_cache(
-            store=self.settings.store, folder=folder or self.settings.data_dir,
+            store=self.settings.store, folder=self.vector_cache_folder or self.settings.data_dir,
             embedder_name=self.embedder.name, dim=self.embedder.dim)
         await cache.open()
         self.vector_cache = cache
@@ -315,32 +297,11 @@ class Kernel:
     def start_background_sync(self) -> None:
         """One task per source: the first build or reconcile, then polling and reconciling."""
         assert self.settings is not None or not self.sources
-        for name, source in self.sources.items():
-            if source.sync is None or name in self._sync_tasks:
-                continue
-            self._sync_tasks[name] = asyncio.create_task(self._run_source(source), name=f"sync {name}")
-
-    async def _run_source(self, source: Source) -> None:
-        assert self.settings is not None and source.sync is not None
-        try:
-            role = Role(self.replica)
-            if isinstance(source.store, SharedStore):  # health shows which replica syncs it
-                role = self.roles.setdefault(source.name, role)
-            await run_source(source.sync, source.store, self.settings.poll_seconds,
-                             self.settings.reconcile_seconds, role)
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # the sync's own bug: this source stops, the server does not
-            self.sync_errors[source.name] = f"the sync stopped: {type(error).__name__}: {error}"
-            log.exception("source %s: the sync stopped", source.name)
+        if self.settings is not None:
+            self.syncs.start(self.sources, self.settings.poll_seconds, self.settings.reconcile_seconds)
 
     async def stop_background_sync(self) -> None:
-        tasks, self._sync_tasks = self._sync_tasks, {}
-        for task in tasks.values():
-            task.cancel()
-        for task in tasks.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.syncs.stop()
 
     async def sync_once(self) -> dict[str, str | None]:
         """Build (or reconcile) every source once, concurrently; returns each source's error or None.
@@ -348,35 +309,17 @@ class Kernel:
         A source whose index is new or was built by another embedder is built in full, any other
         is reconciled (the sync decides). Failures are also kept for :meth:`health`.
         """
-
-        async def one(source: Source) -> str | None:
-            if source.sync is None:
-                return source.error or self.embedder_error or "no sync for this source"
-            try:
-                await source.sync.sync_once()
-            except PassagewayError as error:
-                self.sync_errors[source.name] = str(error)
-                return str(error)
-            except Exception as error:
-                message = f"{type(error).__name__}: {error}"
-                self.sync_errors[source.name] = message
-                log.exception("source %s: the sync failed", source.name)
-                return message
-            self.sync_errors.pop(source.name, None)
-            return None
-
         sources = [source for source in self.sources.values() if not source.removed]
-        results = await asyncio.gather(*(one(source) for source in sources))
-        return {source.name: result for source, result in zip(sources, results, strict=True)}
+        return await self.syncs.once(sources, self.embedder_error or "no sync for this source")
 
-    # -----------------------------------------------------------------------------------------
-    # The query path
-    # -----------------------------------------------------------------------------------------
+    # -- the query path --------------------------------------------------------------------------
 
     async def recall(
-        self, question: str, *, boost_words: Iterable[str] = (), exclude_items: Iterable[tuple[str, str]] = ()
+        self, question: str | Asked, *, boost_words: Iterable[str] = (),
+        exclude_items: Iterable[tuple[str, str]] = (),
     ) -> Answer:
-        """At most three passages for ``question``, or a silent :class:`Answer`.
+        """At most three passages for ``question`` (a prompt, or what a caller reduced it to:
+        :func:`passageway.kernel.query.recall.recall`), or a silent :class:`Answer`.
 
         ``boost_words`` lift items whose title, path or labels contain one of them (the hook's
         folder names); ``exclude_items`` are ``(source, item_id)`` pairs already shown.
@@ -393,7 +336,8 @@ class Kernel:
 
         # Text that is not Unicode is the client's mistake; it must never fail the embedder and
         # turn health to degraded (the hook answers 400 before; other callers get it repaired).
-        question = repaired(question)
+        if isinstance(question, str):
+            question = repaired(question)
         stores = [source.store for source in self.sources.values() if source.store is not None]
         started = time.perf_counter()
         try:
@@ -414,6 +358,20 @@ class Kernel:
         log.info("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer
 
+    async def read(self, source: str, item_id: str, section: str | None = None) -> str:
+        """The ``read`` tool's text: the passages of one indexed item or one of its sections
+        (:mod:`passageway.kernel.query.reading`).
+
+        :raises ReadError: an unknown source, item or section.
+        :raises PassagewayError: the configuration is broken.
+        """
+        if self.config_error is not None:
+            raise PassagewayError(f"the configuration is broken: {self.config_error}")
+        from passageway.kernel.query.reading import read_item
+
+        stores = {name: entry.store for name, entry in self.sources.items() if entry.store is not None}
+        return await read_item(stores, source, item_id, section)
+
     def building_notes(self) -> tuple[str, ...]:
         """One line per source whose first build is running, for the answer (see ``Answer.notes``)."""
         notes = []
@@ -425,9 +383,7 @@ class Kernel:
                 notes.append(note)
         return tuple(notes)
 
-    # -----------------------------------------------------------------------------------------
-    # Health and authorisation
-    # -----------------------------------------------------------------------------------------
+    # -- health and authorisation ----------------------------------------------------------------
 
     @property
     def version(self) -> str:

@@ -2,9 +2,9 @@
 
 Each of the kernel's subcommands is a module in ``passageway.kernel.commands`` with ``NAME``,
 ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` lists them. A
-plugin adds its own through ``passageway_register_commands`` (the builtins add ``model``, ``mcp``
-and ``index``); those are loaded only when the line needs them (``--help``, or a first word that
-is not the kernel's), so that the kernel's commands start without importing every plugin.
+plugin adds its own through ``passageway_register_commands`` (the builtins add ``eval``,
+``model``, ``mcp`` and ``index``); those are loaded only when the line needs them (``--help``, or
+a first word that is not the kernel's), so that the kernel's commands start without importing every plugin.
 ``--instance NAME`` is accepted anywhere on the line. A :class:`PassagewayError` becomes one line
 on stderr and its exit code, never a traceback.
 """
@@ -24,7 +24,6 @@ COMMANDS: tuple[str, ...] = (
     "serve",
     "init",
     "plugins",
-    "eval",
     "check_connector",
     "search",
     "status",

@@ -8,6 +8,7 @@ and variable below, and ``tests/test_docs.py`` fails when one is missing there.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
@@ -36,6 +37,7 @@ ENVIRONMENT: dict[str, str | None] = {
     "PASSAGEWAY_INSTANCE": None,
     "PASSAGEWAY_CONFIG": None,
     "PASSAGEWAY_BASE_URL": None,
+    "PASSAGEWAY_TRUSTED_PROXY": None,
     "PASSAGEWAY_DATA_DIR": None,
     "PASSAGEWAY_MODEL_DIR": None,
     "PASSAGEWAY_MODEL_HUB": DEFAULT_HUB,
@@ -282,6 +284,7 @@ class Settings:
     host: str
     port: int
     base_url: str | None
+    trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     poll_seconds: float
     reconcile_seconds: float
     tool_description: str | None
@@ -383,6 +386,7 @@ def load_settings(
         host=environ.get("PASSAGEWAY_HOST") or "127.0.0.1",
         port=int(port_text),
         base_url=base_url.rstrip("/") if base_url else None,
+        trusted_proxies=trusted_proxies(environ.get("PASSAGEWAY_TRUSTED_PROXY") or ""),
         poll_seconds=_positive(environ, "PASSAGEWAY_POLL_SECONDS"),
         reconcile_seconds=_positive(environ, "PASSAGEWAY_RECONCILE_SECONDS"),
         tool_description=environ.get("PASSAGEWAY_TOOL_DESCRIPTION") or None,
@@ -393,6 +397,25 @@ def load_settings(
         app_version=environ.get("APP_VERSION") or None,
         file=file_settings,
     )
+
+
+def trusted_proxies(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """``PASSAGEWAY_TRUSTED_PROXY``: addresses or networks (``127.0.0.1``, ``10.0.0.0/8``), comma-separated.
+
+    :raises ConfigError: an entry is neither.
+    """
+    networks = []
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ConfigError(
+                f"PASSAGEWAY_TRUSTED_PROXY lists {entry!r}, which is not an IP address or network "
+                "(write the reverse proxy's address, such as 127.0.0.1 or 10.0.0.0/8)"
+            ) from None
+    return tuple(networks)
 
 
 def load_password(environ: Mapping[str, str] | None = None) -> str | None:

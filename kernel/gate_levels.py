@@ -14,15 +14,17 @@ curve instead of a number the user must guess:
 
 The thresholds are a property of the model's cosine scale, measured by ``bench/gate_levels.py``
 on the public question set (docs/gate-levels.md); the built-in preset carries them
-(:attr:`passageway.builtin.embedders.models.Preset.gate_levels`), an embedder plugin may carry its own as a
-``gate_levels`` mapping. A model without measured levels accepts only ``balanced``: its explicit
-``min_similarity`` is the way to move its gate.
+(``Preset.gate_levels`` in the embedders builtin), an embedder plugin its own as the
+``gate_levels`` mapping of :class:`~passageway.kernel.embedder.BaseEmbedder`. A model without
+measured levels accepts only ``balanced``: its explicit ``min_similarity`` is the way to move its
+gate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from passageway.kernel.embedder import Embedder, label, with_defaults
 from passageway.kernel.errors import ConfigError
 
 LEVELS = ("answers", "balanced", "silence")
@@ -36,18 +38,15 @@ def check_level(level: object, where: str) -> str:
     return str(level)
 
 
-def levels_of(embedder: object) -> Mapping[str, float]:
-    """The measured thresholds of ``embedder`` by level (empty when it has none): its own
-    ``gate_levels``, else its built-in preset's."""
-    own = getattr(embedder, "gate_levels", None)
-    if own is None:
-        own = getattr(getattr(embedder, "preset", None), "gate_levels", None)
+def levels_of(embedder: Embedder) -> Mapping[str, float]:
+    """The measured thresholds of ``embedder`` by level (empty when it has none)."""
+    own = with_defaults(embedder).gate_levels
     if not isinstance(own, Mapping):
         return {}
     return {str(level): float(value) for level, value in own.items() if level in LEVELS}
 
 
-def gate_threshold(embedder: object, level: str) -> float | None:
+def gate_threshold(embedder: Embedder, level: str) -> float | None:
     """The ``min_similarity`` that ``level`` means for ``embedder``; None for ``balanced``, which is
     the embedder's own.
 
@@ -57,9 +56,8 @@ def gate_threshold(embedder: object, level: str) -> float | None:
         return None
     levels = levels_of(embedder)
     if level not in levels:
-        name = getattr(embedder, "name", type(embedder).__name__)
         raise ConfigError(
-            f"gate = {level!r}: the embedder {name!r} has no measured {level!r} level; use "
+            f"gate = {level!r}: the embedder {label(embedder)} has no measured {level!r} level; use "
             "gate = \"balanced\" and set its min_similarity in [embedder] instead"
         )
     return levels[level]

@@ -4,8 +4,9 @@ JSON lets a string hold ``"\\ud800"``, half of a UTF-16 pair, and Python decodes
 that cannot be encoded as UTF-8: storing, hashing or embedding it raises. Such text comes only
 from outside (a connector's line, a client's request), so it is found where it comes in:
 
-* a connector's record is repaired (each lone surrogate becomes U+FFFD) and kept, or, when an
-  ``id`` or ``version`` holds one, left out alone (:func:`repair_record`);
+* a connector's record is repaired (each lone surrogate becomes U+FFFD) and kept, its
+  ``version`` too (``list`` and ``fetch`` repair it alike, so the two still match), or, when its
+  ``id`` holds one, left out alone and reported (:func:`repair_record`);
 * a client's prompt is the client's 400 (:func:`is_unicode`), and a question is repaired.
 """
 
@@ -33,14 +34,14 @@ def repaired(text: str) -> str:
     return LONE_SURROGATE.sub(REPLACEMENT, text)
 
 
-def repair_record(value: dict[str, Any], identity_keys: Sequence[str] = ("id", "version")
+def repair_record(value: dict[str, Any], identity_keys: Sequence[str] = ("id",)
                   ) -> tuple[dict[str, Any] | None, str | None]:
     """A connector record with its lone surrogates replaced, and a note for the log (None if clean).
 
     The protocol says UTF-8, so such text is the connector's mistake; it is repaired rather than
     refused so that one bad item costs nothing: its text keeps every other character. A value of
-    ``identity_keys`` cannot be repaired without becoming another id or version, so such a record
-    is left out alone: the record returned is None.
+    ``identity_keys`` cannot be repaired without becoming another id, so such a record is left
+    out alone: the record returned is None.
     """
     for key in identity_keys:
         entry = value.get(key)

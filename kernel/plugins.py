@@ -27,6 +27,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "passageway.builtin.embedders",
     "passageway.builtin.ranking",
     "passageway.builtin.transport",
+    "passageway.builtin.eval",
 )
 """What ships: each module is one plugin, registered under its last dotted name part."""
 

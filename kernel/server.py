@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from passageway.kernel import http_guard
 from passageway.kernel.app import Kernel
 from passageway.kernel.errors import ConfigError, PassagewayError
 
@@ -74,7 +75,7 @@ def build_app(kernel: Kernel, *, start_sync: bool = True, own_resources: bool = 
     without a plugin manager (its configuration is broken) gets the routes of the builtin plugins
     alone, so that the status page and the ``status`` tool still say what is wrong.
     """
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[http_guard.guard_requests])
     app[KERNEL_KEY] = kernel
     if own_resources:
         app.cleanup_ctx.append(embedder_resource)
@@ -154,7 +155,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
     try:
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(address)
-        listener.listen(128)
+        listener.listen(http_guard.LISTEN_BACKLOG)
     except OSError as error:
         listener.close()
         if error.errno == errno.EADDRINUSE:
@@ -204,8 +205,10 @@ async def _serve(
         raise
     # Handlers still running STOP_SECONDS after a stop are cancelled (an MCP stream never ends by
     # itself); the MCP transport closes its sessions first, in its on_shutdown.
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=STOP_SECONDS)
+    runner = app_runner(app)
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(http_guard.loop_exception_handler)
+    listening: asyncio.Server | None = None
     stop = asyncio.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
 
@@ -231,7 +234,13 @@ async def _serve(
                 await starting
         else:
             starting.result()
-            await web.SockSite(runner, listener).start()
+            # Not web.SockSite: the protocol factory is wrapped to cap the open connections.
+            assert runner.server is not None
+            guard = http_guard.ConnectionGuard(runner.server, http_guard.connection_cap())
+            # asyncio accepts up to `backlog` connections per wake-up and listens with that backlog;
+            # a small batch keeps the descriptors in use near the cap, the long queue stays.
+            listening = await loop.create_server(guard, sock=listener, backlog=http_guard.ACCEPT_BATCH)
+            listener.listen(http_guard.LISTEN_BACKLOG)
             port = listener.getsockname()[1]  # the one the system chose, for port 0
             log.info("passageway %s listening on http://%s:%d", kernel.version, host, port)
             undo = on_listening(app) if on_listening is not None else None
@@ -241,11 +250,24 @@ async def _serve(
         log.info("stopping: %s", _waiting_for(runner))
     finally:
         stopping.cancel()
+        if listening is not None:
+            listening.close()
         await early.cleanup()  # again, harmless, for a stop before the application took over
         await runner.cleanup()
         listener.close()
         for number in signals:
             loop.remove_signal_handler(number)
+
+
+def app_runner(app: web.Application) -> web.AppRunner:
+    """The runner ``passageway serve`` uses: no access log, signals handled by the caller.
+
+    ``keepalive_timeout`` is also the header timeout: aiohttp closes a connection that has not sent
+    a whole request that long after it opened or after its last answer (see ``http_guard``).
+    Handlers still running :data:`STOP_SECONDS` after a stop are cancelled.
+    """
+    return web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=STOP_SECONDS,
+                         keepalive_timeout=http_guard.HEADER_SECONDS)
 
 
 STARTING = (

@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import numpy as np
 
+from passageway.kernel.errors import StoreError
 from passageway.kernel.records import Item, Passage
 
 
@@ -23,8 +24,10 @@ class Candidate:
     """A passage found by keyword or vector search, with everything ranking and the answer need.
 
     ``similarity`` is the cosine between the question's vector and the passage's vector, filled
-    for keyword candidates too, so that every ranker can apply the same gate. ``rank`` is the
-    position (0-based) in the list that found it.
+    for keyword candidates too, so that every ranker can apply the same gate; it is NaN for a
+    keyword candidate whose vector is not made yet (during a build, see :class:`LaterVectors`):
+    the gate then judges it by its words alone. ``rank`` is the position (0-based) in the list
+    that found it.
     """
 
     source: str
@@ -66,11 +69,13 @@ class StoredItem:
 
 @attrs.frozen
 class ItemUpdate:
-    """One fetched item ready to store: its passages and one unit vector per passage."""
+    """One fetched item ready to store: its passages and one unit vector per passage, or
+    ``vectors=None`` (only for a store that is :class:`LaterVectors`): the passages are stored
+    searchable by keywords, and their vectors follow through :meth:`LaterVectors.set_vectors`."""
 
     item: Item
     passages: Sequence[Passage]
-    vectors: np.ndarray
+    vectors: np.ndarray | None
 
 
 @runtime_checkable
@@ -121,11 +126,43 @@ class Store(Protocol):
         """How many items and passages the index holds."""
         ...
 
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages in order (empty for an
+        unknown item): what the ``read`` tool shows of the item an excerpt was cut from."""
+        ...
+
     async def get_state(self, key: str) -> str | None:
         """A small value the sync keeps with the index (for example the last poll time)."""
         ...
 
     async def set_state(self, key: str, value: str) -> None: ...
+
+
+@runtime_checkable
+class LaterVectors(Protocol):
+    """What a store offers, besides :class:`Store`, to take passages before their vectors.
+
+    The sync of such a store writes each fetched batch at once with ``vectors=None`` (its passages
+    are found by keywords within seconds of the fetch), then embeds the passages waiting for a
+    vector and hands the vectors over as each embedder call ends; vector search covers the
+    passages that have one. After a kill the waiting passages are still in the store and the next
+    start embeds them. The builtin ``sqlite`` store is one; a store without these methods gets
+    its vectors with the passages, as before.
+    """
+
+    async def set_vectors(self, vectors: Sequence[tuple[str, int, np.ndarray]]) -> None:
+        """Give stored passages without a vector theirs, by ``(item id, ordinal, unit vector)``,
+        in one transaction; a passage that has one already, or no longer exists, is left alone."""
+        ...
+
+    async def pending(self, limit: int) -> list[Passage]:
+        """Up to ``limit`` stored passages without a vector, in the order they were stored."""
+        ...
+
+    async def passage_texts(self, after: int, limit: int) -> list[tuple[int, str]]:
+        """``(cursor, text)`` of up to ``limit`` stored passages after ``cursor`` ``after`` (0 to
+        begin), in a stable order: the windows' second pass reads every passage with it."""
+        ...
 
 
 @runtime_checkable
@@ -163,3 +200,20 @@ class StoreContext:
 
     settings: Mapping[str, Any] = attrs.field(factory=dict)
     environ: Mapping[str, str] = attrs.field(factory=dict)
+
+
+def check_updates(updates: Sequence[ItemUpdate], dim: int | None, source: str) -> None:
+    """Refuse updates whose vectors do not fit their passages or the index's dimension (an update
+    without vectors, for a :class:`LaterVectors` store, has none to check)."""
+    for update in updates:
+        if update.vectors is None:
+            continue
+        if len(update.passages) != len(update.vectors):
+            raise StoreError(
+                f"item {update.item.id!r}: {len(update.passages)} passages but {len(update.vectors)} vectors"
+            )
+        if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
+            raise StoreError(
+                f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
+                f"of {source!r} was set up for {dim}; the sync must reset it first"
+            )

@@ -1,20 +1,28 @@
 """passageway: retrieval for Claude over MCP.
 
-Plugins import :data:`hookimpl` from here to mark their hook implementations::
+This module is the door for plugin authors, as ``pytest`` is for pytest's: everything a store, an
+embedder kind, a ranker or a command implements or receives is imported from here::
 
-    from passageway import hookimpl
+    from passageway import Candidate, Gate, Ranked, hookimpl
+
+    class ShortestFirst:
+        def rank(self, question, question_vector, keyword, vector, gate: Gate) -> list[Ranked]:
+            ...
 
     @hookimpl
     def passageway_register_rankers(register):
-        register("mine", MyRanker)
+        register("shortest-first", ShortestFirst)
 
-This package is a facade (docs/adr/0009): besides this module it holds links to the real
-folders, ``passageway.kernel`` (contracts and the loop), ``passageway.builtin`` (the default
-stages, one subpackage each), ``passageway.testing`` (helpers for the tests of plugins, connectors
-and embedders) and ``passageway.schemas`` (the protocol JSON Schemas).
+The names are looked up on first use (:data:`PUBLIC`), so ``import passageway`` stays cheap for a
+connector run. The tests of a plugin import from :mod:`passageway.testing`. Besides this module the
+package holds links to the real folders (docs/adr/0009): ``passageway.kernel`` (contracts and the
+loop), ``passageway.builtin`` (the default stages), ``passageway.testing`` and
+``passageway.schemas`` (the protocol JSON Schemas).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pluggy
 
@@ -23,10 +31,58 @@ PROJECT = "passageway"
 hookimpl = pluggy.HookimplMarker(PROJECT)
 """The marker for hook implementations; see ``passageway.kernel.hookspecs`` for the hooks."""
 
-__all__ = ["PROJECT", "__version__", "hookimpl"]
+PUBLIC: dict[str, str] = {
+    # storage: the contract, what it stores and returns, and the text rules every store shares
+    "Store": "passageway.kernel.store",
+    "StoreContext": "passageway.kernel.store",
+    "Candidate": "passageway.kernel.store",
+    "StoredItem": "passageway.kernel.store",
+    "ItemUpdate": "passageway.kernel.store",
+    "VectorCache": "passageway.kernel.store",
+    "check_updates": "passageway.kernel.store",
+    "index_text": "passageway.kernel.keyword_text",
+    "query_terms": "passageway.kernel.keyword_text",
+    "CJK_CHARACTER": "passageway.kernel.keyword_text",
+    "BM25_WEIGHTS": "passageway.kernel.keyword_text",
+    "Item": "passageway.kernel.records",
+    "Section": "passageway.kernel.records",
+    "Passage": "passageway.kernel.records",
+    "EmbedKind": "passageway.kernel.records",
+    # embedding
+    "Embedder": "passageway.kernel.embedder",
+    "BaseEmbedder": "passageway.kernel.embedder",
+    "ForwardingEmbedder": "passageway.kernel.embedder",
+    "EmbedderContext": "passageway.kernel.embedder",
+    "EmbedderSettings": "passageway.kernel.config",
+    # ranking
+    "Ranker": "passageway.kernel.ranking",
+    "Gate": "passageway.kernel.ranking",
+    "Ranked": "passageway.kernel.ranking",
+    # the settings a plugin reads: env:NAME references and the checks of a table's keys
+    "resolve_secrets": "passageway.kernel.config",
+    "SECRET_REFERENCE": "passageway.kernel.tables",
+    "reject_unknown": "passageway.kernel.tables",
+    # errors
+    "PassagewayError": "passageway.kernel.errors",
+    "ConfigError": "passageway.kernel.errors",
+    "PluginError": "passageway.kernel.errors",
+    "ConnectorError": "passageway.kernel.errors",
+    "EmbedderError": "passageway.kernel.errors",
+    "ModelError": "passageway.kernel.errors",
+    "StoreError": "passageway.kernel.errors",
+}
+"""Each public name and the kernel module that defines it (the one place it is written)."""
+
+__all__ = ["PROJECT", "__version__", "hookimpl", *PUBLIC]
 
 
-def __getattr__(name: str) -> str:
+def __getattr__(name: str) -> Any:
+    if name in PUBLIC:
+        import importlib
+
+        value = getattr(importlib.import_module(PUBLIC[name]), name)
+        globals()[name] = value  # looked up once
+        return value
     # The version is looked up on first use: importing importlib.metadata costs every connector
     # run through `python -m passageway.testing...` tens of milliseconds it does not need.
     if name == "__version__":
@@ -37,3 +93,7 @@ def __getattr__(name: str) -> str:
         except PackageNotFoundError:  # a source tree that was never installed
             return "0.0.0"
     raise AttributeError(f"module 'passageway' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

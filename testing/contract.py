@@ -357,7 +357,7 @@ def _json_text(line: bytes) -> bytes:
     """The line with JSON escapes undone, so an escaped secret is found too."""
     try:
         return json.dumps(json.loads(line), ensure_ascii=False).encode()
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # the line itself was reported
         return b""
 
 

@@ -28,7 +28,7 @@ import pytest
 from passageway.kernel.errors import StoreError
 from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.records import Item, Passage, Section
-from passageway.kernel.store import Candidate, ItemUpdate, Store
+from passageway.kernel.store import Candidate, ItemUpdate, LaterVectors, Store
 from passageway.testing.toy_embedder import toy_vectors
 
 __all__ = [
@@ -45,6 +45,8 @@ __all__ = [
     "test_german_umlauts_and_sharp_s",
     "test_keyword_candidates_carry_the_cosine_and_a_positive_score",
     "test_no_question_is_a_keyword_syntax_error",
+    "test_passage_texts_pages_through_every_passage",
+    "test_passages_stored_without_vectors_are_found_by_keywords_then_by_vector",
     "test_reset_records_the_embedder_and_empties_the_index",
     "test_search_gives_both_lists_from_any_thread",
     "test_searches_from_other_threads_while_items_are_rewritten",
@@ -124,6 +126,16 @@ async def test_apply_stores_versions_counts_items_and_deletes(contract_store):
     found = await store.items(["item-2", "missing", "item-1"])
     assert [(entry.item_id, entry.url) for entry in found] == [
         ("item-2", "https://example.test/item/2"), ("item-1", "https://example.test/item/1")]
+
+
+async def test_passages_of_an_item_come_in_order_with_heading_and_text(contract_store):
+    store = contract_store
+    entry = numbered(4, sections=3)
+    await store.apply([update_for(entry)], [])
+    rows = [tuple(row) for row in await store.passages_of("item-4")]
+    expected = [(p.ordinal, p.heading, p.text, p.digest) for p in update_for(entry).passages]
+    assert rows == expected
+    assert await store.passages_of("missing") == []
 
 
 async def test_a_failing_apply_leaves_the_index_as_it_was(contract_store):
@@ -306,3 +318,44 @@ async def test_the_store_state_table(contract_store):
     assert await contract_store.get_state("last_poll") == "2026-11-30T10:00:00Z"
     await contract_store.set_state("last_poll", "2026-12-01T10:00:00Z")
     assert await contract_store.get_state("last_poll") == "2026-12-01T10:00:00Z"
+
+
+def _later(store: Store) -> LaterVectors:
+    if not isinstance(store, LaterVectors):
+        pytest.skip("this store takes no passages before their vectors (LaterVectors)")
+    return store
+
+
+async def test_passages_stored_without_vectors_are_found_by_keywords_then_by_vector(contract_store):
+    store = _later(contract_store)
+    entry = numbered(1)
+    waiting = ItemUpdate(entry, passages_for(entry), None)
+    await contract_store.apply([waiting], [])
+    assert await contract_store.counts() == (1, 2)
+    pending = await store.pending(10)
+    assert [(p.item_id, p.ordinal) for p in pending] == [("item-1", 0), ("item-1", 1)]
+    assert [p.embedding_input for p in pending] == [p.embedding_input for p in passages_for(entry)]
+    vector = question_vector("engine")
+    found = await keyword_hits(contract_store, "engine part", vector, 5)
+    assert found and all(np.isnan(hit.similarity) for hit in found)  # no cosine yet: NaN
+    assert await vector_hits(contract_store, vector, 5) == []
+    vectors = toy_vectors([p.embedding_input for p in pending], DIM)
+    await store.set_vectors([("item-1", 0, vectors[0])])
+    assert [(p.item_id, p.ordinal) for p in await store.pending(10)] == [("item-1", 1)]
+    assert [hit.passage_key for hit in await vector_hits(contract_store, vector, 5)] == [
+        hit.passage_key for hit in found if hit.text == pending[0].text]
+    await store.set_vectors([("item-1", 1, vectors[1]), ("item-1", 0, -vectors[0]), ("gone", 0, vectors[0])])
+    assert await store.pending(10) == []  # a passage with a vector keeps it; an unknown one is skipped
+    found = await keyword_hits(contract_store, "engine part", vector, 5)
+    cosines = {hit.text: hit.similarity for hit in found}
+    assert cosines[pending[0].text] == pytest.approx(float(vectors[0] @ vector), abs=1e-5)
+
+
+async def test_passage_texts_pages_through_every_passage(contract_store):
+    store = _later(contract_store)
+    await contract_store.apply([update_for(numbered(n)) for n in range(3)], [])
+    seen, after = [], 0
+    while rows := await store.passage_texts(after, 4):
+        seen.extend(text for _, text in rows)
+        after = rows[-1][0]
+    assert sorted(seen) == sorted(p.text for n in range(3) for p in passages_for(numbered(n)))

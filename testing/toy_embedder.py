@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from passageway import hookimpl
+from passageway.kernel.embedder import BaseEmbedder
 from passageway.kernel.errors import EmbedderError
 
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -42,7 +43,7 @@ def toy_vectors(texts: Sequence[str], dim: int = 64) -> np.ndarray:
     return matrix
 
 
-class ToyEmbedder:
+class ToyEmbedder(BaseEmbedder):
     """In-process embedder for tests. ``fail`` makes every call raise, to test error paths.
 
     ``cross_language_offset`` is 0 by default: the toy knows no languages, so its cosines do not

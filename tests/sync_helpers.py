@@ -4,7 +4,9 @@ the real fake connector, and a store + sync built in a temporary folder."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -68,7 +70,8 @@ class FakeRunner:
     """An in-memory stand-in for ``ConnectorRunner`` with the same async methods.
 
     ``fail_batches`` holds fetch call numbers (1-based) that fail; ``fail_ids`` fails every fetch
-    that asks for one of them; ``fail_all`` fails every call; ``protocol`` is what check says.
+    that asks for one of them (with rule ``fail_rule``); ``fail_all`` fails every call;
+    ``protocol`` is what check says.
     """
 
     def __init__(self, name: str, items: Iterable[Item] = ()) -> None:
@@ -76,6 +79,7 @@ class FakeRunner:
         self.items: dict[str, Item] = {entry.id: entry for entry in items}
         self.fail_batches: set[int] = set()
         self.fail_ids: set[str] = set()
+        self.fail_rule = "exit status"
         self.fail_all = False
         self.protocol = "1"
         self.fetch_calls: list[list[str]] = []
@@ -110,7 +114,7 @@ class FakeRunner:
             await asyncio.sleep(self.fetch_delay)
         self._maybe_fail("fetch")
         if len(self.fetch_calls) in self.fail_batches or self.fail_ids.intersection(ids):
-            raise ConnectorError(self.name, "exit status", f"fetch call {len(self.fetch_calls)} failed")
+            raise ConnectorError(self.name, self.fail_rule, f"fetch call {len(self.fetch_calls)} failed")
         return [self.items[item_id] for item_id in ids if item_id in self.items]
 
     async def changed(self, since: datetime) -> list[Item]:
@@ -164,3 +168,12 @@ class Setup:
 
 def items_from_file(path: Path) -> list[Item]:
     return [item_from_json(record) for record in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def stored_passages(store: SqliteStore, item_id: str) -> list[tuple[int, str | None, str, str]]:
+    """``(ordinal, heading, text, digest)`` of one item's passages in a sqlite store's file, in
+    order, read on a connection of its own (a test's look inside; the store has no such method)."""
+    with contextlib.closing(sqlite3.connect(store.path)) as connection:
+        rows = connection.execute(
+            "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal", (item_id,))
+        return [tuple(row) for row in rows]  # type: ignore[misc]

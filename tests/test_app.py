@@ -188,7 +188,7 @@ async def test_background_sync_builds_and_stops(tmp_path):
         await wait_built(kernel)
         assert kernel.health(include_errors=True)["sources"]["notes"]["items"] == 4
         await kernel.stop_background_sync()
-        assert not kernel._sync_tasks
+        assert not kernel.syncs.tasks
 
 
 async def test_recall_logs_count_and_time_only(tmp_path, caplog):
@@ -293,6 +293,26 @@ def test_an_unknown_key_in_the_embedder_table_breaks_the_kernel_at_once(tmp_path
     kernel = Kernel.create(settings, environ=environ)
     assert kernel.config_error is not None and "unknown key 'modle' in [embedder]" in kernel.config_error
     assert kernel.health(include_errors=False)["status"] == "error"
+
+
+async def test_what_eval_varies_is_an_argument_of_the_kernel(tmp_path):
+    """``wrap_embedder`` wraps the embedder the settings build, ``vector_cache_folder`` holds the
+    cache of vectors instead of the data folder, ``chunk_cap`` reaches every source's sync."""
+    environ = write_instance(tmp_path)
+    wrapped = []
+
+    def wrap(embedder):  # type: ignore[no-untyped-def]
+        wrapped.append(embedder)
+        return embedder
+
+    cache_folder = tmp_path / "shared-cache"
+    async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ,
+                           wrap_embedder=wrap, vector_cache_folder=cache_folder, chunk_cap=300) as kernel:
+        assert wrapped == [kernel.embedder]
+        assert await kernel.sync_once() == {"notes": None}
+        assert kernel.sources["notes"].sync.cap == 300  # type: ignore[union-attr]
+    assert list(cache_folder.glob("vectors/*.db"))
+    assert not list((tmp_path / "data").glob("vectors/*.db"))
 
 
 def test_a_private_folder_makes_its_missing_parents_private_too(tmp_path):

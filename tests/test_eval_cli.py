@@ -6,11 +6,13 @@ synthetic outcomes in test_eval_metrics.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -36,6 +38,28 @@ class _Toy32:
         register("toy32", factory)
 
 
+class _WordCounter(ToyEmbedder):
+    """A model that counts a word a token and reads at most 12: a long question is cut at another
+    place than the byte guess (three bytes a token) would cut it."""
+
+    questions: ClassVar[list[str]] = []
+    max_tokens = 12
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) + 2
+
+    async def embed(self, texts, kind):
+        if kind == "query":
+            _WordCounter.questions.extend(texts)
+        return await super().embed(texts, kind)
+
+
+class _Words:
+    @hookimpl
+    def passageway_register_embedders(self, register):
+        register("words", lambda settings, context: _WordCounter(name="toy-words"))
+
+
 class _QuestionFails:
     """An embedder that embeds passages but fails on every question."""
 
@@ -58,7 +82,8 @@ def toy_plugins(monkeypatch, tmp_path):
     def with_toys(env=None, **kwargs):
         return original(
             env,
-            extra=(("toy", toy_plugin), ("toy32", _Toy32()), ("toyfail", _QuestionFails())),
+            extra=(("toy", toy_plugin), ("toy32", _Toy32()), ("toyfail", _QuestionFails()),
+                   ("words", _Words())),
             load_entry_points=False,
         )
 
@@ -377,7 +402,7 @@ def test_a_second_eval_reuses_the_vector_cache_and_embeds_only_questions(tmp_pat
 
 
 async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time():
-    from passageway.kernel.eval.engine import MeteredEmbedder
+    from passageway.builtin.eval.engine import MeteredEmbedder
 
     inner = ToyEmbedder()
     metered = MeteredEmbedder(inner)
@@ -390,7 +415,7 @@ async def test_metered_embedder_embeds_a_question_once_and_counts_its_first_time
 
 
 def test_metered_embedder_gates_with_the_wrapped_models_offset():
-    from passageway.kernel.eval.engine import MeteredEmbedder
+    from passageway.builtin.eval.engine import MeteredEmbedder
     from passageway.kernel.ranking import Gate
 
     metered = MeteredEmbedder(ToyEmbedder(min_similarity=0.87, cross_language_offset=0.06))
@@ -455,3 +480,34 @@ def test_json_prints_the_report_json_instead_of_markdown(tmp_path, capsys):
     assert code == 0, stderr
     assert json.loads(stdout) == json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert "\r" not in stderr  # stderr is no terminal: no progress bar
+
+
+LONG_QUESTION = ("how often should tomatoes in a small garden bed on a sunny balcony get watering during "
+                 "a long hot summer week")
+
+
+async def test_eval_and_the_server_cut_a_long_question_identically(tmp_path, capsys):
+    """Eval meters the embedder, and the meter forwards the model's token count and input limit:
+    the question eval embeds is the one the server embeds."""
+    from passageway.kernel.app import Kernel
+    from passageway.kernel.config import load_settings
+
+    config = write_config(tmp_path, kind="words")
+    cases = tmp_path / "long.toml"
+    cases.write_text(f'[[case]]\nquery = "{LONG_QUESTION}"\nexpect_id = ["garden/tomatoes"]\n',
+                     encoding="utf-8")
+    _WordCounter.questions.clear()
+    code, _, stderr = await asyncio.to_thread(run, capsys, cases, "--config", config)
+    assert code == 0, stderr
+    eval_cut = _WordCounter.questions[-1]
+
+    _WordCounter.questions.clear()
+    environ = {"HOME": str(tmp_path / "home"), "PASSAGEWAY_CONFIG": str(config),
+               "PASSAGEWAY_DATA_DIR": str(tmp_path / "data"), "PASSAGEWAY_LOGIN_PASSWORD": "x" * 16}
+    async with Kernel.open(load_settings(environ), plugins.build_plugin_manager(environ), environ) as kernel:
+        await kernel.recall(LONG_QUESTION)
+    server_cut = _WordCounter.questions[-1]
+
+    assert eval_cut == server_cut == " ".join(LONG_QUESTION.split()[:10])
+    # Before, the meter hid max_tokens and count_tokens: eval embedded the whole question.
+    assert eval_cut != LONG_QUESTION

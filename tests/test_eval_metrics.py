@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from passageway.kernel.eval.cases import Case
-from passageway.kernel.eval.metrics import Outcome, check_targets, percentile, score, wilson
-from passageway.kernel.eval.report import choose_threshold
+from passageway.builtin.eval.cases import Case
+from passageway.builtin.eval.metrics import Outcome, check_targets, percentile, score, wilson
+from passageway.builtin.eval.report import choose_threshold
 from passageway.kernel.records import Hit
 
 

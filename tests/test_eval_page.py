@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from passageway.kernel.errors import EvalError
-from passageway.kernel.eval.page import (
+from passageway.builtin.eval.page import (
     HISTORY_SHOWN,
     add_history,
     check_page,
@@ -19,6 +18,7 @@ from passageway.kernel.eval.page import (
     save_history,
     write_page,
 )
+from passageway.kernel.errors import EvalError
 
 START = "<!-- passageway:results:start -->"
 END = "<!-- passageway:results:end -->"

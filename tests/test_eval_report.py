@@ -6,10 +6,10 @@ import re
 
 import attrs
 
-from passageway.kernel.eval.cases import Case
-from passageway.kernel.eval.markdown import compare_markdown, run_markdown, table
-from passageway.kernel.eval.metrics import Outcome
-from passageway.kernel.eval.report import IndexInfo, RunResult, SourceCount, compare_json, run_json
+from passageway.builtin.eval.cases import Case
+from passageway.builtin.eval.markdown import compare_markdown, run_markdown, table
+from passageway.builtin.eval.metrics import Outcome
+from passageway.builtin.eval.report import IndexInfo, RunResult, SourceCount, compare_json, run_json
 from passageway.kernel.records import Hit
 
 ANSWERABLE = Case("where is the needle", expect=("haystack",), expect_text=("needle",), group="g")

@@ -3,6 +3,7 @@ recall, the word rule where window vectors are missing (kernel/query/excerpts.py
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
@@ -161,9 +162,13 @@ async def test_a_lone_hit_shows_its_items_next_passage_in_the_items_order():
     lone = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.89), FusionRanker("vector"))
     assert [hit.item_id for hit in lone.hits] == ["tesla"]
     assert lone.hits[0].text == f"{first.text} {second.text}"  # both, in the item's order
-    several = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
+    leader = await recall("Tesla born", [store], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
+    assert [hit.item_id for hit in leader.hits] == ["tesla", "edison"]
+    assert leader.hits[0].text == f"{first.text} {second.text}"  # 0.05 ahead: a clear leader
+    close = OneStore([second, first, attrs.evolve(other, similarity=0.89)])
+    several = await recall("Tesla born", [close], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
     assert [hit.item_id for hit in several.hits] == ["tesla", "edison"]
-    assert several.hits[0].text == first.text  # two hits share the budget: one passage each
+    assert several.hits[0].text == first.text  # two close hits share the budget: one passage each
 
 
 def test_an_initial_or_an_ordinal_does_not_end_a_sentence():
@@ -205,3 +210,68 @@ def test_an_excerpt_starts_up_to_a_third_of_its_share_before_its_sentence():
     excerpt = cut(text, anchor, 300)  # a third of 300 reaches two sentences back, not three
 
     assert excerpt.startswith("… " + sentences[8]) and sentences[10] in excerpt
+
+
+DOC_INTRO = " ".join(f"Step {n} of the setup explains a detail of the configuration." for n in range(6))
+DOC_CODE = "\n".join(f"app.add_route('/page{n}', handler_{n})" for n in range(30))
+DOC_PAGE = f"""{DOC_INTRO}
+
+```python
+{DOC_CODE}
+app.mount('/static', StaticFiles(directory='assets'), name='static')
+```
+
+| option | meaning |
+| --- | --- |
+""" + "\n".join(f"| flag{n} | sets the level {n} of the output |" for n in range(20)) + """
+| `--reload` | restarts the server when a source file changes |"""
+
+
+def test_cuts_fall_between_lines_of_code_and_rows_of_tables():
+    from passageway.kernel.query.excerpts import unit_starts
+
+    text = flat(DOC_PAGE)
+    starts = unit_starts(DOC_PAGE)
+    assert text[starts[starts.index(0) + 1]:].startswith("Step 1")  # prose: its sentences
+    assert any(text[start:].startswith("app.add_route('/page7'") for start in starts)
+    assert any(text[start:].startswith("| flag3 |") for start in starts)
+    assert starts == unit_starts(DOC_PAGE)  # deterministic
+    prose = " ".join(FILLER)
+    assert unit_starts(prose) == sentence_starts(prose)  # prose alone is cut as before
+
+
+def test_the_line_of_a_code_block_that_holds_the_questions_words_is_the_anchor():
+    from passageway.kernel.query.rendering import excerpt
+
+    question = "How do I mount a StaticFiles directory?"
+    piece = excerpt(DOC_PAGE, question, 300, anchor=0)  # the window by meaning chose the intro
+    assert "app.mount('/static', StaticFiles(directory='assets'), name='static')" in piece
+    assert piece.startswith("… app.add_route(")  # whole lines before it, not half of one
+
+
+def test_a_table_row_that_holds_the_questions_words_is_the_anchor():
+    from passageway.kernel.query.rendering import excerpt
+
+    piece = excerpt(DOC_PAGE, "Which flag restarts the server when a source file changes?", 250, anchor=0)
+    assert "| `--reload` | restarts the server when a source file changes |" in piece
+    assert piece.startswith("… | flag")
+
+
+def test_a_prose_anchor_stays_when_no_literal_line_shows_more_of_the_question():
+    from passageway.kernel.query.rendering import excerpt
+
+    step = flat(DOC_PAGE).index("Step 4")
+    piece = excerpt(DOC_PAGE, "What does step 4 of the setup explain?", 200, anchor=step)
+    assert piece.startswith("… Step 3") or piece.startswith("… Step 4")
+
+
+def test_a_padded_table_delimiter_row_does_not_fill_the_excerpt():
+    from passageway.kernel.query.rendering import compact_tables, excerpt
+
+    table = ("| Option" + " " * 30 + "| Default | Description" + " " * 60 + "|\n"
+             "| " + "-" * 36 + " | ------- | " + "-" * 70 + " |\n"
+             "| `truncation_length` | `3` | The number of parent folders to keep. |")
+    shown, moved = compact_tables(flat(table))
+    assert "| --- | --- | --- |" in shown and "----" not in shown
+    assert shown[moved(flat(table).index("| `truncation")):].startswith("| `truncation_length`")
+    assert excerpt(table, "how many parent folders", 140) == shown  # whole, once compact

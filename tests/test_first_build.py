@@ -32,7 +32,7 @@ async def test_answers_during_a_first_build_name_the_building_source_on_both_tra
     async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
         for _ in range(200):
             health = (await client.get(f"{url}/health")).json()
-            if health["sources"]["notes"].get("expected"):
+            if health["sources"]["notes"].get("stored"):  # written: searchable by keywords
                 break
             await asyncio.sleep(0.05)
         notes = health["sources"]["notes"]
@@ -41,7 +41,12 @@ async def test_answers_during_a_first_build_name_the_building_source_on_both_tra
 
         hook = await client.post(f"{url}/recall", json={"prompt": RYE}, headers=AUTH)
         assert hook.status_code == 200
-        assert hook.json() == {"context": ""}  # silence sends nothing, also while a source builds
+        # Stored before any vector exists: found by its words, with the note that it is a build.
+        context = hook.json()["context"]
+        assert "Rye bread" in context and f"Still indexing: {line}" in context
+        quiet = await client.post(f"{url}/recall", json={"prompt": "Who won the 1954 football world cup?"},
+                                  headers=AUTH)
+        assert quiet.json() == {"context": ""}  # silence sends nothing, also while a source builds
 
         http = httpx2.AsyncClient(headers=AUTH, timeout=30)
         async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as mcp:

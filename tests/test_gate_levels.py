@@ -11,6 +11,7 @@ from passageway import hookimpl
 from passageway.builtin.embedders.models import DEFAULT_MIN_SIMILARITY, DEFAULT_PRESET, PRESETS
 from passageway.kernel.app import Kernel
 from passageway.kernel.config import load_settings, parse_config_text
+from passageway.kernel.embedder import BaseEmbedder
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.gate_levels import LEVELS, gate_threshold, levels_of
 from passageway.kernel.plugins import build_plugin_manager
@@ -39,11 +40,11 @@ def test_the_environment_overrides_the_file_and_is_checked(tmp_path):
         load_settings({**fixed, "PASSAGEWAY_GATE": "answers"})
 
 
-class Builtin:
-    """Stands for the built-in embedder: it carries its preset."""
+class Builtin(BaseEmbedder):
+    """Stands for the built-in embedder: its preset's gate levels."""
 
     name = DEFAULT_PRESET
-    preset = PRESETS[DEFAULT_PRESET]
+    gate_levels = PRESETS[DEFAULT_PRESET].gate_levels
     min_similarity = DEFAULT_MIN_SIMILARITY
 
 

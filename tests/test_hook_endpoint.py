@@ -150,7 +150,7 @@ async def test_a_long_prompt_is_read_to_twenty_thousand_characters_and_reduced_t
     original = kernel.recall
 
     async def recording_recall(question, **options):  # type: ignore[no-untyped-def]
-        asked.append(question)
+        asked.append(question.text)  # handed over reduced (an Asked)
         return await original(question, **options)
 
     kernel.recall = recording_recall  # type: ignore[method-assign]
@@ -250,6 +250,37 @@ async def test_a_question_cut_out_of_a_paste_yields_to_typed_questions_at_the_em
         await post(client, url, TELESCOPE)
         await post(client, url, f"{trace}\n\n{TELESCOPE}")
     assert seen == [(TELESCOPE, False), (TELESCOPE, True)]
+
+
+async def test_a_prompt_is_reduced_once_and_yields_once_on_its_way_to_the_embedder(tmp_path, monkeypatch):
+    """The hook reduces the prompt and hands recall what it kept: recall neither reduces it again
+    nor enters the queue's yielding a second time."""
+    from passageway.builtin.transport import hook_endpoint
+    from passageway.kernel.query import prompt, question_queue, recall
+
+    reductions: list[str] = []
+    yields: list[bool] = []
+
+    def counting_asked(text):  # type: ignore[no-untyped-def]
+        reductions.append(text)
+        return prompt.asked(text)
+
+    original_yielding = question_queue.yielding
+
+    def counting_yielding():  # type: ignore[no-untyped-def]
+        yields.append(True)
+        return original_yielding()
+
+    monkeypatch.setattr(hook_endpoint, "asked", counting_asked)
+    monkeypatch.setattr(recall, "asked", counting_asked)
+    monkeypatch.setattr(recall, "yielding", counting_yielding)
+    kernel = make_kernel(write_instance(tmp_path))
+    trace = 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\nKeyError: "lens"'
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
+        await wait_built(kernel)
+        response = await post(client, url, f"{trace}\n\n{TELESCOPE}", session_id="once")
+    assert "Refracting telescope" in response.json()["context"]
+    assert len(reductions) == 1 and len(yields) == 1
 
 
 # Found by the hostile probe (issue 22)

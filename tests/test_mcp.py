@@ -42,7 +42,8 @@ async def test_list_tools_and_instructions(served, mode):
     _, url = served
     async with mcp_client(url, mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"recall", "status"}
+        assert set(tools) == {"recall", "read", "status"}
+        assert tools["read"].input_schema["required"] == ["source", "item"]
         assert tools["recall"].description == DEFAULT_TOOL_DESCRIPTION
         assert tools["recall"].input_schema["required"] == ["question"]
         if mode == "legacy":
@@ -59,6 +60,21 @@ async def test_recall_returns_passages(served):
         assert "Refracting telescope" in text
         assert "https://example.test/telescope" in text
         assert "Rhine" not in text
+
+
+async def test_read_returns_the_item_a_recall_answer_named(served):
+    kernel, url = served
+    async with mcp_client(url) as client:
+        answer = (await client.call_tool("recall", {"question": TELESCOPE})).content[0].text
+        source, item = answer.split("\n")[1].strip().split(" · ")[0].split(": ", 1)
+        result = await client.call_tool("read", {"source": source, "item": item})
+        assert not result.is_error
+        stored = await kernel.sources[source].store.passages_of(item)
+        assert all(text in result.content[0].text for _, _, text, _ in stored)
+        missing = await client.call_tool("read", {"source": source, "item": "no-such-item"})
+        assert missing.is_error and "no item 'no-such-item'" in missing.content[0].text
+        unnamed = await client.call_tool("read", {"source": source})
+        assert unnamed.is_error and "`source` and `item` are required" in unnamed.content[0].text
 
 
 async def test_recall_says_when_nothing_is_relevant(served):
@@ -236,3 +252,16 @@ async def test_mcp_with_a_query_of_any_character_is_no_server_error(served):
             headers={"Authorization": f"Bearer {PASSWORD}", "Accept": "application/json, text/event-stream"},
         )
         assert response.status_code < 500
+
+
+@pytest.mark.parametrize("host", [b"\xff\xfe:1", b"\xff", b"[::1", b"a b"])
+async def test_a_host_header_that_is_no_host_name_is_no_server_error(served, host):
+    # 32.13: a 0xFF byte in Host made building request.url raise: a 500 with a traceback.
+    from tests.test_auth import raw_request
+
+    _, url = served
+    head = (b"POST /mcp HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nAuthorization: Bearer " + PASSWORD.encode()
+            + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n")
+    answer = await raw_request(url, head + b"{}")
+    assert answer.startswith((b"HTTP/1.1 4", b"HTTP/1.0 4")), answer[:200]

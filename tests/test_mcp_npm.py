@@ -121,7 +121,7 @@ async def test_inspector_cli_lists_and_calls_tools(live_server):
         return json.loads(output[output.index("{"):])  # type: ignore[no-any-return]
 
     tools = await inspect("--method", "tools/list")
-    assert {tool["name"] for tool in tools["tools"]} == {"recall", "status"}
+    assert {tool["name"] for tool in tools["tools"]} == {"recall", "read", "status"}
     question = "question=how does a refracting telescope gather starlight with a lens?"
     result = await inspect("--method", "tools/call", "--tool-name", "recall", "--tool-arg", question)
     assert result["isError"] is False

@@ -123,7 +123,7 @@ async def test_the_whole_flow_with_pkce(oauth_server, tmp_path):
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {access}"}, timeout=30)
     async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as mcp:
         names = {tool.name for tool in (await mcp.list_tools()).tools}
-        assert names == {"recall", "status"}
+        assert names == {"recall", "read", "status"}
     # ... but never the hook endpoint, which takes the static password only.
     hook = await client.post(f"{url}/recall", json={"prompt": "telescope lenses"},
                              headers={"Authorization": f"Bearer {access}"})
@@ -389,3 +389,149 @@ async def test_a_token_that_is_not_utf8_is_refused_on_mcp_with_oauth_on(oauth_se
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n"
         "Authorization: Bearer \xff\xfe-token\r\nConnection: close\r\n\r\n").encode("latin-1"))
     assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+
+
+# Found by the second probe (issue 32)
+
+async def test_a_redirect_address_a_browser_reads_elsewhere_is_refused(oauth_server):
+    # 32.3: urlsplit found 127.0.0.1 in this address; a browser goes to evil.example with the code.
+    client, url, _ = oauth_server
+    for address in ("http://evil.example\\@127.0.0.1/cb", "http://evil.example@127.0.0.1/cb",
+                    "http://0x7f.1/cb"):
+        response = await client.post(f"{url}/register", json={"redirect_uris": [address]})
+        assert response.status_code == 400, (address, response.text)
+        assert response.json()["error"] == "invalid_redirect_uri"
+
+
+@pytest.mark.parametrize("address", ["http://127.0.0.1:9/c\r\nSet-Cookie: x=1", "http://127.0.0.1:9/c\x00b",
+                                     "http://127.0.0.1:9/c\nb"])
+async def test_a_redirect_address_with_control_characters_is_a_json_400(oauth_server, address):
+    # 32.7: it was registered, and the redirect to it closed the connection with a traceback.
+    client, url, _ = oauth_server
+    response = await client.post(f"{url}/register", json={"redirect_uris": [address]})
+    assert response.status_code == 400 and response.json()["error"] == "invalid_redirect_uri"
+
+
+async def test_a_client_name_with_a_lone_surrogate_is_a_json_400(oauth_server):
+    # 32.7: the login page could not encode the name: a 500.
+    client, url, _ = oauth_server
+    body = b'{"redirect_uris": ["' + REDIRECT.encode() + b'"], "client_name": "Claude \\ud800"}'
+    response = await client.post(f"{url}/register", content=body,
+                                 headers={"Content-Type": "application/json"})
+    assert response.status_code == 400 and response.json()["error"] == "invalid_client_metadata"
+
+
+async def test_a_login_page_for_an_old_unsafe_registration_is_refused(tmp_path):
+    # 32.3 and 32.7: a state file written before the rules keeps such clients; the page neither
+    # sends the browser there nor fails to encode the name.
+    from passageway.builtin.transport.oauth import OAuthServer
+
+    state = tmp_path / "oauth.json"
+    evil = "http://evil.example\\@127.0.0.1/cb"
+    state.write_text(json.dumps({"version": 1, "codes": {}, "tokens": {}, "clients": {"c": {
+        "client_id": "c", "client_id_issued_at": 1, "redirect_uris": [evil, REDIRECT], "authorised": 1,
+        "client_name": "Claude \ud800", "token_endpoint_auth_method": "none"}}}))
+    server = OAuthServer("http://127.0.0.1:1", PASSWORD, state)
+    params = authorize_params("c", challenge_pair()[1])
+    client, refusal = server._check_authorization_request({**params, "redirect_uri": evil})
+    assert client is None and refusal is not None and refusal.status == 400
+    client, refusal = server._check_authorization_request(params)
+    assert refusal is None and client is not None
+    from passageway.builtin.transport.oauth_pages import login_page
+
+    page = login_page(client, params)
+    assert page.status == 200 and b"<strong>127.0.0.1</strong>" in page.body  # type: ignore[operator]
+
+
+async def test_redirect_addresses_and_names_are_capped(oauth_server):
+    # 32.8: 30 registrations with 4 MB of redirect addresses each made oauth.json 117 MB.
+    client, url, environ = oauth_server
+    long = "https://example.com/" + "a" * 5000
+    refused = await client.post(f"{url}/register", json={"redirect_uris": [long]})
+    assert refused.status_code == 400 and "longer than" in refused.text
+    many = await client.post(f"{url}/register", json={"redirect_uris": [REDIRECT] * 11})
+    assert many.status_code == 400
+    await register(client, url, client_name="n" * 100_000)
+    state = os.path.join(environ["PASSAGEWAY_DATA_DIR"], "oauth.json")
+    assert os.path.getsize(state) < 10_000
+
+
+async def test_unused_registrations_are_capped(tmp_path, monkeypatch):
+    # 32.8: anonymous registrations that never log in are forgotten, oldest first; a logged-in
+    # client stays.
+    from passageway.builtin.transport import oauth
+
+    monkeypatch.setattr(oauth, "MAX_UNUSED_CLIENTS", 3)
+    monkeypatch.setattr(oauth, "MAX_REGISTRATIONS_PER_ADDRESS", 1000)
+    port = free_port()
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_BASE_URL": f"http://127.0.0.1:{port}"})
+    kernel = make_kernel(environ)
+    async with running_server(kernel, port=port) as url, httpx2.AsyncClient(timeout=10) as client:
+        await wait_built(kernel)
+        used = (await register(client, url))["client_id"]
+        await get_code(client, url, used, challenge_pair()[1])
+        for _ in range(10):
+            await register(client, url)
+    clients = json.loads((tmp_path / "data" / "oauth.json").read_text())["clients"]
+    assert used in clients and len(clients) == 4
+
+
+def test_temporary_files_left_by_a_killed_save_are_removed(tmp_path):
+    # 32.8: a kill -9 during a save left .oauth-*.json behind for good.
+    from passageway.builtin.transport.oauth_state import OAuthState
+
+    stale, fresh = tmp_path / ".oauth-abc.json", tmp_path / ".oauth-def.json"
+    stale.write_text("{}")
+    fresh.write_text("{}")
+    os.utime(stale, (1, 1))
+    OAuthState(tmp_path / "oauth.json")
+    assert not stale.exists() and fresh.exists()  # a save running now keeps its file
+
+
+async def test_a_save_of_a_large_state_does_not_stall_the_loop(tmp_path):
+    # 32.8: the snapshot was a JSON round trip on the event loop (0.6 s for 117 MB).
+    import asyncio
+    import time
+
+    from passageway.builtin.transport.oauth_state import OAuthState
+
+    state = OAuthState(tmp_path / "oauth.json")
+    for number in range(8000):
+        state.clients[str(number)] = {"client_id": str(number),
+                                      "redirect_uris": ["https://x.example/" + "a" * 1000]}
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0.01)
+    await state.save()
+    task.cancel()
+    state.clients.clear()
+    state.load()
+    assert len(state.clients) == 8000
+    assert max(gaps) < 0.08, max(gaps)  # the round trip took about 0.2 s here
+
+
+async def test_limits_behind_a_trusted_proxy_count_each_forwarded_client(tmp_path):
+    # 32.13: behind the reverse proxy every user shared the proxy's one limit.
+    port = free_port()
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_BASE_URL": f"http://127.0.0.1:{port}",
+                                                  "PASSAGEWAY_TRUSTED_PROXY": "127.0.0.1"})
+    kernel = make_kernel(environ)
+    async with running_server(kernel, port=port) as url, httpx2.AsyncClient(timeout=10) as client:
+        await wait_built(kernel)
+
+        async def register_from(address: str) -> int:
+            response = await client.post(f"{url}/register", json={"redirect_uris": [REDIRECT]},
+                                         headers={"X-Forwarded-For": address})
+            return response.status_code
+
+        assert [await register_from("203.0.113.7") for _ in range(11)][-1] == 429
+        assert await register_from("203.0.113.8") == 201  # another user behind the same proxy

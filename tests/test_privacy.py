@@ -9,7 +9,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from passageway.kernel.logging_setup import SecretFilter, configure_logging
+from passageway.kernel.commands.logging_setup import SecretFilter, configure_logging
 from tests.server_helpers import PASSWORD, free_port, make_kernel, running_server, wait_built, write_instance
 
 QUESTION = "how does a refracting telescope gather starlight with an objective lens zebrafinch?"

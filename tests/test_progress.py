@@ -140,3 +140,13 @@ def test_eval_shows_a_bar_on_a_terminal_only(tmp_path):
     code, out, err = _run(arguments, environ, stderr_on_terminal=False)
     assert code == 0, err
     assert "\r" not in err and "asking [" not in err
+
+
+def test_build_progress_counts_windows_once_every_passage_has_its_vector():
+    report = {"sources": {
+        "a": {"state": "indexing", "fetched": 50, "of": 50, "ready": 100, "expected": 100,
+              "windows": 30, "windows_expected": 120, "rate": 2.0, "eta_seconds": 9.0},
+    }}
+    assert build_progress(report) == ("building a", 30, 120, 2.0, 9.0, "windows")
+    report["sources"]["a"]["ready"] = 99  # a passage still waits: the bar counts passages
+    assert build_progress(report)[1:3] + build_progress(report)[5:] == (99, 100, "passages")

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from passageway.kernel.query.prompt import PLAIN_CHARS, asked, fit_to_tokens, is_question_sentence, line_kinds
+from passageway.kernel.query.prompt import (
+    PLAIN_CHARS,
+    Asked,
+    asked,
+    fit_to_tokens,
+    is_question_sentence,
+    line_kinds,
+)
 
 QUESTION = "How many people were lost in Algiers during 1620-21?"
 FRAGE = "Wie viele Menschen starben 1620-21 in Algier an der Pest?"
@@ -171,3 +178,38 @@ def test_every_long_prompt_reduces_to_its_bare_question_and_every_paste_to_nothi
             assert result.text == question
     for question in bare:  # a bare question is never changed
         assert asked(question).text == question
+
+
+@pytest.mark.parametrize("question", [
+    "uv run starship init fails, why?",
+    "How to set allow_origins=['*'] in CORSMiddleware(app, allow_origins=['*'])?",
+    'Why does app.mount("/static", StaticFiles(directory="static")) give 404?',
+])
+def test_a_one_line_question_that_quotes_code_is_still_a_question(question):
+    assert asked(question).text == question
+
+
+def test_a_line_of_code_that_ends_in_a_question_mark_stays_material():
+    assert line_kinds(["x = a ? b : c;", "    if ready?", "ERROR: is the port taken?"]) == ["material"] * 3
+
+
+TRACE_IN_APP = """Traceback (most recent call last):
+  File "/app/.venv/lib/python3.12/site-packages/starlette/routing.py", line 12, in <module>
+    from starlette.staticfiles import StaticFiles
+  File "/app/main.py", line 3, in <module>
+    run(["--reload", "--port", "8000"])
+starlette.exceptions.HTTPException: 404
+RuntimeError: Directory 'static' does not exist"""
+
+
+def test_the_names_in_a_paste_go_with_its_question_as_terms():
+    result = asked(f"{TRACE_IN_APP}\n\nWhat's going on with the StaticFiles mount?")
+    assert result.text == "What's going on with the StaticFiles mount?"
+    assert result.terms == ("HTTPException", "--reload", "--port", "starlette", "starlette.staticfiles")
+    config = asked("[server]\nallow_origins = ['*']\nDATABASE_URL=postgres://db\n\nWhy are cookies not sent?")
+    assert config.terms == ("server", "allow_origins", "DATABASE_URL")
+
+
+def test_a_paste_that_asks_nothing_has_no_terms_and_a_bare_question_none():
+    assert asked(TRACE_IN_APP) == Asked("", "nothing asked")
+    assert asked(QUESTION).terms == ()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import ClassVar
 
+import attrs
 import numpy as np
 import pytest
 
@@ -12,9 +14,16 @@ from passageway.builtin.ranking import FusionRanker
 from passageway.builtin.storage import SqliteStore
 from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.index.chunking import passages_for
-from passageway.kernel.query.recall import keyword_query, merge_candidates, recall
-from passageway.kernel.query.rendering import BUDGET_TOKENS, NOTHING, approx_tokens, excerpt, render_answer
-from passageway.kernel.ranking import Gate
+from passageway.kernel.query.recall import _related, keyword_query, merge_candidates, recall
+from passageway.kernel.query.rendering import (
+    BUDGET_TOKENS,
+    NOTHING,
+    approx_tokens,
+    excerpt,
+    fit_budget,
+    render_answer,
+)
+from passageway.kernel.ranking import Gate, Ranked
 from passageway.kernel.records import Answer, Item, Related, Section
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
@@ -100,11 +109,15 @@ async def test_recall_returns_passages_with_their_place_and_related_items(stores
     assert first.title == "Steam turbines" and first.heading == "Rotors"
     assert first.url == "https://notes/turbines" and first.updated == "2026-10-01"
     assert first.path == ("Engineering",)
-    # related: the indexed link is found, the unknown one is left out
-    assert answer.related == (Related("notes", "boilers", "Boilers", "https://notes/boilers"),)
+    # the turbine passage fills the budget: related items come only when there is room
+    assert answer.related == ()
     text = render_answer(answer)
     assert "Steam turbines › Rotors" in text and "https://notes/turbines" in text
-    assert "updated 2026-10-01" in text and "Related:\n- Boilers (https://notes/boilers)" in text
+    assert "updated 2026-10-01" in text and "notes: turbines" in text
+    # with room, the indexed link is found and the unknown one left out (kernel/query/recall.py)
+    turbine = Candidate("notes", 0, "turbines", "", "", None, "", 1.0, 0, links=first.links)
+    assert await _related([Ranked(turbine, 1.0)], stores) == [
+        Related("notes", "boilers", "Boilers", "https://notes/boilers")]
 
 
 async def test_a_hit_is_not_repeated_as_related(stores):
@@ -364,6 +377,36 @@ def test_merge_candidates_orders_across_sources_and_renumbers_ranks():
     assert [c.passage_key for c in by_keyword] == [1, 3, 2]
 
 
+def test_short_excerpts_share_their_unused_room_and_leave_room_for_related_items():
+    from passageway.kernel.records import Hit
+
+    short = Hit("s", "a", "A", "https://a", None, "Install it with `pip install typer`.", 1.0, 0.9)
+    long = Hit("s", "b", "B", "https://b", None, LONG, 0.9, 0.89)
+    related = (Related("s", "r", "Other", "https://y"),)
+    answer = fit_budget(Answer((short, long, long), related), "ordinary matters")
+    assert answer.hits[0].text == short.text  # whole, and what it did not need went to the others
+    assert len(answer.hits[1].text) > (BUDGET_TOKENS * 4 - 400) // 3
+    assert approx_tokens(render_answer(answer)) <= BUDGET_TOKENS
+    assert answer.related == ()  # no room left
+    roomy = fit_budget(Answer((short,), related), "install")
+    assert roomy.related == related and "Related:\n- Other (https://y)" in render_answer(roomy)
+
+
+def test_a_clear_leader_gets_the_larger_share_and_file_addresses_give_way_to_the_item():
+    from passageway.kernel.records import Hit
+
+    leader = Hit("docs", "guide/setup.md", "Setup", "file:///srv/docs/guide/setup.md", "Install", LONG, 1.0,
+                 0.90, path=("guide",))
+    others = [attrs.evolve(leader, item_id=f"other{n}.md", similarity=0.87, path=()) for n in (1, 2)]
+    answer = fit_budget(Answer((leader, *others)), "ordinary matters")
+    assert len(answer.hits[0].text) > 1.5 * len(answer.hits[1].text)
+    text = render_answer(answer)
+    assert "file://" not in text and "docs: guide/setup.md" in text and "guide /" not in text
+    assert "`read` tool" in text  # cut excerpts name the tool that returns the rest
+    even = fit_budget(Answer((leader, *(attrs.evolve(o, similarity=0.89) for o in others))), "ordinary")
+    assert abs(len(even.hits[0].text) - len(even.hits[1].text)) < 20
+
+
 def test_render_answer_lists_related_items():
     from passageway.kernel.records import Hit
 
@@ -440,3 +483,31 @@ def test_a_silent_answer_with_a_building_note_says_both_in_one_line():
     assert render_answer(answer) == (
         "Nothing relevant in the sources indexed so far. Still indexing: notes: 48 of 96 passages indexed."
     )
+
+
+async def test_the_names_of_a_paste_join_the_keyword_search_but_not_the_embedded_question():
+    class Recording:
+        source = "notes"
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def search(self, question, vector, limit):
+            self.asked.append(question)
+            return [], []
+
+        async def items(self, item_ids):
+            return []
+
+    class Embedder(ToyEmbedder):
+        embedded: ClassVar[list[str]] = []
+
+        async def embed(self, texts, kind):
+            self.embedded += list(texts)
+            return await super().embed(texts, kind)
+
+    store, embedder = Recording(), Embedder()
+    trace = 'Traceback (most recent call last):\n  File "x.py", line 1\nImportStringError: app'
+    paste = f"{trace}\n\nWhat is wrong?"
+
+    await recall(paste, [store], embedder, FusionRanker("hybrid"))
+    assert store.asked == ["wrong importstringerror"] and embedder.embedded == ["What is wrong?"]

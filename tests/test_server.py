@@ -108,8 +108,8 @@ async def test_cleanup_stops_sync_and_closes_resources(tmp_path):
     assert app[KERNEL_KEY] is kernel
     async with running_server(kernel):
         await wait_built(kernel)
-        assert kernel._sync_tasks
-        tasks = list(kernel._sync_tasks.values())
+        assert kernel.syncs.tasks
+        tasks = list(kernel.syncs.tasks.values())
     assert all(task.done() for task in tasks)
     assert kernel.embedder is None
     assert all(source.store is None for source in kernel.sources.values())

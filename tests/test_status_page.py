@@ -97,3 +97,17 @@ def test_a_broken_configuration_shows_its_reason_and_reloads():
     page = render_page({"status": "error", "version": "1", "instance": None, "error": "unknown key 'nmae'"})
     assert "unknown key &#x27;nmae&#x27;" in page
     assert "http-equiv" in page  # it reloads: a restart with a fixed file shows up by itself
+
+
+def test_a_building_source_shows_every_figure_of_its_build():
+    from passageway.kernel.commands.status import source_line
+
+    entry = {"state": "indexing", "items": 12, "passages": 30, "fetched": 12, "of": 40, "stored": 30,
+             "ready": 20, "expected": 100, "embedded": 20, "windows": 3, "windows_expected": 150,
+             "rate": 4.0, "eta_seconds": 90.0}
+    page = render_page({"status": "indexing", "version": "1", "instance": None,
+                        "embedder": {"state": "ok", "name": "e"}, "sources": {"docs": entry}})
+    assert "20 of 100 passages, 12 of 40 items, 30 passages stored, 3 of 150 windows, 4.0 passages/s" in page
+    line = source_line("docs", entry)
+    assert ("12 of 40 items fetched, 30 passages stored, 20 of 100 passages ready, 3 of 150 windows, "
+            "4.0 passages/s, about") in line

@@ -51,7 +51,7 @@ async def test_recall_and_status_through_the_stdio_client(served, tmp_path):
     async with bridge(tmp_path, "--url", served, env={"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(password_file)}
                       ) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"recall", "status"}
+        assert set(tools) == {"recall", "read", "status"}
         assert tools["recall"].input_schema["required"] == ["question"]
 
         result = await client.call_tool("recall", {"question": TELESCOPE})
@@ -85,7 +85,7 @@ async def test_the_port_comes_from_the_environment_and_the_password_from_the_ins
 async def test_no_server_is_one_clear_tool_error(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     async with bridge(tmp_path, "--url", url, env={"PASSAGEWAY_LOGIN_PASSWORD": PASSWORD}) as client:
-        assert {tool.name for tool in (await client.list_tools()).tools} == {"recall", "status"}
+        assert {tool.name for tool in (await client.list_tools()).tools} == {"recall", "read", "status"}
         result = await client.call_tool("recall", {"question": TELESCOPE})
         assert result.is_error
         message = result.content[0].text
@@ -148,3 +148,32 @@ def test_a_missing_server_is_one_line_on_stderr_at_start(tmp_path):
 def test_explain_names_a_refused_connection():
     error = ExceptionGroup("outer", [ConnectionRefusedError(111, "refused")])
     assert explain(error, "http://127.0.0.1:1").startswith("no passageway server answers at http://127.0.0.1:1")
+
+
+async def test_calls_pending_when_stdin_closes_are_answered(served, tmp_path):
+    # 32.13: the bridge cancelled every call still running when its stdin closed; the client that
+    # wrote its last requests and closed its end got no answers.
+    import asyncio
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+        }},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "recall", "arguments": {"question": TELESCOPE}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "status", "arguments": {}}},
+    ]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "passageway.kernel.cli", "mcp", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""),
+             "PASSAGEWAY_PORT": served.rsplit(":", 1)[1], "PASSAGEWAY_LOGIN_PASSWORD": PASSWORD},
+    )
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    stdout, stderr = await asyncio.wait_for(process.communicate(data), 120)
+    answers = {message.get("id"): message for message in map(json.loads, stdout.decode().splitlines())}
+    assert set(answers) == {1, 2, 3}, stdout + stderr
+    assert "result" in answers[2], answers[2]
+    assert "telescope" in answers[2]["result"]["content"][0]["text"].lower()
+    assert not answers[3]["result"].get("isError")

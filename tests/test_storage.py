@@ -266,22 +266,22 @@ async def _filled(tmp_path) -> tuple[SqliteStore, list[tuple[str, float]]]:
 
 async def test_a_deleted_vector_file_is_rebuilt_with_the_same_results(tmp_path):
     filled, before = await _filled(tmp_path)
-    assert filled.vector_path.exists()
-    filled.vector_path.unlink()
+    assert filled.vectors.path.exists()
+    filled.vectors.path.unlink()
     assert await _results(filled.path) == before
-    assert filled.vector_path.exists()
+    assert filled.vectors.path.exists()
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
 async def test_a_damaged_vector_file_is_detected_and_rebuilt(tmp_path, damage):
     filled, before = await _filled(tmp_path)
-    data = filled.vector_path.read_bytes()
+    data = filled.vectors.path.read_bytes()
     if damage == "truncate":
-        filled.vector_path.write_bytes(data[: len(data) // 2])
+        filled.vectors.path.write_bytes(data[: len(data) // 2])
     elif damage == "garbage":
-        filled.vector_path.write_bytes(bytes(reversed(data)))  # same size, other bytes
+        filled.vectors.path.write_bytes(bytes(reversed(data)))  # same size, other bytes
     else:
-        filled.vector_path.write_bytes(b"")
+        filled.vectors.path.write_bytes(b"")
     assert await _results(filled.path) == before
 
 
@@ -298,7 +298,7 @@ async def test_an_outdated_vector_file_catches_up_with_the_database(tmp_path, ca
     after = await _results(filled.path)
     assert "added 10 and removed 22 vectors" in caplog.text  # caught up, not rebuilt from scratch
     assert "rebuilding" not in caplog.text
-    filled.vector_path.unlink()
+    filled.vectors.path.unlink()
     assert await _results(filled.path) == after  # the same as a rebuild from the database
     assert "item-29" not in {item_id for item_id, _ in after}
 
@@ -306,7 +306,7 @@ async def test_an_outdated_vector_file_catches_up_with_the_database(tmp_path, ca
 
 async def test_searches_work_while_a_missing_vector_file_is_rebuilt_after_open(tmp_path):
     filled, before = await _filled(tmp_path)
-    filled.vector_path.unlink()
+    filled.vectors.path.unlink()
     reopened = SqliteStore(filled.path, "notes")
     release = threading.Event()
     build = reopened.vectors.build_graph
@@ -318,7 +318,7 @@ async def test_searches_work_while_a_missing_vector_file_is_rebuilt_after_open(t
     reopened.vectors.build_graph = slow_build  # type: ignore[method-assign]
     await reopened.open()  # returns before the graph is built
     try:
-        assert not filled.vector_path.exists()
+        assert not filled.vectors.path.exists()
         hits = await store_contract.vector_hits(reopened, question_vector("river engine garden"), 40)
         during = sorted(((hit.item_id, round(hit.similarity, 5)) for hit in hits),
                         key=lambda pair: (-pair[1], pair[0]))
@@ -326,7 +326,7 @@ async def test_searches_work_while_a_missing_vector_file_is_rebuilt_after_open(t
         assert await store_contract.keyword_hits(reopened, "river", question_vector("river"), 5)
         release.set()
         await reopened.wait_ready()
-        assert filled.vector_path.exists()
+        assert filled.vectors.path.exists()
     finally:
         release.set()
         await reopened.close()
@@ -442,3 +442,17 @@ async def test_the_kernel_takes_its_vector_cache_from_the_hook(tmp_path):
     assert len(plugin.cache.vectors) == counts[1] > 0  # every passage's vector went to the plugin's cache
     assert plugin.cache.closed
     assert not (tmp_path / "data" / "vectors").exists()  # and no file of the builtin cache was made
+
+
+async def test_a_full_disk_during_a_write_is_reported_as_a_full_disk(store):
+    # Issue 32.13: a re-sync on a full disk said "cannot rollback - no transaction is active".
+    await store.apply([update_for(item(0))], [])
+    limit = await store._write(lambda: store._writer.execute("PRAGMA page_count").fetchone()[0] + 1)
+    await store._write(lambda: store._writer.execute(f"PRAGMA max_page_count = {limit}"))
+    with pytest.raises(StoreError, match="the disk is full") as caught:
+        await store.apply([update_for(item(n, sections=40)) for n in range(1, 30)], [])
+    assert "rollback" not in str(caught.value) and "'notes'" in str(caught.value)
+    await store._write(lambda: store._writer.execute("PRAGMA max_page_count = 1073741823"))
+    await store.apply([update_for(item(1))], [])  # the store goes on once there is room
+    assert set(await store.versions()) == {"item-0", "item-1"}
+    assert await store.check_integrity() == []

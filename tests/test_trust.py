@@ -21,6 +21,9 @@ HTTPS_CLIENTS = (
     "connectors/confluence/passageway_connector_confluence/rest.py",
     "embedders/openai/passageway_embedder_openai/client.py",
 )
+OPENER_BUILDERS = ("sdk/passageway_sdk/http.py",)
+"""Modules that build a ``urllib`` opener from their caller's handlers (TLS included) and make no
+request themselves: the SDK's same-origin opener, which the Trilium and Confluence clients use."""
 REQUESTS = re.compile(
     r"urlopen\(|HTTPSConnection\(|build_opener\(|ClientSession\(|httpx\.(?:get|post|Client|AsyncClient)\("
 )
@@ -44,8 +47,14 @@ def test_each_client_uses_truststore(client):
     assert "truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)" in source
 
 
+@pytest.mark.parametrize("builder", OPENER_BUILDERS)
+def test_an_opener_builder_makes_no_tls_context_and_no_request_of_its_own(builder):
+    source = (ROOT / builder).read_text(encoding="utf-8")
+    assert "SSLContext" not in source and "urlopen(" not in source and "HTTPSHandler" not in source
+
+
 def test_no_unlisted_module_makes_requests():
-    listed = {ROOT / client for client in HTTPS_CLIENTS}
+    listed = {ROOT / client for client in (*HTTPS_CLIENTS, *OPENER_BUILDERS)}
     unlisted = [
         path.relative_to(ROOT).as_posix()
         for path in shipped_python_files()

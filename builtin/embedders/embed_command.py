@@ -18,7 +18,6 @@ loop::
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
@@ -28,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from passageway.kernel.connector.processes import close_pipes, kill_tree
+from passageway.kernel.embedder import BaseEmbedder
 from passageway.kernel.errors import EmbedderError
+from passageway.kernel.program import Masker, Program, Stderr
 from passageway.kernel.records import PROTOCOL_VERSION, validate_embedder_message
 
 STDERR_TAIL_LINES = 20
@@ -41,7 +41,7 @@ class _ProgramDied(Exception):
     """The program's stdout ended: it exited or crashed while (or before) answering."""
 
 
-class CommandEmbedder:
+class CommandEmbedder(BaseEmbedder):
     """An embedder program run as one long-lived process.
 
     :param name: a label for messages (the ``[embedder]`` table or your test); the model's own name
@@ -93,9 +93,10 @@ class CommandEmbedder:
             )
         self._environ = os.environ if environ is None else environ
         self._log = logger or logging.getLogger("passageway.embedder")
-        self._process: asyncio.subprocess.Process | None = None
-        self._stderr_task: asyncio.Task[None] | None = None
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._program: Program | None = None
+        self._masker = Masker(self.secrets.values())
+        self._stderr: Stderr | None = None
+        """The last program's stderr, kept after it stopped to quote in an error."""
         self._identity: tuple[str, int] | None = None
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -121,13 +122,13 @@ class CommandEmbedder:
     @property
     def pid(self) -> int | None:
         """The running program's process id, or None."""
-        process = self._process
-        return process.pid if process is not None and process.returncode is None else None
+        program = self._program
+        return program.pid if program is not None and program.running else None
 
     def _bind_loop(self) -> None:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            if self._process is not None and self._process.returncode is None:
+            if self._program is not None and self._program.running:
                 raise EmbedderError(
                     f"embedder {self.label!r} was started on another event loop; "
                     "use one CommandEmbedder per loop"
@@ -173,7 +174,7 @@ class CommandEmbedder:
                 while True:
                     try:
                         if not self._running():
-                            if self._process is not None:
+                            if self._program is not None:
                                 # Found dead since the last call: this start is the one restart.
                                 if restarted:
                                     raise self._died_error("after a restart")
@@ -190,34 +191,31 @@ class CommandEmbedder:
 
     async def close(self) -> None:
         """Stop the program; a closed embedder starts it again when used."""
-        if self._process is None:
+        program, self._program = self._program, None
+        if program is None:
             return
         if self._loop is not asyncio.get_running_loop():
             # The loop that owns the program is gone (a test's loop); kill it directly.
-            self._kill_group_now(self._process)
-            self._process = None
+            program.kill_now()
             return
-        process = self._process
-        self._process = None
-        if process.returncode is None:
-            if process.stdin is not None:
+        if program.running:
+            if program.process.stdin is not None:
                 with contextlib.suppress(Exception):
-                    process.stdin.close()
+                    program.process.stdin.close()
             try:
-                await asyncio.wait_for(process.wait(), CLOSE_GRACE_SECONDS)
+                await asyncio.wait_for(program.process.wait(), CLOSE_GRACE_SECONDS)
             except TimeoutError:
-                await self._kill_group(process)
-                await process.wait()
-        await self._finish_stderr()
-        await self._let_go(process)
+                await program.kill()
+        await program.finish()
 
     # -----------------------------------------------------------------------------------------
-    # The process
+    # The process (driven by passageway.kernel.program, as connectors are)
     # -----------------------------------------------------------------------------------------
 
     def _running(self) -> bool:
-        return self._process is not None and self._process.returncode is None and not (
-            self._process.stdout is not None and self._process.stdout.at_eof()
+        program = self._program
+        return program is not None and program.running and not (
+            program.process.stdout is not None and program.process.stdout.at_eof()
         )
 
     def _child_environment(self) -> dict[str, str]:
@@ -228,27 +226,18 @@ class CommandEmbedder:
         return environment
 
     async def _spawn(self) -> None:
-        if self._process is not None:
+        if self._program is not None:
             await self._stop()
-        self._stderr_tail.clear()
+        self._stderr = Stderr(self._masker, self._log_stderr, tail_lines=STDERR_TAIL_LINES)
         try:
-            process = await asyncio.create_subprocess_exec(
-                *self.command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._child_environment(),
-                start_new_session=True,
-                limit=MAX_REPLY_BYTES,
-            )
+            self._program = await Program.spawn(self.command, self._child_environment(), self._stderr,
+                                                limit=MAX_REPLY_BYTES, label=f"embedder {self.label!r}")
         except OSError as error:
             raise EmbedderError(
                 f"embedder {self.label!r}: cannot start {self.command[0]} ({error.strerror or error}); "
                 "check `command` (an absolute path to the interpreter is safest)"
             ) from None
-        self._process = process
         self.starts += 1
-        self._stderr_task = asyncio.create_task(self._read_stderr(process))
         reply = await self._request({"op": "info"}, expect="infoReply")
         protocol = reply.get("protocol", PROTOCOL_VERSION)
         if protocol != PROTOCOL_VERSION:
@@ -294,8 +283,9 @@ class CommandEmbedder:
         return (matrix / norms[:, None]).astype(np.float32)
 
     async def _request(self, message: dict[str, Any], *, expect: str) -> dict[str, Any]:
-        process = self._process
-        assert process is not None and process.stdin is not None and process.stdout is not None
+        assert self._program is not None
+        process = self._program.process
+        assert process.stdin is not None and process.stdout is not None
         line = (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
         try:
             async with asyncio.timeout(self.timeout):
@@ -306,7 +296,6 @@ class CommandEmbedder:
                     raise _ProgramDied from None
                 answer = await process.stdout.readline()
         except TimeoutError:
-            await self._kill_group(process)
             await self._stop()
             raise EmbedderError(
                 f"embedder {self.label!r} did not answer {message['op']!r} within {self.timeout:g} seconds "
@@ -319,7 +308,9 @@ class CommandEmbedder:
                 f"embedder {self.label!r} printed a line longer than {MAX_REPLY_BYTES} bytes"
             ) from None
         if not answer:
-            await self._wait_briefly(process)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), 2.0)
+            await self._program.stderr_done(within=1.0)
             raise _ProgramDied
         try:
             reply = json.loads(answer)
@@ -343,77 +334,39 @@ class CommandEmbedder:
             )
         return reply
 
-    async def _read_stderr(self, process: asyncio.subprocess.Process) -> None:
-        assert process.stderr is not None
-        with contextlib.suppress(Exception):
-            while line := await process.stderr.readline():
-                text = self._mask(line.decode("utf-8", "replace").rstrip())
-                self._stderr_tail.append(text)
-                self._log.info("embedder %s: %s", self.label, text)
-
-    async def _finish_stderr(self) -> None:
-        task, self._stderr_task = self._stderr_task, None
-        if task is not None:
-            try:
-                await asyncio.wait_for(task, 1.0)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
-
-    async def _wait_briefly(self, process: asyncio.subprocess.Process) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), 2.0)
-        await self._finish_stderr()
+    def _log_stderr(self, text: str) -> None:
+        self._log.info("embedder %s: %s", self.label, text)
 
     async def _stop(self) -> None:
-        process = self._process
-        if process is None:
+        program = self._program
+        if program is None:
             return
-        if process.returncode is None:
-            await self._kill_group(process)
-        await self._finish_stderr()
-        # Closing the transport first: wait() also waits for the output pipes to close, which
-        # a daemon the program started can hold open.
-        await self._let_go(process)
+        if program.running:
+            await program.kill(wait=False)
+        # Closing the pipes first: wait() also waits for the output pipes to close, which a
+        # daemon the program started can hold open.
+        await program.finish()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(process.wait(), 5.0)
+            await asyncio.wait_for(program.process.wait(), 5.0)
         # Stopped on purpose: the next call starts it afresh, which is not a restart.
-        self._process = None
-
-    @staticmethod
-    async def _let_go(process: asyncio.subprocess.Process) -> None:
-        """Close an ended program's pipes while the loop runs (a sync caller's private loop is
-        closed after each call; see :func:`close_pipes`)."""
-        close_pipes(process)
-        await asyncio.sleep(0)  # let the pipes' closing callbacks run
-
-    @staticmethod
-    def _kill_group_now(process: asyncio.subprocess.Process) -> None:
-        """Kill the program, its group and whatever left the group (blocking: reads /proc)."""
-        kill_tree(process.pid)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-
-    async def _kill_group(self, process: asyncio.subprocess.Process) -> None:
-        await asyncio.to_thread(self._kill_group_now, process)
+        self._program = None
 
     # -----------------------------------------------------------------------------------------
     # Messages
     # -----------------------------------------------------------------------------------------
 
     def _mask(self, text: str) -> str:
-        for value in self.secrets.values():
-            if value:
-                text = text.replace(value, "***")
-        return text
+        return self._masker(text)
 
     def _tail_text(self) -> str:
-        if not self._stderr_tail:
+        tail = self._stderr.tail if self._stderr is not None else ()
+        if not tail:
             return "It wrote nothing to stderr."
-        return "Its last stderr lines: " + " | ".join(self._stderr_tail)
+        return "Its last stderr lines: " + " | ".join(tail)
 
     def _died_error(self, when: str) -> EmbedderError:
-        process = self._process
-        code = process.returncode if process is not None else None
+        program = self._program
+        code = program.process.returncode if program is not None else None
         status = f"exit status {code}" if code is not None and code >= 0 else (
             f"signal {-code}" if code is not None else "no exit status"
         )

@@ -15,7 +15,7 @@ import concurrent.futures
 import functools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,8 +25,8 @@ from passageway.builtin.embedders.models import (
     Preset,
     ensure_model_sync,
 )
+from passageway.kernel.embedder import BaseEmbedder, approx_model_tokens
 from passageway.kernel.errors import EmbedderError, ModelError
-from passageway.kernel.query.prompt import approx_model_tokens
 
 T = TypeVar("T")
 
@@ -70,7 +70,7 @@ def _check_unit_rows(matrix: np.ndarray, name: str, count: int) -> np.ndarray:
     return matrix
 
 
-class _PresetEmbedder:
+class _PresetEmbedder(BaseEmbedder):
     """What the in-process presets share: the preset's name, dimension and gate, and the checks
     every ``embed`` call makes before and after the model works.
 
@@ -103,9 +103,14 @@ class _PresetEmbedder:
         return self.preset.dim
 
     @property
-    def max_tokens(self) -> int:
+    def max_tokens(self) -> int:  # type: ignore[override]
         """The model's input limit in its tokens; recall cuts a question to it."""
         return self.preset.max_tokens
+
+    @property
+    def gate_levels(self) -> Mapping[str, float]:  # type: ignore[override]
+        """The preset's measured thresholds of the gate's named levels."""
+        return self.preset.gate_levels
 
     async def start(self) -> None:
         raise NotImplementedError

@@ -272,10 +272,6 @@ def folder_problem(preset: Preset, folder: Path, *, check_hashes: bool = True) -
     return None
 
 
-def is_present(preset: Preset, folder: Path, *, check_hashes: bool = True) -> bool:
-    return folder_problem(preset, folder, check_hashes=check_hashes) is None
-
-
 # ---------------------------------------------------------------------------------------------
 # Download
 # ---------------------------------------------------------------------------------------------

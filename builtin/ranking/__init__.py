@@ -52,6 +52,7 @@ behind every constant (``bench/gate_study.py``).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 
 import attrs
@@ -113,6 +114,7 @@ class Scored:
     score: float
     vector_rank: int
     keyword_rank: int | None
+    """Its place in the keyword list, or None when only the vector search found it."""
     matched: frozenset[str]
     coverage: float
     language: str | None
@@ -130,7 +132,6 @@ class Scored:
 class Evidence:
     """What the gate knows about the question as a whole."""
 
-    question_words: tuple[str, ...]
     language: str | None
     unknown: frozenset[str]
     """Content words of the question that no candidate contains (see :func:`unknown_words`);
@@ -258,7 +259,10 @@ class FusionRanker:
         for candidate in vector:
             pool.setdefault((candidate.source, candidate.passage_key), candidate)
 
-        by_cosine = sorted(pool, key=lambda key: (-pool[key].similarity, key))
+        # A passage with no vector yet (NaN, during a build) goes after every cosine and never
+        # sets the lead's reference: only its words can pass it.
+        by_cosine = sorted(pool, key=lambda key: (-_cosine(pool[key]), key))
+        with_vector = [key for key in by_cosine if not math.isnan(pool[key].similarity)]
         vocabulary: set[str] = set()
         read = {key: _read(pool[key].title, pool[key].heading or "", pool[key].text) for key in by_cosine}
         stand_out = self.field_lead is not None
@@ -294,31 +298,32 @@ class FusionRanker:
         scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
         if named_sources or named_items:
             scored = self._focused(scored)
-        reference = pool[by_cosine[REFERENCE_RANK]].similarity if len(by_cosine) > REFERENCE_RANK else None
+        reference = (pool[with_vector[REFERENCE_RANK]].similarity
+                     if len(with_vector) > REFERENCE_RANK else None)
         # Reading every candidate word for the unknown-word check costs about as much as the
         # rest of the scoring, so it is done only when that check is on.
         unknown = frozenset()
         if self.unknown_margin is not None:
             unknown = unknown_words(question_words, vocabulary)
-        evidence = Evidence(question_words, language_of(question), unknown, reference, terms)
+        evidence = Evidence(language_of(question), unknown, reference, terms)
         return scored, evidence
 
     def _focused(self, scored: list[Scored]) -> list[Scored]:
         """``scored`` with every passage of a named source or item ahead of the others, except
         the others that are closer than the best named one by :attr:`named_margin`."""
-        best_named = max((entry.candidate.similarity for entry in scored if entry.named), default=None)
+        best_named = max((_cosine(entry.candidate) for entry in scored if entry.named), default=None)
         if best_named is None:
             return scored
         bar = best_named + self.named_margin
-        ahead = [entry for entry in scored if entry.named or entry.candidate.similarity >= bar]
-        behind = [entry for entry in scored if not (entry.named or entry.candidate.similarity >= bar)]
+        ahead = [entry for entry in scored if entry.named or _cosine(entry.candidate) >= bar]
+        behind = [entry for entry in scored if not (entry.named or _cosine(entry.candidate) >= bar)]
         return ahead + behind
 
     def _fuse(self, candidate: Candidate, vector_rank: int, kw_rank: int | None, coverage: float) -> float:
         k = self.rrf_k
         keyword_part = 0.0 if kw_rank is None else 1.0 / (k + 1 + kw_rank)
         if self.signals == "vector":
-            return candidate.similarity
+            return _cosine(candidate)
         if self.signals == "keyword":
             # keyword hits first, in their order; the rest after them by cosine
             return 1.0 + keyword_part if kw_rank is not None else candidate.similarity / 2.0
@@ -368,6 +373,11 @@ def _read(title: str, heading: str, text: str) -> tuple[frozenset[str], str | No
     """A passage's words and language; cached, because the same passages come back often."""
     folded = words(f"{title} {heading} {text}")  # split once for both
     return frozenset(folded), language_of_words(folded)
+
+
+def _cosine(candidate: Candidate) -> float:
+    """The candidate's cosine, or -2 (below every cosine) while its vector is not made yet."""
+    return -2.0 if math.isnan(candidate.similarity) else candidate.similarity
 
 
 def best_per_item(scored: Sequence[Scored]) -> list[Scored]:

@@ -82,6 +82,8 @@ def fields(pool: Iterable[Candidate]) -> dict[str, float]:
     by_source: dict[str, list[float]] = {}
     everything: list[float] = []
     for candidate in pool:
+        if math.isnan(candidate.similarity):
+            continue  # no vector yet (during a build): not part of any field
         by_source.setdefault(candidate.source, []).append(candidate.similarity)
         everything.append(candidate.similarity)
     if len(everything) < MIN_FIELD:

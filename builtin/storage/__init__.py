@@ -6,8 +6,8 @@ The package holds the store's whole implementation, one module per job:
   :class:`~passageway.kernel.store.Store` methods);
 * :mod:`.tables`: the schema and its migrations, state, and writes;
 * :mod:`.vector_file`: the usearch index in memory and its file (checksum, catch-up, rebuild);
-* :mod:`.keyword`: keyword search with FTS5's BM25, and :mod:`.textsearch`, what goes into the
-  FTS5 index and how a question becomes a safe query;
+* :mod:`.keyword`: keyword search with FTS5's BM25, and how a question becomes a safe FTS5 query
+  (the text rules every store shares are ``passageway.index_text`` and ``passageway.query_terms``);
 * :mod:`.row_budget`: the one large-index path (a budget of matching rows per keyword search);
 * :mod:`.rows`: candidate rows and their cache for vector hits;
 * :mod:`.vector_cache`: vectors by passage digest, per embedder, outliving every index.

@@ -25,11 +25,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from passageway.builtin.storage import keyword, rows, tables
-from passageway.builtin.storage.textsearch import match_terms
+from passageway.builtin.storage.keyword import match_terms
 from passageway.builtin.storage.vector_file import VectorFile
 from passageway.kernel.data_folder import private_file
 from passageway.kernel.errors import StoreError
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.records import Passage
+from passageway.kernel.store import Candidate, ItemUpdate, StoredItem, check_updates
 
 T = TypeVar("T")
 
@@ -53,14 +54,19 @@ class SqliteStore:
         self._reads = threading.Condition()
         self._running_reads = 0
 
-    @property
-    def vector_path(self) -> Path:
-        return self.vectors.path
-
     # -- threads and connections --------------------------------------------------------------
 
     async def _write(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._writer_thread, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._writer_thread, self._writing, function, *args)
+
+    def _writing(self, function: Callable[..., T], *args: Any) -> T:
+        """Run ``function`` on the writer; SQLite refusing the write (a full disk, an I/O error)
+        is a :class:`StoreError` that names the source and the cause."""
+        try:
+            return function(*args)
+        except sqlite3.OperationalError as error:
+            raise tables.write_failure(f"the index of source {self.source!r} ({self.path})", error) from None
 
     async def _read(self, function: Callable[..., T], *args: Any) -> T:
         if self._closed:
@@ -190,11 +196,31 @@ class SqliteStore:
 
     def _apply(self, updates: list[ItemUpdate], deletions: list[str]) -> None:
         connection = self._writing_connection()
-        tables.check_updates(updates, self.vectors.dim, self.source)
+        check_updates(updates, self.vectors.dim, self.source)
         removed, added_keys, added_vectors = tables.write(connection, updates, deletions)
         # The database has committed; bring the vectors in memory up to date with it.
         self.vectors.update(connection, removed, added_keys, added_vectors)
         self._row_cache.forget(removed)
+
+    async def set_vectors(self, vectors: Sequence[tuple[str, int, np.ndarray]]) -> None:
+        if vectors:
+            await self._write(self._set_vectors, list(vectors))
+
+    def _set_vectors(self, vectors: list[tuple[str, int, np.ndarray]]) -> None:
+        dim = self.vectors.dim
+        for item_id, _, vector in vectors:
+            if dim is None or np.asarray(vector).reshape(-1).shape[0] != dim:
+                raise StoreError(f"item {item_id!r}: a vector that does not fit the index of "
+                                 f"{self.source!r} (dimension {dim}); the sync must reset it first")
+        connection = self._writing_connection()
+        keys, added = tables.set_vectors(connection, vectors)
+        self.vectors.update(connection, [], keys, added)
+
+    async def pending(self, limit: int) -> list[Passage]:
+        return await self._read(lambda: tables.pending(self._reading_connection(), limit))
+
+    async def passage_texts(self, after: int, limit: int) -> list[tuple[int, str]]:
+        return await self._read(lambda: tables.passage_texts(self._reading_connection(), after, limit))
 
     # -- searches -----------------------------------------------------------------------------
 
@@ -271,7 +297,7 @@ class SqliteStore:
         return int(items), int(passages)
 
     async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
-        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (the ``read`` tool)."""
         return await self._read(
             lambda: self._reading_connection().execute(
                 "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal",
@@ -285,8 +311,8 @@ class SqliteStore:
         return await self._write(self._check_integrity)
 
     def _check_integrity(self) -> list[str]:
-        problems, passages = tables.table_problems(self._writing_connection())
+        problems, with_vector = tables.table_problems(self._writing_connection())
         held = self.vectors.count()
-        if held is not None and held != passages:
-            problems.append(f"{held} vectors in the vector index for {passages} passages")
+        if held is not None and held != with_vector:
+            problems.append(f"{held} vectors in the vector index for {with_vector} passages with a vector")
         return problems

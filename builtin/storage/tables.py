@@ -7,7 +7,8 @@ thread for writes). ``PRAGMA user_version`` is the number of the last migration 
 * ``items(id, title, url, version, weight, path, labels, links, updated)``; the tuples are JSON.
 * ``passages(key, item, ordinal, heading, text, digest, vector)``; ``key`` is the passage's
   stable number (never reused), used as the usearch key and the FTS rowid; ``vector`` is
-  little-endian float32 of unit length.
+  little-endian float32 of unit length, or an empty blob while the passage waits for its vector
+  (it is searchable by keywords meanwhile; ``passages_pending`` indexes those).
 * ``passage_words`` (FTS5, ``unicode61 remove_diacritics 2``) over title, path, heading and text.
 * ``state(key, value)``: ``embedder_name``, ``embedder_dim``, ``generation`` (raised by every
   write), ``usearch_generation`` / ``usearch_size`` / ``usearch_checksum`` (the saved vector file,
@@ -24,8 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from passageway.builtin.storage.textsearch import index_text
 from passageway.kernel.errors import StoreError
+from passageway.kernel.index.chunking import embedding_input
+from passageway.kernel.keyword_text import index_text
+from passageway.kernel.records import Passage
 from passageway.kernel.store import ItemUpdate
 
 PATH_SEPARATOR = " › "
@@ -60,6 +63,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE TABLE state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ),
+    # 2: the passages stored before their vector (an empty blob until it is set), found fast
+    ("CREATE INDEX passages_pending ON passages (key) WHERE length(vector) = 0",),
 )
 
 _CHUNK = 500  # ids per statement, below SQLite's bound-parameter limit
@@ -94,9 +99,22 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield connection
     except BaseException:
-        connection.execute("ROLLBACK")
+        # SQLite has already rolled back after some errors (a full disk, SQLITE_FULL); a second
+        # ROLLBACK would fail and hide the error that matters.
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def write_failure(what: str, error: sqlite3.Error) -> StoreError:
+    """One line for a write SQLite refused, naming a full disk when that is the cause."""
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(error):
+        return StoreError(
+            f"{what} could not be written: the disk is full ({error}); nothing of this write was "
+            "kept. Free space in the data folder; the next sync goes on from there"
+        )
+    return StoreError(f"{what} could not be written ({error}); nothing of this write was kept")
 
 
 def get_state(connection: sqlite3.Connection, key: str) -> str | None:
@@ -129,25 +147,11 @@ def empty(connection: sqlite3.Connection, embedder_name: str, dim: int) -> None:
         set_state(connection, "generation", str(following))
 
 
-def check_updates(updates: Sequence[ItemUpdate], dim: int | None, source: str) -> None:
-    """Refuse updates whose vectors do not fit their passages or the index's dimension."""
-    for update in updates:
-        if len(update.passages) != len(update.vectors):
-            raise StoreError(
-                f"item {update.item.id!r}: {len(update.passages)} passages but {len(update.vectors)} vectors"
-            )
-        if len(update.passages) and (dim is None or update.vectors.shape[1] != dim):
-            raise StoreError(
-                f"item {update.item.id!r}: vectors of dimension {update.vectors.shape[1]}, but the index "
-                f"of {source!r} was set up for {dim}; the sync must reset it first"
-            )
-
-
 def write(connection: sqlite3.Connection, updates: Sequence[ItemUpdate], deletions: Sequence[str]
           ) -> tuple[list[int], list[int], list[np.ndarray]]:
     """Delete ``deletions`` and the updated items' old rows, insert the updates, raise the
     generation: one transaction. Returns the removed passage keys, and the added keys with their
-    vectors, for the vector index to follow."""
+    vectors, for the vector index to follow (an update without vectors adds none there)."""
     removed: list[int] = []
     added_keys: list[int] = []
     added_vectors: list[np.ndarray] = []
@@ -173,13 +177,15 @@ def write(connection: sqlite3.Connection, updates: Sequence[ItemUpdate], deletio
                  json.dumps(list(item.links), ensure_ascii=False), item.updated),
             )
             path_text = PATH_SEPARATOR.join(item.path)
-            vectors = np.asarray(update.vectors, dtype="<f4")
+            vectors: Sequence[np.ndarray | None] = (
+                [None] * len(update.passages) if update.vectors is None
+                else np.asarray(update.vectors, dtype="<f4"))
             for passage, vector in zip(update.passages, vectors, strict=True):
                 cursor = connection.execute(
                     "INSERT INTO passages (item, ordinal, heading, text, digest, vector)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
-                     vector.tobytes()),
+                     b"" if vector is None else vector.tobytes()),
                 )
                 key = int(cursor.lastrowid or 0)
                 connection.execute(
@@ -187,15 +193,58 @@ def write(connection: sqlite3.Connection, updates: Sequence[ItemUpdate], deletio
                     (key, index_text(item.title), index_text(path_text),
                      index_text(passage.heading or ""), index_text(passage.text)),
                 )
-                added_keys.append(key)
-                added_vectors.append(vector)
+                if vector is not None:
+                    added_keys.append(key)
+                    added_vectors.append(vector)
         set_state(connection, "generation", str(generation(connection) + 1))
     return removed, added_keys, added_vectors
 
 
+def set_vectors(connection: sqlite3.Connection, vectors: Sequence[tuple[str, int, np.ndarray]]
+                ) -> tuple[list[int], list[np.ndarray]]:
+    """Give passages stored without a vector theirs, by ``(item id, ordinal, vector)``, in one
+    transaction; a passage that has one already or is gone is left alone. Returns the keys set
+    and their vectors, for the vector index to follow."""
+    keys: list[int] = []
+    added: list[np.ndarray] = []
+    with transaction(connection):
+        for item_id, ordinal, vector in vectors:
+            blob = np.asarray(vector, dtype="<f4").reshape(-1)
+            row = connection.execute(
+                "UPDATE passages SET vector = ? WHERE item = ? AND ordinal = ? AND length(vector) = 0"
+                " RETURNING key", (blob.tobytes(), item_id, ordinal)).fetchone()
+            if row is not None:
+                keys.append(int(row[0]))
+                added.append(blob)
+        if keys:
+            set_state(connection, "generation", str(generation(connection) + 1))
+    return keys, added
+
+
+PENDING = (
+    "SELECT p.item, p.ordinal, p.heading, p.text, p.digest, i.title, i.path FROM passages p"
+    " JOIN items i ON i.id = p.item WHERE length(p.vector) = 0 ORDER BY p.key LIMIT ?"
+)
+
+
+def pending(connection: sqlite3.Connection, limit: int) -> list[Passage]:
+    """Up to ``limit`` passages stored without a vector, oldest first."""
+    return [
+        Passage(item_id=item_id, ordinal=ordinal, heading=heading, text=text,
+                embedding_input=embedding_input(title, json.loads(path), heading, text), digest=digest)
+        for item_id, ordinal, heading, text, digest, title, path in connection.execute(PENDING, (limit,))
+    ]
+
+
+def passage_texts(connection: sqlite3.Connection, after: int, limit: int) -> list[tuple[int, str]]:
+    """``(key, text)`` of up to ``limit`` passages with a key above ``after``, by key."""
+    return connection.execute(
+        "SELECT key, text FROM passages WHERE key > ? ORDER BY key LIMIT ?", (after, limit)).fetchall()
+
+
 def table_problems(connection: sqlite3.Connection) -> tuple[list[str], int]:
     """What SQLite's and FTS5's integrity checks and a comparison of the tables find, and how
-    many passages the index holds."""
+    many passages have their vector (the vector index must hold as many)."""
     problems = [row[0] for row in connection.execute("PRAGMA integrity_check") if row[0] != "ok"]
     try:
         connection.execute("INSERT INTO passage_words (passage_words) VALUES ('integrity-check')")
@@ -209,4 +258,5 @@ def table_problems(connection: sqlite3.Connection) -> tuple[list[str], int]:
     passages = connection.execute("SELECT count(*) FROM passages").fetchone()[0]
     if words != passages:
         problems.append(f"{words} keyword rows for {passages} passages")
-    return problems, int(passages)
+    with_vector = connection.execute("SELECT count(*) FROM passages WHERE length(vector) > 0").fetchone()[0]
+    return problems, int(with_vector)

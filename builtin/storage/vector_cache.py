@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from passageway.builtin.storage.tables import write_failure
 from passageway.kernel.data_folder import private_file
 from passageway.kernel.errors import StoreError
 
@@ -132,9 +133,12 @@ class SqliteVectorCache:
         self._open()
         assert self._connection is not None
         rows = [(digest, np.asarray(vector, dtype="<f4").tobytes()) for digest, vector in pairs]
-        with self._connection:
-            self._connection.execute("BEGIN")
-            self._connection.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+        try:
+            with self._connection:
+                self._connection.execute("BEGIN")
+                self._connection.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+        except sqlite3.OperationalError as error:
+            raise write_failure(f"the vector cache {self.path}", error) from None
 
     async def count(self) -> int:
         return await self._run(self._count)

@@ -110,7 +110,8 @@ class VectorFile:
             self._unsaved = False
             self._last_save = time.monotonic()
             return
-        stored = np.fromiter((row[0] for row in connection.execute("SELECT key FROM passages")),
+        stored = np.fromiter((row[0] for row in connection.execute(
+            "SELECT key FROM passages WHERE length(vector) > 0")),
                              dtype=np.uint64)
         saved = np.asarray(index.keys, dtype=np.uint64)
         extra, missing = np.setdiff1d(saved, stored), np.setdiff1d(stored, saved)
@@ -134,7 +135,8 @@ class VectorFile:
         """Every passage key and vector from the database (fast: no graph is built)."""
         keys: list[int] = []
         blobs: list[bytes] = []
-        for key, blob in connection.execute("SELECT key, vector FROM passages ORDER BY key"):
+        for key, blob in connection.execute(
+                "SELECT key, vector FROM passages WHERE length(vector) > 0 ORDER BY key"):
             if len(blob) != dim * 4:
                 raise StoreError(
                     f"the index of source {self.source!r} holds a vector of the wrong size; "

@@ -80,4 +80,5 @@ def _oauth(kernel: Kernel) -> OAuthServer | None:
     settings = kernel.settings
     if settings is None or not settings.base_url or kernel.config_error is not None:
         return None
-    return OAuthServer(settings.base_url, kernel.password, settings.data_dir / "oauth.json")
+    return OAuthServer(settings.base_url, kernel.password, settings.data_dir / "oauth.json",
+                       settings.trusted_proxies)

@@ -12,12 +12,11 @@ OAuth token. The answer is ``{"context": "..."}``, an empty string when there is
 from __future__ import annotations
 
 import collections
-import contextlib
 import hashlib
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import TYPE_CHECKING
 
@@ -28,10 +27,8 @@ from passageway.kernel.auth import REFUSED_WRONG_VALUE, bearer_token, unauthoriz
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.query.prompt import asked
-from passageway.kernel.query.question_queue import yielding
 from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.query.stopwords import content_words
-from passageway.kernel.records import Answer
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
@@ -193,14 +190,13 @@ class HookEndpoint:
         if not is_question(reduced.text):
             return web.json_response({"context": ""})
         try:
-            # A question cut out of a paste lets typed questions go first to the embedder.
-            with yielding() if reduced.why == "questions" else contextlib.nullcontext():
-                answer = await self.kernel.recall(
-                    reduced.text, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
-                )
+            # Handed over reduced: recall neither reduces it again nor searches what the filter
+            # refused, and lets a question cut out of a paste wait behind typed ones.
+            answer = await self.kernel.recall(
+                reduced, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
+            )
         except PassagewayError as error:
             return web.json_response({"context": "", "error": str(error)}, status=503)
-        answer = _without(answer, self.memory.sent(session_id))
         self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
         # Silence is an empty context, also while a source builds: the hook then adds nothing at all.
         return web.json_response({"context": "" if answer.silent else render_answer(answer)})
@@ -226,14 +222,3 @@ def _session_key(value: object) -> str | None:
     if len(value) <= MAX_SESSION_ID_CHARS and is_unicode(value):
         return value
     return "sha256:" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _without(answer: Answer, sent: Sequence[tuple[str, str]]) -> Answer:
-    """Drops hits the session already saw, whether or not the query path honoured the exclusion."""
-    if not sent:
-        return answer
-    seen = set(sent)
-    hits = tuple(hit for hit in answer.hits if (hit.source, hit.item_id) not in seen)
-    if len(hits) == len(answer.hits):
-        return answer
-    return Answer(hits=hits, related=answer.related if hits else (), notes=answer.notes)

@@ -1,4 +1,4 @@
-"""``/mcp``: the MCP server (tools ``recall`` and ``status``) over streamable HTTP inside aiohttp.
+"""``/mcp``: the MCP server (tools ``recall``, ``read`` and ``status``) over streamable HTTP inside aiohttp.
 
 The MCP SDK's server machinery (``mcp.server.lowlevel.Server`` and its
 ``StreamableHTTPSessionManager``) does the protocol: sessions, JSON-RPC, SSE, version
@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -21,7 +22,9 @@ import anyio
 from aiohttp import web
 from multidict import CIMultiDict
 
+from passageway.builtin.transport.mcp_sessions import IDLE_SECONDS, MAX_SESSIONS, SessionBook
 from passageway.kernel.errors import PassagewayError
+from passageway.kernel.http_guard import client_address
 from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.server import LOOPBACK_NAMES
 
@@ -44,6 +47,11 @@ DEFAULT_TOOL_DESCRIPTION = (
     "passages, each with its title, place in the source and link, or a note that nothing relevant "
     "is indexed. Ask a full question in natural language."
 )
+READ_DESCRIPTION = (
+    "The rest of a passage that `recall` showed cut (…): the whole section, or the whole item, as "
+    "indexed, up to 8,000 characters. Pass the source and item a recall answer named (its "
+    "`source: item` line) and, for one section, the heading it was shown under."
+)
 STATUS_DESCRIPTION = (
     "The server's health report: whether each source is indexed, how many items it holds, and "
     "the error text of anything that fails."
@@ -54,7 +62,7 @@ Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
 
 
 def tool_list(tool_description: str = DEFAULT_TOOL_DESCRIPTION) -> list[Any]:
-    """The two tools, ``recall`` and ``status``, as MCP tool definitions.
+    """The tools, ``recall``, ``read`` and ``status``, as MCP tool definitions.
 
     Shared by the server's ``/mcp`` and the stdio bridge (``passageway mcp``), so both offer
     the same tools with the same arguments.
@@ -71,6 +79,21 @@ def tool_list(tool_description: str = DEFAULT_TOOL_DESCRIPTION) -> list[Any]:
                     "question": {"type": "string", "description": "The question, in natural language"},
                 },
                 "required": ["question"],
+            },
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+        ),
+        types.Tool(
+            name="read",
+            description=READ_DESCRIPTION,
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "source": {"type": "string", "description": "The source, as a recall answer named it"},
+                    "item": {"type": "string", "description": "The item, as a recall answer named it"},
+                    "section": {"type": "string",
+                                "description": "Optional: the heading of one section (after the title's ›)"},
+                },
+                "required": ["source", "item"],
             },
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
@@ -111,7 +134,11 @@ class McpTransport:
             json_response=False,
             stateless=False,
             security_settings=self._security_settings(),
+            session_idle_timeout=IDLE_SECONDS,
+            max_sessions=MAX_SESSIONS,
         )
+        self.sessions = SessionBook(self.manager, most=MAX_SESSIONS)
+        self.trusted_proxies = settings.trusted_proxies if settings is not None else ()
 
     def _security_settings(self) -> Any:
         """DNS-rebinding protection for a server on the loopback address (as the SDK does).
@@ -164,8 +191,11 @@ class McpTransport:
             return types.CallToolResult(
                 content=[types.TextContent(text=json.dumps(report, indent=2, ensure_ascii=False))],
             )
+        if params.name == "read":
+            return await self._read(arguments)
         if params.name != "recall":
-            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}; the tools are recall and status")
+            raise MCPError(INVALID_PARAMS,
+                           f"unknown tool {params.name!r}; the tools are recall, read and status")
         question = arguments.get("question")
         if not isinstance(question, str) or not question.strip():
             return _tool_error("`question` is required: the question to search the sources for, as text")
@@ -181,6 +211,23 @@ class McpTransport:
         # The answer's shape for programs (`passageway search`): silence is told by this, never by the text.
         shape = {"silent": answer.silent, "passages": len(answer.hits), "indexing": list(answer.notes)}
         return types.CallToolResult(content=[types.TextContent(text=text)], meta={"passageway": shape})
+
+    async def _read(self, arguments: dict[str, Any]) -> Any:
+        import mcp_types as types
+
+        source, item, section = (arguments.get(key) for key in ("source", "item", "section"))
+        if not isinstance(source, str) or not source or not isinstance(item, str) or not item:
+            return _tool_error("`source` and `item` are required: the source and item a recall answer named")
+        if section is not None and not isinstance(section, str):
+            return _tool_error("`section` must be text: the heading a recall answer showed, or left out")
+        try:
+            text = await self.kernel.read(source, item, section)
+        except PassagewayError as error:
+            return _tool_error(f"read failed: {error}")
+        except Exception as error:
+            log.exception("read failed")
+            return _tool_error(f"read failed: {type(error).__name__}")
+        return types.CallToolResult(content=[types.TextContent(text=text)])
 
     # -----------------------------------------------------------------------------------------
     # aiohttp
@@ -226,13 +273,36 @@ class McpTransport:
         if sessions:
             log.info("closing %d MCP session%s", sessions, "s" if sessions != 1 else "")
         self._closing.set()  # every request's receive() now reports a disconnect
+        # Ending each session first lets its task finish by itself; cancelling thousands of them
+        # through the SDK's task group took anyio more than ten seconds (issue 32).
+        started = time.monotonic()
+        for transport in list(getattr(self.manager, "_server_instances", {}).values()):
+            with contextlib.suppress(Exception):
+                await transport.terminate()
         stop.set()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, timeout=10)
+        if sessions:
+            log.info("MCP sessions closed in %.1f s", time.monotonic() - started)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        """Serve one request to ``/mcp`` (the caller has authenticated it)."""
-        return await call_asgi(self.manager.handle_request, request, closing=self._closing)
+        """Serve one request to ``/mcp`` (the caller has authenticated it).
+
+        A request without a session id may open a session: first, if its client (or the server)
+        holds too many, the client's least recently used idle one ends (:mod:`.mcp_sessions`).
+        """
+        client = client_address(request, self.trusted_proxies)
+        session = request.headers.get("Mcp-Session-Id")
+        if session is None and request.method == "POST":
+            await self.sessions.make_room(client)
+        self.sessions.started(session)
+        response: web.StreamResponse | None = None
+        try:
+            response = await call_asgi(self.manager.handle_request, request, closing=self._closing)
+            return response
+        finally:
+            opened = response.headers.get("Mcp-Session-Id") if response is not None else None
+            self.sessions.finished(session, client, opened)
 
 
 def _target_bytes(text: str) -> bytes:
@@ -304,6 +374,9 @@ async def call_asgi(
                 disconnected.set()
 
     peer = request.transport.get_extra_info("peername") if request.transport else None
+    # The address the connection came in on, not the Host header: that is the client's text, and
+    # one that is not a host name (a 0xFF byte) made building request.url raise, a 500.
+    own = request.transport.get_extra_info("sockname") if request.transport else None
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -318,7 +391,7 @@ async def call_asgi(
         "root_path": "",
         "headers": [(name.lower(), value) for name, value in request.raw_headers],
         "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
-        "server": (request.host.rsplit(":", 1)[0], request.url.port),
+        "server": tuple(own[:2]) if isinstance(own, tuple) else None,
         "state": {},
     }
     try:

@@ -22,7 +22,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -31,8 +31,10 @@ from aiohttp import web
 
 from passageway.builtin.transport.oauth_pages import login_page, page
 from passageway.builtin.transport.oauth_state import LoginLimiter, OAuthState, hashed, pkce_challenge
+from passageway.builtin.transport.redirect_address import redirect_problem
 from passageway.builtin.transport.request_body import BadBody, form_body, json_body
 from passageway.kernel.auth import password_matches
+from passageway.kernel.http_guard import Network, client_address
 
 log = logging.getLogger("passageway.oauth")
 
@@ -40,6 +42,10 @@ CODE_SECONDS = 120
 ACCESS_SECONDS = 3600
 REFRESH_SECONDS = 30 * 24 * 3600
 MAX_CLIENTS = 200
+MAX_UNUSED_CLIENTS = 50
+"""Registered clients that never logged in; beyond this the oldest of them is forgotten."""
+MAX_REDIRECT_URIS = 10
+MAX_NAME_CHARS = 200
 MAX_REGISTRATIONS_PER_ADDRESS = 10
 REGISTRATION_WINDOW_SECONDS = 3600
 VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}\Z")
@@ -48,10 +54,13 @@ VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}\Z")
 class OAuthServer:
     """The OAuth routes and the check of access tokens for ``/mcp``."""
 
-    def __init__(self, base_url: str, password: str | None, state_path: Path) -> None:
+    def __init__(self, base_url: str, password: str | None, state_path: Path,
+                 trusted_proxies: Sequence[Network] = ()) -> None:
         self.base_url = base_url.rstrip("/")
+        self.trusted_proxies = tuple(trusted_proxies)
         self.password = password
         self.state = OAuthState(state_path)
+        self._forget_unused_clients(keep=MAX_UNUSED_CLIENTS)  # a file grown before the cap existed
         self.limiter = LoginLimiter()
         # Registration is open (RFC 7591), so it is counted per address. There is no overall cap:
         # it would let one caller stop everyone else from logging in.
@@ -118,7 +127,7 @@ class OAuthServer:
     # -----------------------------------------------------------------------------------------
 
     async def register(self, request: web.Request) -> web.Response:
-        address = request.remote or "unknown"
+        address = client_address(request, self.trusted_proxies)
         if self.registrations.blocked(address):
             return _oauth_error(
                 "too_many_requests", f"more than {MAX_REGISTRATIONS_PER_ADDRESS} registrations from this "
@@ -131,14 +140,20 @@ class OAuthServer:
         if not isinstance(metadata, dict):
             return _oauth_error("invalid_client_metadata", "the body must be a JSON object")
         redirect_uris = metadata.get("redirect_uris")
-        if (
-            not isinstance(redirect_uris, list) or not redirect_uris or len(redirect_uris) > 10
-            or not all(isinstance(uri, str) and _acceptable_redirect(uri) for uri in redirect_uris)
-        ):
+        if not isinstance(redirect_uris, list) or not redirect_uris or len(redirect_uris) > MAX_REDIRECT_URIS:
             return _oauth_error(
-                "invalid_redirect_uri",
-                "redirect_uris must list https addresses, http loopback addresses or app schemes",
+                "invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} addresses"
             )
+        for uri in redirect_uris:
+            problem = redirect_problem(uri) if isinstance(uri, str) else "not a string"
+            if problem is not None:
+                return _oauth_error(
+                    "invalid_redirect_uri", f"the redirect address {_shown(uri)} has {problem}; use an https "
+                    "address, http://127.0.0.1, http://localhost or http://[::1], or an app scheme",
+                )
+        name = metadata.get("client_name")
+        if isinstance(name, str) and not _is_unicode(name):
+            return _oauth_error("invalid_client_metadata", "client_name is not Unicode (a lone surrogate)")
         method = metadata.get("token_endpoint_auth_method", "none")
         if method not in ("none", "client_secret_post", "client_secret_basic"):
             return _oauth_error(
@@ -160,9 +175,8 @@ class OAuthServer:
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
         }
-        name = metadata.get("client_name")
         if isinstance(name, str):
-            client["client_name"] = name[:200]
+            client["client_name"] = name[:MAX_NAME_CHARS]
         reply = dict(client)
         stored = dict(client, used=now)
         if method != "none":
@@ -170,6 +184,7 @@ class OAuthServer:
             stored["secret_hash"] = hashed(client_secret)
             reply["client_secret"] = client_secret
             reply["client_secret_expires_at"] = 0
+        self._forget_unused_clients(keep=MAX_UNUSED_CLIENTS - 1)
         self.state.clients[client_id] = stored
         await self.state.save()
         return web.json_response(reply, status=201)
@@ -191,6 +206,17 @@ class OAuthServer:
         del self.state.clients[min(idle, key=lambda key: self.state.clients[key].get("used", 0))]
         return True
 
+    def _forget_unused_clients(self, keep: int) -> None:
+        """Keep at most ``keep`` clients that registered but never logged in, the newest ones.
+
+        Registration needs no password, so without this anyone could fill the state file (and
+        every save) with clients that will never be used.
+        """
+        unused = [key for key, client in self.state.clients.items() if not client.get("authorised")]
+        unused.sort(key=lambda key: self.state.clients[key].get("client_id_issued_at", 0))
+        for key in unused[:max(0, len(unused) - keep)]:
+            del self.state.clients[key]
+
     # -----------------------------------------------------------------------------------------
     # The login page
     # -----------------------------------------------------------------------------------------
@@ -207,6 +233,9 @@ class OAuthServer:
         if redirect_uri not in client["redirect_uris"]:
             return None, page("Wrong address", "The application asked to return to an address it did "
                                "not register. Remove the connection and add it again.", status=400)
+        if redirect_problem(redirect_uri) is not None:  # registered before the rules were this strict
+            return None, page("Unsafe address", "The application registered an address passageway no "
+                               "longer accepts. Remove the connection and add it again.", status=400)
         problem = None
         if params.get("response_type") != "code":
             problem = "unsupported_response_type"
@@ -235,7 +264,7 @@ class OAuthServer:
         if refusal is not None:
             return refusal
         assert client is not None
-        address = request.remote or "unknown"
+        address = client_address(request, self.trusted_proxies)
         if self.limiter.blocked(address):
             return login_page(
                 client, params, "Too many wrong passwords. Wait a quarter of an hour.", status=429
@@ -252,7 +281,7 @@ class OAuthServer:
             "scope": params.get("scope", ""),
             "expires": time.time() + CODE_SECONDS,
         }
-        client["used"] = int(time.time())
+        client["used"] = client["authorised"] = int(time.time())
         await self.state.save()
         log.info("OAuth login: a client was authorised")
         return _redirect(
@@ -343,16 +372,19 @@ class OAuthServer:
         return web.json_response(body, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
 
 
-def _acceptable_redirect(uri: str) -> bool:
-    parts = urlsplit(uri)
-    if parts.fragment or not parts.scheme:
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (JSON's ``"\\ud800"``, a lone surrogate, does not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
         return False
-    if parts.scheme == "https":
-        return bool(parts.netloc)
-    if parts.scheme == "http":
-        return parts.hostname in ("localhost", "127.0.0.1", "::1")
-    # A native application's private scheme (RFC 8252), such as com.example.app:/callback.
-    return parts.scheme not in ("javascript", "data", "file", "vbscript") and "." in parts.scheme
+    return True
+
+
+def _shown(value: object) -> str:
+    """A client's value, quoted and cut short, safe to put in an error message."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _oauth_error(error: str, description: str, status: int = 400) -> web.Response:

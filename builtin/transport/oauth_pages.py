@@ -8,9 +8,10 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from aiohttp import web
+
+from passageway.builtin.transport.redirect_address import browser_host
 
 PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
@@ -36,12 +37,13 @@ def page(title: str, text: str, status: int = 200) -> web.Response:
 
 def login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str | None = None,
                 status: int = 200) -> web.Response:
-    name = html.escape(str(client.get("client_name") or "An application"))
-    # The name is the client's own choice; the address it returns to is not, so show that too.
-    returning = urlsplit(params.get("redirect_uri", ""))
-    destination = html.escape(returning.hostname or f"{returning.scheme}:")
+    name = html.escape(_text(str(client.get("client_name") or "An application")))
+    # The name is the client's own choice; the address it returns to is not, so show that too,
+    # as the browser will read it.
+    returning = params.get("redirect_uri", "")
+    destination = html.escape(_text(browser_host(returning) or returning.partition(":")[0] + ":"))
     hidden = "".join(
-        f"<input type='hidden' name='{key}' value='{html.escape(params[key], quote=True)}'>"
+        f"<input type='hidden' name='{key}' value='{html.escape(_text(params[key]), quote=True)}'>"
         for key in FORWARDED if params.get(key)
     )
     message = f"<p class='error'>{html.escape(error)}</p>" if error else ""
@@ -57,3 +59,8 @@ def login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str 
         "aria-label='Password'><button type='submit'>Allow</button></form></body></html>"
     )
     return web.Response(text=body, content_type="text/html", status=status, headers=PAGE_HEADERS)
+
+
+def _text(value: str) -> str:
+    """``value`` with anything that is not Unicode (lone surrogates) replaced, so the page encodes."""
+    return value.encode("utf-8", "replace").decode("utf-8")

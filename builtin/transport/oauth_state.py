@@ -27,6 +27,8 @@ log = logging.getLogger("passageway.oauth")
 MAX_FAILURES_PER_ADDRESS = 5
 MAX_FAILURES_OVERALL = 30
 FAILURE_WINDOW_SECONDS = 15 * 60
+TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".oauth-", ".json"
+TEMPORARY_SECONDS = 60.0
 
 
 def hashed(secret: str) -> str:
@@ -50,7 +52,27 @@ class OAuthState:
         self.clients: dict[str, dict[str, Any]] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.tokens: dict[str, dict[str, Any]] = {}
+        self.remove_stale_temporaries()
         self.load()
+
+    def remove_stale_temporaries(self, older_than: float = TEMPORARY_SECONDS) -> int:
+        """Delete temporary files a save left behind when it was killed; how many went.
+
+        Only files older than ``older_than`` seconds: a save that is running now keeps its own.
+        """
+        removed = 0
+        now = time.time()
+        for leftover in self.path.parent.glob(f"{TEMPORARY_PREFIX}*{TEMPORARY_SUFFIX}"):
+            with contextlib.suppress(OSError):
+                if leftover.is_file() and not leftover.is_symlink() and (
+                    now - leftover.stat().st_mtime > older_than
+                ):
+                    leftover.unlink()
+                    removed += 1
+        if removed:
+            log.info("removed %d temporary OAuth state file%s left by an interrupted save", removed,
+                     "s" if removed != 1 else "")
+        return removed
 
     def load(self) -> None:
         try:
@@ -70,15 +92,20 @@ class OAuthState:
         now = time.time()
         self.codes = {key: value for key, value in self.codes.items() if value["expires"] > now}
         self.tokens = {key: value for key, value in self.tokens.items() if value["expires"] > now}
-        document = json.loads(json.dumps(
-            {"version": 1, "clients": self.clients, "codes": self.codes, "tokens": self.tokens}
-        ))
+        # A copy of each record, not a JSON round trip: that took 0.6 s on the loop for a large file.
+        # Records are flat (their one list, redirect_uris, is never changed in place).
+        document = {"version": 1, **{
+            name: {key: dict(record) for key, record in table.items()}
+            for name, table in (("clients", self.clients), ("codes", self.codes), ("tokens", self.tokens))
+        }}
         await asyncio.to_thread(self._write, document)
 
     def _write(self, document: dict[str, Any]) -> None:
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".oauth-", suffix=".json")
+            descriptor, temporary = tempfile.mkstemp(
+                dir=self.path.parent, prefix=TEMPORARY_PREFIX, suffix=TEMPORARY_SUFFIX
+            )
             try:
                 with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
                     json.dump(document, handle)

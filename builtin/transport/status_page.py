@@ -46,7 +46,9 @@ def _source_row(name: str, entry: Mapping[str, Any]) -> str:
         if entry.get("expected"):  # passages move with every embedder call, items per batch
             done, total = int(entry.get("ready") or 0), int(entry["expected"])
             progress = (f'<progress value="{done}" max="{total}"></progress> {done} of {total} passages, '
-                        f"{fetched} of {items} items")
+                        f"{fetched} of {items} items, {int(entry.get('stored') or 0)} passages stored, "
+                        f"{int(entry.get('windows') or 0)} of {int(entry.get('windows_expected') or 0)} "
+                        "windows")
         else:
             progress = f'<progress value="{fetched}" max="{items}"></progress> {fetched} of {items} items'
 

@@ -209,7 +209,54 @@ class Bridge:
         if problem:  # not fatal: the server may start after the client (a service after login)
             print(f"passageway mcp: {problem}", file=sys.stderr, flush=True)
         async with stdio_server() as (read_stream, write_stream):
-            await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+            await serve_to_the_end(self.server, read_stream, write_stream)
+
+
+async def serve_to_the_end(server: Any, read_stream: Any, write_stream: Any,
+                           grace: float = CALL_TIMEOUT + 5) -> None:
+    """Run ``server`` on the streams, answering every request that came before stdin closed.
+
+    The SDK cancels the calls still running when its read stream ends, so a client that writes its
+    last requests and closes its end got "Connection closed" instead of answers. Relays between the
+    streams and the server hold the end of input back until each request read has its answer (at
+    most ``grace`` seconds).
+    """
+    import anyio
+    import mcp_types as types
+
+    pending: set[Any] = set()
+    settled = anyio.Event()
+    settled.set()
+    inner_send, inner_read = anyio.create_memory_object_stream[Any](0)
+    outer_send, outer_read = anyio.create_memory_object_stream[Any](0)
+
+    async def relay_in() -> None:
+        nonlocal settled
+        async with inner_send, read_stream:
+            async for item in read_stream:
+                message = getattr(item, "message", None)
+                if isinstance(message, types.JSONRPCRequest):
+                    if settled.is_set():
+                        settled = anyio.Event()
+                    pending.add(message.id)
+                await inner_send.send(item)
+            with anyio.move_on_after(grace):
+                await settled.wait()
+
+    async def relay_out() -> None:
+        async with outer_read, write_stream:
+            async for item in outer_read:
+                message = getattr(item, "message", None)
+                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                    pending.discard(message.id)
+                    if not pending:
+                        settled.set()
+                await write_stream.send(item)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay_in)
+        group.start_soon(relay_out)
+        await server.run(inner_read, outer_send, server.create_initialization_options())
 
 
 def run(args: argparse.Namespace) -> int:

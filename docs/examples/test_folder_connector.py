@@ -1,7 +1,7 @@
 import sys
 from pathlib import Path
 
-from passageway.testing.contract import Connector, check_connector
+from passageway.testing import Connector, check_connector
 
 
 def test_folder_connector(tmp_path):

@@ -95,7 +95,8 @@ def build_progress(
 ) -> tuple[str, int, int, float | None, float | None, str] | None:
     """``(label, done, total, rate, eta, unit)`` summed over the sources that build, from a health
     report: in passages (they move with every embedder call) once every building source knows how
-    many to expect, in items fetched before that.
+    many to expect, in items fetched before that, and in excerpt windows once every passage has
+    its vector.
 
     None when no source is building (the bar then disappears).
     """
@@ -106,7 +107,13 @@ def build_progress(
     if not building:
         return None
     unit = "passages" if all(entry.get("expected") for entry in building.values()) else "items"
-    if unit == "passages":
+    if unit == "passages" and all(int(entry.get("ready") or 0) >= int(entry["expected"])
+                                  and entry.get("windows_expected") for entry in building.values()):
+        unit = "windows"  # every passage has its vector: the excerpt windows are what is left
+    if unit == "windows":
+        done = sum(int(entry.get("windows") or 0) for entry in building.values())
+        total = sum(int(entry["windows_expected"]) for entry in building.values())
+    elif unit == "passages":
         done = sum(int(entry.get("ready") or 0) for entry in building.values())
         total = sum(int(entry["expected"]) for entry in building.values())
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -172,4 +173,7 @@ async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, li
         except PassagewayError as error:
             raise SearchFailed(str(error)) from None
     hits = [attrs.asdict(hit) for hit in answer.hits]
+    for hit in hits:  # a passage found by its words before its vector exists has no cosine
+        if isinstance(hit["similarity"], float) and math.isnan(hit["similarity"]):
+            hit["similarity"] = None
     return render_answer(answer), answer.silent, hits

@@ -36,11 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from passageway.kernel.app import Kernel
     from passageway.kernel.commands.instance import find_password, password_file
+    from passageway.kernel.commands.logging_setup import configure_logging
     from passageway.kernel.commands.problems import connector_problems, render_box
     from passageway.kernel.config import load_settings, resolve_secrets
     from passageway.kernel.errors import ConfigError, PassagewayError
     from passageway.kernel.instances import resolve_instance
-    from passageway.kernel.logging_setup import configure_logging
     from passageway.kernel.server import bind_socket, run_server
     from passageway.kernel.tables import referenced_variables
 

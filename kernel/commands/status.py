@@ -51,8 +51,10 @@ def source_line(name: str, entry: Mapping[str, Any]) -> str:
     state = entry.get("state", "?")
     parts = [f"{entry.get('items', 0)} items, {entry.get('passages', 0)} passages"]
     if state == "indexing" and entry.get("of"):
-        progress = (f"building: {entry.get('ready') or 0} of {entry.get('expected') or '?'} passages ready, "
-                    f"{entry.get('fetched') or 0} of {entry['of']} items fetched")
+        progress = (f"building: {entry.get('fetched') or 0} of {entry['of']} items fetched, "
+                    f"{entry.get('stored') or 0} passages stored, "
+                    f"{entry.get('ready') or 0} of {entry.get('expected') or '?'} passages ready, "
+                    f"{entry.get('windows') or 0} of {entry.get('windows_expected') or '?'} windows")
         if entry.get("rate"):
             progress += f", {entry['rate']:.1f} passages/s"
         if entry.get("eta_seconds") is not None:

@@ -52,47 +52,63 @@ async def parse_batch(lines: builtins.list[bytes], first_number: int, mode: str)
 
 
 def parse_lines(lines: builtins.list[bytes], first_number: int, mode: str) -> builtins.list[Any]:
-    definition = DEFINITIONS[mode]
-    record_type: type = {"check": CheckReply, "list": ListEntry}.get(mode, Item)
     parsed = []
     for number, line in enumerate(lines, first_number):
         if not line.strip():
             continue  # a blank line carries nothing
         try:
-            value = json.loads(line, parse_constant=_refuse_constant)
-        except UnicodeDecodeError:
-            raise LineProblem("malformed line", number, "the line is not UTF-8", line) from None
-        except ValueError as error:
-            reason = getattr(error, "msg", "not JSON")
-            raise LineProblem("malformed line", number, f"the line is not JSON ({reason})", line) from None
-        if not isinstance(value, dict):
-            raise LineProblem("malformed line", number, "the line is JSON but not an object", line)
-        note = None
-        if SURROGATE_ESCAPE.search(line):
-            value, note = repair_record(value, identity_keys=() if mode == "check" else ("id", "version"))
-            if value is None:
-                parsed.append((number, line, None, note))
-                continue
-        if mode == "check":
-            protocol = value.get("protocol", PROTOCOL_VERSION)
-            if protocol != PROTOCOL_VERSION:
-                raise LineProblem(
-                    "protocol version", number,
-                    f"the connector speaks protocol {protocol!s:.40}, and this passageway speaks "
-                    f"protocol {PROTOCOL_VERSION}; use a version of the connector made for protocol "
-                    f"{PROTOCOL_VERSION}",
-                )
-        errors = [] if is_valid(definition, value) else validate_connector_message(definition, value)
-        if errors:
+            entry = _parse_line(line, number, mode)
+        except RecursionError:
+            # json (and the checks after it) recurse per level of nesting; a record nested
+            # thousands deep is the connector's mistake, reported like any malformed line.
             raise LineProblem(
-                "invalid record", number, f"not a valid {definition}: {'; '.join(errors[:3])}", line
-            )
-        try:
-            record = converter.structure(value, record_type)
-        except Exception as error:  # the schema and the records disagree: report, never crash
-            raise LineProblem("invalid record", number, f"not a valid {definition}: {error}", line) from None
-        parsed.append((number, line, record, note))
+                "malformed line", number,
+                "the line's JSON is nested too deep to read (thousands of levels); a record never is",
+                line,
+            ) from None
+        parsed.append(entry)
     return parsed
+
+
+def _parse_line(line: bytes, number: int, mode: str) -> tuple[int, bytes, Any, str | None]:
+    """One line as ``(number, line, record or None, note on text that is not Unicode)``."""
+    definition = DEFINITIONS[mode]
+    record_type: type = {"check": CheckReply, "list": ListEntry}.get(mode, Item)
+    try:
+        value = json.loads(line, parse_constant=_refuse_constant)
+    except UnicodeDecodeError:
+        raise LineProblem("malformed line", number, "the line is not UTF-8", line) from None
+    except ValueError as error:
+        reason = getattr(error, "msg", "not JSON")
+        raise LineProblem("malformed line", number, f"the line is not JSON ({reason})", line) from None
+    if not isinstance(value, dict):
+        raise LineProblem("malformed line", number, "the line is JSON but not an object", line)
+    note = None
+    if SURROGATE_ESCAPE.search(line):
+        value, note = repair_record(value, identity_keys=() if mode == "check" else ("id",))
+        if value is None:
+            return (number, line, None, note)
+    if mode == "check":
+        protocol = value.get("protocol", PROTOCOL_VERSION)
+        if protocol != PROTOCOL_VERSION:
+            raise LineProblem(
+                "protocol version", number,
+                f"the connector speaks protocol {protocol!s:.40}, and this passageway speaks "
+                f"protocol {PROTOCOL_VERSION}; use a version of the connector made for protocol "
+                f"{PROTOCOL_VERSION}",
+            )
+    errors = [] if is_valid(definition, value) else validate_connector_message(definition, value)
+    if errors:
+        raise LineProblem(
+            "invalid record", number, f"not a valid {definition}: {'; '.join(errors[:3])}", line
+        )
+    try:
+        record = converter.structure(value, record_type)
+    except RecursionError:
+        raise
+    except Exception as error:  # the schema and the records disagree: report, never crash
+        raise LineProblem("invalid record", number, f"not a valid {definition}: {error}", line) from None
+    return (number, line, record, note)
 
 
 def _refuse_constant(name: str) -> Any:

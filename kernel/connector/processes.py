@@ -3,8 +3,9 @@
 Both run in a session of their own (``start_new_session=True``), so one ``killpg`` reaches their
 children. A child that started a session of its own (``setsid``) has left that group; on Linux it
 is still found as a descendant through the parent ids in ``/proc``. A process whose parent already
-exited (a daemon's double fork) belongs to init and cannot be told apart from any other: it
-survives.
+exited (a daemon's double fork) belongs to init; it is found by the random value of
+:data:`MARKER_VARIABLE` that each call puts in its environment (:func:`new_marker`), which every
+process it starts inherits. Only a daemon that also empties its environment escapes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
+
+MARKER_VARIABLE = "PASSAGEWAY_CALL"
+"""The environment variable that marks every process of one call (a random value per call)."""
+
+
+def new_marker() -> str:
+    """A fresh value for :data:`MARKER_VARIABLE`."""
+    return secrets.token_hex(12)
+
+
+def marked(marker: str) -> list[int]:
+    """Every process of ours whose environment holds ``MARKER_VARIABLE=marker``."""
+    needle = f"{MARKER_VARIABLE}={marker}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if needle in handle.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue  # gone meanwhile, or another user's
+    return found
 
 
 def descendants(pid: int) -> list[int]:
@@ -39,16 +69,20 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def kill_tree(pid: int) -> None:
-    """SIGKILL every descendant of ``pid``, then the process group ``pid`` leads.
+def kill_tree(pid: int, marker: str | None = None) -> int:
+    """SIGKILL every descendant of ``pid``, every process marked with ``marker``, then the process
+    group ``pid`` leads; returns how many processes besides ``pid`` itself were found.
 
     Blocking (it reads ``/proc``): call it from a thread when an event loop is running.
     """
-    for child in descendants(pid):
+    found = set(descendants(pid)) | set(marked(marker) if marker else ())
+    found.discard(pid)
+    for child in found:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(child, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+    return len(found)
 
 
 def close_pipes(process: asyncio.subprocess.Process) -> None:

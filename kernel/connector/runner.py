@@ -4,7 +4,8 @@ A connector is any executable. For each call the kernel runs ``<command> <mode> 
 with an environment that holds only ``PATH`` and ``HOME`` (from the server's environment),
 ``PASSAGEWAY_PROTOCOL=1``, the connector's ``env`` table and the values of the secrets it names.
 The program starts a session of its own, so a timeout can kill it together with every child it
-started.
+started; ``PASSAGEWAY_CALL``, a random value per call in its environment, finds a daemon that left
+the session too. Whatever a call started ends with the call, also when it succeeded.
 
 stdout is read in chunks while the program runs. Each line must be one JSON object that is valid
 against the schema definition of the mode (``checkReply``, ``listEntry`` or ``item``), and the
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import errno
 import json
 import logging
 import os
@@ -32,18 +34,16 @@ from typing import Any
 from passageway.kernel.config import ConnectorSettings, resolve_secrets
 from passageway.kernel.connector.io import (
     EXCERPT_CHARS,
-    READ_CHUNK,
+    STDERR_MAX_LINES,
     CallTrace,
-    Masker,
     excerpt,
     feed,
-    finish,
-    forward_stderr,
-    kill_group,
     stderr_note,
 )
 from passageway.kernel.connector.lines import DEFINITIONS, LineProblem, parse_batch
+from passageway.kernel.connector.processes import new_marker
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.program import READ_CHUNK, Masker, Program, Stderr
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
@@ -84,6 +84,9 @@ class ConnectorRunner:
         self._environ = os.environ if environ is None else environ
         self._logger = logger or LOGGER
         self._observer = observer
+        self.left_out: builtins.list[str] = []
+        """The records the last call left out (an id that is not Unicode), one note each: the
+        sync reports them in health, so a source is not ``ok`` while a listed item is missing."""
 
     @property
     def name(self) -> str:
@@ -127,7 +130,7 @@ class ConnectorRunner:
     # -- one call ---------------------------------------------------------------------------
 
     def environment(self) -> dict[str, str]:
-        """The whole environment a call runs with.
+        """The environment a call runs with, but for its ``PASSAGEWAY_CALL`` marker.
 
         :raises ConfigError: a secret refers to a variable that is not set (named, never a value).
         """
@@ -161,6 +164,7 @@ class ConnectorRunner:
         if mode not in DEFINITIONS:
             raise ValueError(f"unknown connector mode {mode!r}; the modes are {', '.join(MODES)}")
         environment = self.environment()
+        self.left_out = []
         masker = Masker(self._secret_values())
         trace = CallTrace(mode, tuple(arguments))
         started = time.monotonic()
@@ -195,15 +199,13 @@ class ConnectorRunner:
         trace: CallTrace,
     ) -> builtins.list[Any]:
         command = self.settings.command
+        stderr = Stderr(masker, self._log_stderr, max_logged=STDERR_MAX_LINES,
+                        keep_raw=self._observer is not None)
+        marker = new_marker()  # every process of this call inherits it, a daemon's too
         try:
-            process = await asyncio.create_subprocess_exec(
-                *command, mode, *arguments,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=environment,
-                start_new_session=True,
-            )
+            program = await Program.spawn((*command, mode, *arguments), environment, stderr,
+                                          stdin=stdin is not None, label=f"connector {self.name}",
+                                          marker=marker)
         except FileNotFoundError:
             raise ConnectorError(
                 self.name, "command not found",
@@ -217,13 +219,9 @@ class ConnectorRunner:
                 "(make the file executable or start it with its interpreter)",
             ) from None
         except OSError as error:
-            raise ConnectorError(
-                self.name, "command not found", f"cannot start {command[0]}: {error.strerror}"
-            ) from None
+            raise self._cannot_start(command[0], error) from None
 
-        stderr_task = asyncio.create_task(forward_stderr(
-            process.stderr, masker, trace, self._log_stderr, keep_raw=self._observer is not None
-        ))
+        process = program.process
         stdin_task = (
             asyncio.create_task(feed(process.stdin, stdin)) if stdin is not None and process.stdin else None
         )
@@ -233,14 +231,14 @@ class ConnectorRunner:
                 assert process.stdout is not None
                 records = await self._read_stdout(process.stdout, mode, requested, masker, trace)
                 exit_code = await process.wait()
-                await stderr_task
+                await program.stderr_done()
             trace.exit_code = exit_code
             if exit_code != 0:
                 how = f"status {exit_code}" if exit_code > 0 else f"signal {-exit_code}"
                 raise ConnectorError(
                     self.name, "exit status",
                     f"`{mode}` exited with {how} after printing {len(records)} records; nothing from "
-                    f"this call is kept{stderr_note(trace)}",
+                    f"this call is kept{stderr_note(stderr.last)}",
                 )
             failed = False
             return records
@@ -249,16 +247,39 @@ class ConnectorRunner:
                 self.name, "timeout",
                 f"`{mode}` did not finish within {self.settings.timeout:g} s (`timeout` in "
                 f"passageway.toml); its process group was killed and nothing from this call is kept"
-                f"{stderr_note(trace)}",
+                f"{stderr_note(stderr.last)}",
             ) from None
         except LineProblem as problem:
             raise ConnectorError(self.name, problem.rule, self._describe(problem, masker)) from None
         finally:
-            if failed:
-                await kill_group(process)
-            await finish(process, stderr_task, stdin_task)
+            # Also after a call that succeeded: what it started (a daemon) ends with it.
+            left = await program.kill()
+            if left and not failed:
+                self._logger.warning(
+                    "connector %s: `%s` left %d process(es) running after it exited; passageway "
+                    "ended them (a connector's processes end with its call)", self.name, mode, left)
+            await program.finish(stdin_task)
+            trace.stderr_lines, trace.last_stderr = stderr.raw, stderr.last
             if trace.exit_code is None:
                 trace.exit_code = process.returncode
+
+    def _cannot_start(self, program: str, error: OSError) -> ConnectorError:
+        """Why a program could not start, named for what ran out: the pipes of a call need file
+        descriptors, and a full table is no missing command."""
+        if error.errno in (errno.EMFILE, errno.ENFILE):
+            return ConnectorError(
+                self.name, "out of file descriptors",
+                f"cannot start {program}: passageway has no file descriptors left ({error.strerror}); "
+                "raise the limit (LimitNOFILE= in its service, ulimit -n in a shell); the next call "
+                "tries again",
+            )
+        if error.errno in (errno.EAGAIN, errno.ENOMEM):
+            return ConnectorError(
+                self.name, "cannot start",
+                f"cannot start {program}: the system refused a new process ({error.strerror}); "
+                "memory or the process limit ran out; the next call tries again",
+            )
+        return ConnectorError(self.name, "command not found", f"cannot start {program}: {error.strerror}")
 
     def _log_stderr(self, text: str) -> None:
         self._logger.info("connector %s: %s", self.name, text)
@@ -346,6 +367,8 @@ class ConnectorRunner:
                 self._logger.warning("connector %s: line %d: %s", self.name, number, note)
             if record is not None:
                 kept.append((number, line, record))
+            else:
+                self.left_out.append(f"line {number}: {note}")
         return kept
 
     def _check_ids(

@@ -3,8 +3,15 @@
 :class:`FetchRun` is one such run. Three stages overlap: while batch ``n`` is chunked and
 embedded, batch ``n + 1`` is being fetched and batch ``n - 1`` is being written (by the store, in
 its own thread). Batches are still stored in order, one transaction each, and a batch counts as
-done only when its write has committed. A failing batch does not stop the ones after it; two
-failing in a row stop the run, and the rest waits for the next sync.
+done only when its write has committed.
+
+A batch whose ``fetch`` fails is fetched again one id at a time, so a record the connector cannot
+deliver (a line that is not UTF-8, nested too deep, a page that crashes it) costs only itself:
+its id goes to ``poisoned`` with the error, the log and health name it, and the rest of the batch
+is stored. Failed calls in a row that are not about one record mean the source is down (three
+timeouts, or ten quick failures such as an exit status): the run stops and the rest waits for the
+next sync. Ids that failed alone before are fetched alone and last, and their failing again says
+nothing about the source.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
 
-from passageway.kernel.errors import PassagewayError
+from passageway.kernel.errors import ConnectorError, PassagewayError
 from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
 from passageway.kernel.records import Item
 from passageway.kernel.store import ItemUpdate
@@ -28,25 +35,50 @@ Prepare = Callable[[Sequence[Item]], Awaitable[list[ItemUpdate]]]
 Write = Callable[[list[ItemUpdate]], Awaitable[None]]
 """Store updates in one transaction."""
 
+RECORD_RULES = frozenset({"malformed line", "invalid record", "line too long", "duplicate id",
+                          "unrequested id"})
+"""Connector failures that are about one line: the connector runs, one record is bad."""
+SLOW_RULES = frozenset({"timeout", "command not found", "cannot start", "out of file descriptors"})
+"""Connector failures that cost a call timeout, or that no record can cause."""
+DOWN_AFTER = 3
+"""Failed calls in a row of :data:`SLOW_RULES` after which the source counts as down: a batch and
+the first two of its ids alone, so a source that hangs costs three timeouts, not one per item."""
+QUICK_DOWN_AFTER = 10
+"""Failed calls in a row of any other rule (an exit status) after which the source counts as
+down: such a call is quick, and a connector that exits on each of a few bad records in a row
+must not look like a source that is down."""
+SHOWN_ITEMS = 3
+"""Items named in the health message; the count says how many more."""
+
 
 @attrs.define
 class FetchOutcome:
-    """How a run went: its batches, the failed ones, whether it stopped, the first error."""
+    """How a run went: its batches, the failed ones, whether it stopped, the first error, and the
+    items that failed alone (``bad``: id to error)."""
 
     batches: int = 0
     failed: int = 0
     stopped: bool = False
     first_error: str | None = None
     stored: int = 0
+    isolated: int = 0
+    """Failed batches whose ids were all fetched one by one (their failures are in ``bad``)."""
+    bad: dict[str, str] = attrs.field(factory=dict)
 
     def message(self) -> str | None:
-        """The failure for health, or None when every batch was stored."""
-        if not self.failed:
+        """The failure for health, or None when every item was stored."""
+        if not self.failed or (not self.stopped and not self.bad and self.isolated == self.failed):
             return None
         text = f"{self.failed} of {self.batches} fetch batches failed"
         if self.stopped:
-            text += " (two in a row: the fetch stopped, the rest waits for the next sync)"
-        return f"{text}: {self.first_error}"
+            text += (" (calls kept failing in a row, so the source looks down: the fetch stopped, "
+                     "the rest waits for the next sync)")
+        if not self.bad:
+            return f"{text}: {self.first_error}"
+        shown = "; ".join(f"{item_id}: {error}" for item_id, error in list(self.bad.items())[:SHOWN_ITEMS])
+        more = f"; and {len(self.bad) - SHOWN_ITEMS} more" if len(self.bad) > SHOWN_ITEMS else ""
+        return (f"{text}; fetched one by one, {len(self.bad)} item(s) could not be stored and are "
+                f"tried again, alone and last, at the next sync: {shown}{more}")
 
 
 @attrs.define
@@ -56,11 +88,16 @@ class _Write:
     index: int
     future: asyncio.Future[None]
     items: int
+    ids: list[str]
 
 
 @attrs.define
 class FetchRun:
-    """One run over ``batches`` of ids; see the module docstring. Call :meth:`run` once."""
+    """One run over ``batches`` of ids; see the module docstring. Call :meth:`run` once.
+
+    ``poisoned`` (id to error) is the source's record of ids that failed alone: this run adds
+    the ones that fail and drops the ones it stores.
+    """
 
     source: str
     batches: list[list[str]]
@@ -70,14 +107,20 @@ class FetchRun:
     health: SourceHealth
     progress: BuildProgress
     log: logging.Logger
+    poisoned: dict[str, str] = attrs.field(factory=dict)
     outcome: FetchOutcome = attrs.field(init=False)
     _in_a_row: int = attrs.field(default=0, init=False)
-    """Failed batches since the last one stored."""
+    """Failed calls since the last one that worked, none of them about a record."""
+    _slow_in_a_row: int = attrs.field(default=0, init=False)
+    """Of those, the ones of :data:`SLOW_RULES`."""
     _fetching: asyncio.Task[list[Item]] | None = attrs.field(default=None, init=False)
     _writing: _Write | None = attrs.field(default=None, init=False)
+    _known_bad: frozenset[str] = attrs.field(factory=frozenset, init=False)
+    """Ids that failed alone before this run: their failing again says nothing about the source."""
 
     def __attrs_post_init__(self) -> None:
         self.outcome = FetchOutcome(batches=len(self.batches))
+        self._known_bad = frozenset(self.poisoned)
 
     async def run(self) -> FetchOutcome:
         self._fetch_next(0)
@@ -92,7 +135,42 @@ class FetchRun:
 
     async def _step(self, index: int) -> bool:
         """Take batch ``index`` from fetched to writing; True when the run must stop."""
-        updates, items, problem = await self._fetched_and_prepared(index)
+        batch = self.batches[index]
+        items, problem = await self._fetched(index)
+        stop = False
+        if isinstance(problem, ConnectorError):
+            if len(batch) == 1 and batch[0] in self._known_bad:
+                self.progress.advance(1)
+                self._bad(batch[0], problem)
+                stop = self._failed(index, problem)
+                if not stop:
+                    self._fetch_next(index + 1)
+                return stop
+            if self._count_call(problem) or len(batch) == 1:
+                self.progress.advance(len(batch))
+                # The source looks down, or the batch is one id: there is nothing to isolate.
+                if len(batch) == 1:
+                    self._bad(batch[0], problem)
+                stop = self._failed(index, problem) or self._down()
+                if not stop:
+                    self._fetch_next(index + 1)
+                return stop
+            self._note_batch(index, problem)
+            items, stop = await self._one_by_one(index)
+            problem = None
+            if not stop:
+                self.outcome.isolated += 1
+                self._fetch_next(index + 1)
+        # Counted when the connector has answered (or failed), not when the write commits: the
+        # write of a batch comes after its embedding, and "0 of 200 fetched" beside 200 ready
+        # passages read as a stalled fetch.
+        self.progress.advance(len(batch))
+        updates: list[ItemUpdate] = []
+        if problem is None:
+            try:
+                updates = await self.prepare(items)
+            except PassagewayError as error:
+                problem = error
         if await self._settle_write():
             return True
         if problem is not None:
@@ -100,21 +178,67 @@ class FetchRun:
                 return True
             self._fetch_next(index + 1)  # its fetch may not have started before the failure
             return False
-        self._writing = _Write(index, asyncio.ensure_future(self.write(updates)), items)
-        return False
+        self._writing = _Write(index, asyncio.ensure_future(self.write(updates)), len(items),
+                               [item.id for item in items])
+        return stop
 
-    async def _fetched_and_prepared(self, index: int) -> tuple[list[ItemUpdate], int, PassagewayError | None]:
-        """Await batch ``index``'s fetch, start the next one, and chunk and embed the items."""
+    async def _fetched(self, index: int) -> tuple[list[Item], PassagewayError | None]:
+        """Await batch ``index``'s fetch and start the next one; the items wanted, or the error."""
         current, self._fetching = self._fetching, None
         assert current is not None
         try:
             items = await current
-            self._fetch_next(index + 1)
-            wanted = set(self.batches[index])
-            items = [item for item in latest_items(items) if item.id in wanted]
-            return await self.prepare(items), len(items), None
         except PassagewayError as error:
-            return [], 0, error
+            return [], error
+        self._count_call(None)
+        self._fetch_next(index + 1)
+        wanted = set(self.batches[index])
+        return [item for item in latest_items(items) if item.id in wanted], None
+
+    async def _one_by_one(self, index: int) -> tuple[list[Item], bool]:
+        """Fetch batch ``index``'s ids alone; (the items, whether the source looks down)."""
+        found: list[Item] = []
+        for item_id in self.batches[index]:
+            try:
+                items = await self.fetch([item_id])
+            except ConnectorError as error:
+                self._bad(item_id, error)
+                if self._count_call(error):
+                    return found, True
+                continue
+            self._count_call(None)
+            found.extend(item for item in latest_items(items) if item.id == item_id)
+        return found, False
+
+    def _count_call(self, error: ConnectorError | None) -> bool:
+        """Count a call's outcome; True when the source now looks down (:data:`DOWN_AFTER`)."""
+        if error is None or error.rule in RECORD_RULES:
+            self._in_a_row = self._slow_in_a_row = 0  # the connector answered: the source is up
+            return False
+        self._in_a_row += 1
+        self._slow_in_a_row += error.rule in SLOW_RULES
+        return self._down()
+
+    def _down(self) -> bool:
+        if self._slow_in_a_row >= DOWN_AFTER or self._in_a_row >= QUICK_DOWN_AFTER:
+            self.outcome.stopped = True
+        return self.outcome.stopped
+
+    def _bad(self, item_id: str, error: PassagewayError) -> None:
+        self.outcome.bad[item_id] = str(error)
+        self.poisoned[item_id] = str(error)
+        self.health.failed_items = len(self.outcome.bad)
+        self.log.warning("source %s: item %s could not be fetched, the rest of its batch is stored: %s",
+                         self.source, item_id, error)
+
+    def _note_batch(self, index: int, error: PassagewayError) -> None:
+        """Count a failed batch whose ids are fetched again one by one."""
+        outcome = self.outcome
+        outcome.failed += 1
+        self.health.failed_batches = outcome.failed
+        outcome.first_error = outcome.first_error or str(error)
+        self.log.warning("source %s: fetch batch %d of %d failed, fetching its %d ids one by one: %s",
+                         self.source, index + 1, len(self.batches), len(self.batches[index]), error)
 
     def _fetch_next(self, index: int) -> None:
         if self._fetching is None and index < len(self.batches):
@@ -129,22 +253,24 @@ class FetchRun:
             await writing.future
         except PassagewayError as error:
             return self._failed(writing.index, error)
-        self._in_a_row = 0
         self.outcome.stored += writing.items
-        self.progress.advance(len(self.batches[writing.index]))
+        for item_id in writing.ids:
+            self.poisoned.pop(item_id, None)
         return False
 
     def _failed(self, index: int, error: PassagewayError) -> bool:
-        """Count a failed batch; True when it is the second in a row (the run stops)."""
+        """Count a failed batch whose items are not stored; True when the run must stop.
+
+        A failure that is not the connector's (chunking, the embedder, the store) stops the run at
+        once, as it would repeat for every batch (ADR 0008).
+        """
         outcome = self.outcome
         outcome.failed += 1
         self.health.failed_batches = outcome.failed
-        self._in_a_row += 1
         outcome.first_error = outcome.first_error or str(error)
         self.log.warning("source %s: fetch batch %d of %d failed: %s",
                          self.source, index + 1, len(self.batches), error)
-        self.progress.advance(len(self.batches[index]))
-        if self._in_a_row >= 2:
+        if not isinstance(error, ConnectorError):
             outcome.stopped = True
         return outcome.stopped
 

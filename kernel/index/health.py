@@ -51,7 +51,7 @@ def _source_entry(kernel: Kernel, source: Source, include_errors: bool) -> dict[
         items, passages = source.counts
         return {"state": "ok", "items": items, "passages": passages, "removed": True}
     entry: dict[str, Any] = {"state": "indexing", "items": 0, "passages": 0}
-    error = source.error or kernel.sync_errors.get(source.name)
+    error = source.error or kernel.syncs.errors.get(source.name)
     if source.sync is not None:
         health = source.sync.health()
         entry = dict(health.full() if include_errors else health.public())
@@ -61,8 +61,8 @@ def _source_entry(kernel: Kernel, source: Source, include_errors: bool) -> dict[
             entry["state"] = "indexing"  # not built yet: the first sync has not finished
     elif kernel.embedder_error is not None and error is None:
         error = f"waiting for the embedder: {kernel.embedder_error}"
-    if source.name in kernel.roles:  # a shared store: which replica syncs the source
-        entry.update(kernel.roles[source.name].view())
+    if source.name in kernel.syncs.roles:  # a shared store: which replica syncs the source
+        entry.update(kernel.syncs.roles[source.name].view())
     if error is not None:
         entry["state"] = "failing"
         entry["failing"] = True

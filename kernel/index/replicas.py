@@ -136,5 +136,8 @@ async def _follow(sync: Any, store: SharedStore, role: Role) -> None:
                 if name != "source" and hasattr(health, name):
                     setattr(health, name, value)
         health.items, health.passages = await store.counts()
-    except Exception as error:  # the last copy stays; recall reports the store's own failures
+    except Exception as error:  # the database is away: say so until it answers again (issue 32)
+        health = sync.health()
+        health.state = "failing"
+        health.last_error = f"the shared store cannot be read: {str(error).strip().splitlines()[0][:300]}"
         log.warning("cannot read the shared health of the source: %s", error)

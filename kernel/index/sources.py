@@ -1,7 +1,9 @@
 """The sources the kernel serves: one per ``[[connector]]``, and the index files of removed ones.
 
-A :class:`Source` holds a source's store, its sync and what went wrong opening them. An index file
-whose ``[[connector]]`` was removed keeps serving what it holds, with no sync, until its file is
+A :class:`Source` holds a source's store, its sync and what went wrong opening them;
+:class:`SyncRuns` runs the syncs the kernel drives (one build or reconcile of each, or a task per
+source in the background) and keeps their failures for health. An index file whose
+``[[connector]]`` was removed keeps serving what it holds, with no sync, until its file is
 deleted (docs/index-and-sync.md): :func:`removed_sources` finds and opens those.
 """
 
@@ -10,16 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from passageway.kernel.config import SOURCE_NAME, ConnectorSettings
+from passageway.kernel.errors import PassagewayError
+from passageway.kernel.index.replicas import Role, SharedStore, run_source
 
 if TYPE_CHECKING:
-    from passageway.kernel.embedder import Embedder
     from passageway.kernel.store import Store, StoreContext
 
 log = logging.getLogger("passageway.kernel")
@@ -33,10 +35,6 @@ class SourceSyncLike(Protocol):
     async def run_forever(self, poll_seconds: float, reconcile_seconds: float) -> Any: ...
 
     def health(self) -> Any: ...
-
-
-SyncFactory = Callable[["ConnectorSettings", "Store", "Embedder", Mapping[str, str]], SourceSyncLike]
-"""``factory(connector settings, store, embedder, environ)`` → the source's sync."""
 
 
 @attrs.define
@@ -95,3 +93,68 @@ async def removed_sources(
             "you delete %s", name, counts[0], path,
         )
     return found
+
+
+class SyncRuns:
+    """The syncs the kernel drives, each source's last failure (for health) and, on a shared
+    store, which replica syncs each source."""
+
+    def __init__(self, replica: str) -> None:
+        self.replica = replica
+        self.tasks: dict[str, asyncio.Task[Any]] = {}
+        self.errors: dict[str, str] = {}
+        """The last failure of a kernel-driven build or reconcile, per source (cleared on success)."""
+        self.roles: dict[str, Role] = {}
+        """Per source on a shared store: which replica syncs it (health shows it)."""
+
+    def start(self, sources: dict[str, Source], poll_seconds: float, reconcile_seconds: float) -> None:
+        """One task per source: the first build or reconcile, then polling and reconciling."""
+        for name, source in sources.items():
+            if source.sync is None or name in self.tasks:
+                continue
+            self.tasks[name] = asyncio.create_task(
+                self._run(source, poll_seconds, reconcile_seconds), name=f"sync {name}")
+
+    async def _run(self, source: Source, poll_seconds: float, reconcile_seconds: float) -> None:
+        assert source.sync is not None
+        try:
+            role = Role(self.replica)
+            if isinstance(source.store, SharedStore):  # health shows which replica syncs it
+                role = self.roles.setdefault(source.name, role)
+            await run_source(source.sync, source.store, poll_seconds, reconcile_seconds, role)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the sync's own bug: this source stops, the server does not
+            self.errors[source.name] = f"the sync stopped: {type(error).__name__}: {error}"
+            log.exception("source %s: the sync stopped", source.name)
+
+    async def stop(self) -> None:
+        tasks, self.tasks = self.tasks, {}
+        for task in tasks.values():
+            task.cancel()
+        for task in tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def once(self, sources: list[Source], no_sync: str) -> dict[str, str | None]:
+        """Build (or reconcile) ``sources`` once, concurrently; each source's error or None
+        (``no_sync`` for a source that has no sync and no error of its own)."""
+
+        async def one(source: Source) -> str | None:
+            if source.sync is None:
+                return source.error or no_sync
+            try:
+                await source.sync.sync_once()
+            except PassagewayError as error:
+                self.errors[source.name] = str(error)
+                return str(error)
+            except Exception as error:
+                message = f"{type(error).__name__}: {error}"
+                self.errors[source.name] = message
+                log.exception("source %s: the sync failed", source.name)
+                return message
+            self.errors.pop(source.name, None)
+            return None
+
+        results = await asyncio.gather(*(one(source) for source in sources))
+        return {source.name: result for source, result in zip(sources, results, strict=True)}

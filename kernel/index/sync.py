@@ -12,9 +12,14 @@ serving what it has.
   :data:`POLL_OVERLAP_SECONDS`, and store the items whose version differs.
 
 Every connector call that succeeds is stored in one transaction; a call that fails stores
-nothing. A failing fetch batch does not stop the ones after it, but two failing in a row stop
-the fetch until the next sync (ADR 0008). A passage whose digest already has a vector in the
-:class:`~passageway.kernel.store.VectorCache` is not embedded again.
+nothing. A failing fetch batch is fetched again one id at a time, so a bad record costs only
+itself; its id is remembered and fetched alone, after every other, at later syncs. Failed calls
+in a row that are not about a record (three timeouts, or ten quick failures) stop the fetch until
+the next sync (ADR 0008). A store that takes passages before their vectors (``LaterVectors``, the
+builtin one) gets each batch at once and its vectors after, passages first and excerpt windows
+last (:mod:`.sync_passes`); another store gets each batch with its vectors. A passage whose
+digest already has a vector in the :class:`~passageway.kernel.store.VectorCache` is not
+embedded again.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -32,13 +38,20 @@ import numpy as np
 
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
-from passageway.kernel.errors import ConnectorError, EmbedderError, PassagewayError
+from passageway.kernel.errors import ConnectorError, PassagewayError
 from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.index.fetch_run import FetchOutcome, FetchRun, latest_items
-from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
-from passageway.kernel.index.windows import embed_windows
+from passageway.kernel.index.sync_health import BuildProgress, SourceHealth, joined, left_out_message
+from passageway.kernel.index.sync_passes import (
+    WINDOWS_STATE,
+    embed_all_windows,
+    embed_into_cache,
+    embed_pending,
+    while_embedding,
+)
+from passageway.kernel.index.windows import embed_windows, window_texts
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
-from passageway.kernel.store import ItemUpdate, Store, VectorCache
+from passageway.kernel.store import ItemUpdate, LaterVectors, Store, VectorCache
 
 FETCH_BATCH = 50
 """Ids per ``fetch`` call; a failing call costs only these."""
@@ -49,6 +62,9 @@ POLL_OVERLAP_SECONDS = 5.0
 PROGRESS_SECONDS = 5.0
 """A long build logs its progress at most this often."""
 LAST_POLL = "last_poll"
+POISONED = "poisoned_ids"
+"""The store's state key of the ids that failed alone (JSON, id to error): kept across restarts."""
+POISONED_ERROR_CHARS = 300
 
 
 
@@ -133,8 +149,12 @@ class SourceSync:
         self._failed_in: str | None = None  # "sync" or "poll": what failed last
         self._lock = asyncio.Lock()  # one operation at a time per source
         self._progress: BuildProgress | None = None  # the running fetch's counts, if any
+        self._poisoned: dict[str, str] | None = None  # ids that failed alone, and why (ADR 0008)
         self.embed_seconds = 0.0
         """Time spent awaiting the embedder (the benchmark compares it with the total)."""
+        self.later = isinstance(store, LaterVectors)
+        """Whether passages are stored before their vectors (:mod:`.sync_passes`)."""
+        self._stored_more: asyncio.Event | None = None  # set by each write while a fetch runs
 
     # -- health -------------------------------------------------------------------------------
 
@@ -239,6 +259,7 @@ class SourceSync:
             return await self._build_all()
         finally:
             self._health.building = False
+            self._end_progress()
 
     async def _build_all(self) -> str | None:
         started = _now()
@@ -252,22 +273,22 @@ class SourceSync:
             raise ConnectorError(self.source, "check", "the connector's check reported ok = false; "
                                  "see its log lines for why")
         entries = await self.runner.list()
+        left_out = left_out_message(getattr(self.runner, "left_out", ()))
         listed = _latest_versions(entries)
         await self.store.reset(self.embedder.name, self.embedder.dim)
         self._health.state = "indexing"
         self.log.info("source %s: building the index of %d items", self.source, len(listed))
         outcome = await self._fetch_and_store(list(listed))
         await self.store.set_state(LAST_POLL, _iso(started))
-        items, passages = await self.store.counts()
-        self.log.info("source %s ready: %d items, %d passages in %.1f s",
-                      self.source, items, passages, self.clock() - began)
-        return outcome.message()
+        await self._complete(began)
+        return joined(outcome.message(), left_out)
 
     async def _reconcile(self) -> str | None:
         if not await self._index_fits():
             return await self._start()  # a reconcile cannot fill an index of another embedder
         started = _now()
         entries = await self.runner.list()
+        left_out = left_out_message(getattr(self.runner, "left_out", ()))
         listed = _latest_versions(entries)
         stored = await self.store.versions()
         changed = [item_id for item_id, version in listed.items() if stored.get(item_id) != version]
@@ -286,7 +307,16 @@ class SourceSync:
             self.log.info("source %s: deleted %d items no longer listed", self.source, len(gone))
         if await self.store.get_state(LAST_POLL) is None:
             await self.store.set_state(LAST_POLL, _iso(started))
-        return outcome.message()
+        # Passages left without vectors by a build that was stopped: it goes on, and says so.
+        resumed = self.later and bool(await self.store.pending(1))  # type: ignore[attr-defined]
+        if resumed:
+            self._health.state, self._health.building = "indexing", True
+        try:
+            await self._complete(None)
+        finally:
+            self._end_progress()
+            self._health.building = False
+        return joined(outcome.message(), left_out)
 
     async def _poll(self) -> str | None:
         last = await self.store.get_state(LAST_POLL)
@@ -300,29 +330,70 @@ class SourceSync:
             fresh = [item for item in items if stored.get(item.id) != item.version]
             if fresh:
                 updates, _ = await self._prepare(fresh)
-                await self.store.apply(updates, [])
+                await self._write(updates)
                 self.log.info("source %s: stored %d changed items", self.source, len(fresh))
+                await self._complete(None)
         await self.store.set_state(LAST_POLL, _iso(started))
         return None
+
+    async def _complete(self, began: float | None) -> None:
+        """The passes after a fetch (:mod:`.sync_passes`): the passages waiting for a vector, then
+        the windows; ``began`` (a build's start) logs when the source is ready."""
+        if self.later:
+            await self._embed_pending()
+        if began is not None:
+            items, passages = await self.store.counts()
+            self.log.info("source %s ready: %d items, %d passages in %.1f s",
+                          self.source, items, passages, self.clock() - began)
+            self._health.building = False  # searchable in full; the windows only choose excerpts
+        if self.later:
+            cached = self._progress.windows_cached if self._progress is not None else None
+            await embed_all_windows(self.store, self.vector_cache, self._embed_counted, cached)  # type: ignore[arg-type]
+
+    async def _embed_pending(self) -> None:
+        await embed_pending(self.store, self.vector_cache, self._embed_counted,  # type: ignore[arg-type]
+                            self.embed_batch, self.log)
 
     # -- fetching, embedding and storing ------------------------------------------------------
 
     async def _fetch_and_store(self, ids: list[str]) -> FetchOutcome:
-        """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`)."""
-        batches = [ids[start : start + self.fetch_batch] for start in range(0, len(ids), self.fetch_batch)]
+        """Fetch ``ids`` in batches, each stored in one transaction (:class:`FetchRun`); ids that
+        failed alone before come last, one per batch, so they cost no other item a call."""
+        wanted = set(ids)
+        if self._poisoned is None:
+            self._poisoned = _poisoned_from(await self.store.get_state(POISONED))
+        poisoned = self._poisoned = {key: error for key, error in self._poisoned.items() if key in wanted}
+        fresh = [item_id for item_id in ids if item_id not in poisoned]
+        size = self.fetch_batch
+        batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
+        batches += [[item_id] for item_id in ids if item_id in poisoned]
         self._health.batches, self._health.failed_batches = len(batches), 0
+        self._health.failed_items = 0
         if not batches:
             return FetchOutcome()
         progress = BuildProgress(self._health, len(ids), self.progress_seconds, self.log, self.clock)
         self._progress = progress
         run = FetchRun(
             self.source, batches, self.runner.fetch, self._updates, self._write, self._health, progress,
-            self.log,
+            self.log, poisoned,
         )
         try:
-            return await run.run()
+            if not self.later:
+                return await run.run()
+            # The passages stored by each write are embedded while the next batches are fetched.
+            self._stored_more = asyncio.Event()
+            return await while_embedding(run.run(), self._stored_more, self._embed_pending)
         finally:
-            progress.finish()
+            self._stored_more = None
+            if not self.later:
+                self._end_progress()
+            with contextlib.suppress(PassagewayError):  # a store that cannot write says so itself
+                await self.store.set_state(POISONED, json.dumps(
+                    {key: error[:POISONED_ERROR_CHARS] for key, error in poisoned.items()}))
+
+    def _end_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.finish()
             self._progress = None
 
     async def _updates(self, items: Sequence[Item]) -> list[ItemUpdate]:
@@ -330,7 +401,14 @@ class SourceSync:
         return updates
 
     async def _write(self, updates: list[ItemUpdate]) -> None:
+        if self.later and any(update.passages for update in updates):
+            await self.store.set_state(WINDOWS_STATE, "due")  # before: a kill leaves it due
         await self.store.apply(updates, [])
+        if self._progress is not None:
+            self._progress.stored(len(updates), sum(len(update.passages) for update in updates))
+            await self.refresh_counts()  # what the index holds, during a build too
+        if self._stored_more is not None:
+            self._stored_more.set()
 
     async def _prepare(self, items: Sequence[Item]) -> tuple[list[ItemUpdate], int]:
         """Chunk and embed items (reusing cached vectors); returns the updates and how many
@@ -344,7 +422,15 @@ class SourceSync:
             if passage.digest not in vectors:
                 missing.setdefault(passage.digest, passage.embedding_input)
         if self._progress is not None:
-            self._progress.chunked_items(len(items), len(all_passages), len(missing))
+            windows = dict.fromkeys(text for passage in all_passages for text in window_texts(passage.text))
+            self._progress.chunked_items(len(items), [passage.embedding_input for passage in all_passages],
+                                         list(missing.values()), list(windows))
+        if self.later:  # stored at once without vectors where any is missing (sync_passes.py)
+            return [
+                ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors)
+                           if all(passage.digest in vectors for passage in passages) else None)
+                for item, passages in chunked
+            ], 0
         # The windows that excerpts are chosen by (kernel/query/excerpts.py), into the same cache, before
         # the passages: their time then counts in the passages/s rate and the time left, rather
         # than showing as a last stretch with every passage ready and "0 s left".
@@ -352,46 +438,33 @@ class SourceSync:
                             functools.partial(self._embed, counted=False))
         if missing:
             vectors.update(await self._embed(list(missing.items())))
-        updates = []
-        for item, passages in chunked:
-            if passages:
-                matrix = np.vstack([vectors[passage.digest] for passage in passages]).astype(np.float32)
-            else:
-                matrix = np.zeros((0, self.embedder.dim), dtype=np.float32)
-            updates.append(ItemUpdate(item=item, passages=passages, vectors=matrix))
+        updates = [ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors))
+                   for item, passages in chunked]
         return updates, len(missing)
 
-    async def _embed(self, pairs: list[tuple[str, str]], counted: bool = True) -> dict[str, np.ndarray]:
-        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`
-        (``counted=False``: excerpt windows, left out of the build's passage counts).
+    def _matrix(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> np.ndarray:
+        if not passages:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.vstack([vectors[passage.digest] for passage in passages]).astype(np.float32)
 
-        Each call's vectors go to the vector cache at once, so work survives a crash or a kill in
-        the middle of a batch: the next start embeds only what no call finished.
-        """
-        result: dict[str, np.ndarray] = {}
-        for start in range(0, len(pairs), self.embed_batch):
-            chunk = pairs[start : start + self.embed_batch]
-            if self._progress is not None:
-                self._progress.embedding()  # the rate counts from the first call, windows' too
-            began = time.perf_counter()
-            matrix = np.asarray(await self.embedder.embed([text for _, text in chunk], "passage"),
-                                dtype=np.float32)
-            self.embed_seconds += time.perf_counter() - began
-            if matrix.shape != (len(chunk), self.embedder.dim):
-                raise EmbedderError(
-                    f"the embedder {self.embedder.name!r} returned vectors of shape {matrix.shape} for "
-                    f"{len(chunk)} texts of dimension {self.embedder.dim}; check the embedder program"
-                )
-            # Stored vectors are unit length so that a dot product is the cosine.
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            matrix = matrix / np.where(norms > 0, norms, 1.0)
-            made = {digest: np.asarray(vector, dtype=np.float32)
-                    for (digest, _), vector in zip(chunk, matrix, strict=True)}
-            await self.vector_cache.put_many(made)
-            result.update(made)
-            if self._progress is not None and counted:
-                self._progress.embedded(len(chunk))
-        return result
+    async def _embed_counted(self, pairs: list[tuple[str, str]], counted: bool) -> dict[str, np.ndarray]:
+        return await self._embed(pairs, counted=counted)
+
+    async def _embed(self, pairs: list[tuple[str, str]], counted: bool = True) -> dict[str, np.ndarray]:
+        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`, each
+        call's into the vector cache at once (``counted=False``: excerpt windows)."""
+        made, seconds = await embed_into_cache(self.embedder, self.vector_cache, pairs, self.embed_batch,
+                                               self._progress, windows=not counted)
+        self.embed_seconds += seconds
+        return made
+
+
+def _poisoned_from(saved: str | None) -> dict[str, str]:
+    try:
+        found = json.loads(saved) if saved else {}
+    except ValueError:
+        return {}
+    return {str(key): str(value) for key, value in found.items()} if isinstance(found, dict) else {}
 
 
 def _latest_versions(entries: Sequence[ListEntry]) -> dict[str, str]:

@@ -8,7 +8,7 @@ fetches, chunks and embeds, and logs them at most every few seconds.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -24,12 +24,14 @@ class SourceHealth:
 
     ``state`` is ``indexing`` while a build or a large fetch runs, ``failing`` when the last sync
     failed in any part (``last_error`` says how; the items already indexed keep serving), and
-    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items are stored, ``ready`` of
-    ``expected`` passages have their vector (``expected`` is exact once every item was fetched, an
-    estimate from the items so far before that), ``embedded`` of them were embedded in this run,
-    at ``rate`` passages per second, with ``eta_seconds`` left; ``rate`` and ``eta_seconds`` stay
-    ``None`` for the first :data:`RATE_AFTER_SECONDS` of embedding. :meth:`public` leaves the
-    error text out, :meth:`full` keeps it.
+    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items came from the connector (or
+    failed), ``stored`` passages are stored (searchable by keywords), ``ready`` of ``expected``
+    passages have their vector (``expected`` is exact once every item was fetched, an estimate
+    from the items so far before that), ``embedded`` of them were embedded in this run, ``windows`` of about
+    ``windows_expected`` excerpt windows are done, at ``rate`` passages per second (the windows'
+    work counted in passages of the source's average length), with ``eta_seconds`` left for
+    both; ``rate`` and ``eta_seconds`` stay ``None`` for the first :data:`RATE_AFTER_SECONDS` of
+    embedding. :meth:`public` leaves the error text out, :meth:`full` keeps it.
     """
 
     source: str
@@ -41,12 +43,17 @@ class SourceHealth:
     ready: int = 0
     expected: int | None = None
     embedded: int = 0
+    stored: int = 0
+    windows: int = 0
+    windows_expected: int | None = None
     rate: float | None = None
     eta_seconds: float | None = None
     last_success: str | None = None
     last_error: str | None = None
     failed_batches: int = 0
     batches: int = 0
+    failed_items: int = 0
+    """Items of the last fetch that failed alone (a bad record each); ``last_error`` names them."""
     building: bool = False
     """True during a first build (or a rebuild for another embedder): the index is not complete."""
     expected_exact: bool = False
@@ -62,8 +69,10 @@ class SourceHealth:
             "failing": self.state == "failing",
         }
         if self.state == "indexing":
-            view.update(fetched=self.fetched, of=self.of, ready=self.ready, expected=self.expected,
-                        embedded=self.embedded, rate=self.rate, eta_seconds=self.eta_seconds)
+            view.update(fetched=self.fetched, of=self.of, stored=self.stored, ready=self.ready,
+                        expected=self.expected, embedded=self.embedded, windows=self.windows,
+                        windows_expected=self.windows_expected, rate=self.rate,
+                        eta_seconds=self.eta_seconds)
         return view
 
     def building_note(self) -> str | None:
@@ -83,20 +92,32 @@ class SourceHealth:
         if self.batches:
             view["failed_batches"] = self.failed_batches
             view["batches"] = self.batches
+            view["failed_items"] = self.failed_items
         return view
 
 
 RATE_AFTER_SECONDS = 2.0
 """A build's rate and estimate appear once embedding has run this long (earlier they jump)."""
+COST_PER_TEXT = 64
+"""A text's embedding cost is counted as its characters plus this (the prefix, the special
+tokens and the call's share): a window costs less than a passage, in proportion."""
+
+
+def cost_of(text: str) -> int:
+    """The work of embedding ``text``, in the units :class:`BuildProgress` measures its rate in."""
+    return len(text) + COST_PER_TEXT
 
 
 class BuildProgress:
-    """Counts of a running fetch, kept in ``health`` and logged at most every ``interval`` s.
+    """Counts of a running fetch and its embedding, kept in ``health`` and logged at most every
+    ``interval`` s.
 
-    Passages are counted as their vectors arrive (each embedder call of at most
-    :data:`EMBED_BATCH` texts), not per fetch batch, so a first build shows movement within
-    seconds. Until every item was fetched, the expected number of passages is extrapolated from
-    the items chunked so far.
+    Items count as fetched when chunked, passages as stored when their write commits and as
+    ready when their vectors arrive (each embedder call), so a build shows movement within
+    seconds. The time left is the embedding work left (passages, then excerpt windows, in
+    characters: :func:`cost_of`) over the work done per second since the first embedder call;
+    until every item was fetched, the work of the items not seen yet is extrapolated from the
+    items chunked so far.
     """
 
     def __init__(self, health: SourceHealth, total: int, interval: float, log: logging.Logger,
@@ -107,56 +128,93 @@ class BuildProgress:
         self.log = log
         self.clock = clock
         self.last_report = clock()
-        self.done = 0  # items stored (or given up in a failed batch)
+        self.done = 0  # items fetched (or given up in a failed batch)
+        self.stored_items = 0
         self.chunked = 0  # items chunked
         self.found = 0  # passages of the chunked items
-        self.to_embed = 0  # of which had no vector yet
+        self.passage_cost = 0  # cost of those passages
+        self.to_embed = 0  # cost of the passages that had no vector yet
+        self.windows_found = 0  # windows of the chunked passages
+        self.window_cost = 0  # and their cost
+        self.spent = 0  # cost embedded so far (passages and windows)
+        self.windows_spent = 0  # of which windows, embedded or found in the cache
         self.embedding_since: float | None = None
         health.fetched, health.of = 0, total
-        health.ready = health.embedded = 0
-        health.expected = None
+        health.ready = health.embedded = health.stored = health.windows = 0
+        health.expected = health.windows_expected = None
         health.rate = health.eta_seconds = None
 
-    def chunked_items(self, items: int, passages: int, missing: int) -> None:
-        """``items`` were chunked into ``passages``, ``missing`` of which need embedding."""
+    def chunked_items(self, items: int, passages: Sequence[str], missing: Sequence[str],
+                      windows: Sequence[str] = ()) -> None:
+        """``items`` were chunked into ``passages`` (their embedding inputs), of which ``missing``
+        need embedding; ``windows`` are the excerpt windows of those passages."""
         self.chunked += items
-        self.found += passages
-        self.to_embed += missing
-        self.health.ready += passages - missing
+        self.found += len(passages)
+        self.passage_cost += sum(cost_of(text) for text in passages)
+        self.to_embed += sum(cost_of(text) for text in missing)
+        self.windows_found += len(windows)
+        self.window_cost += sum(cost_of(text) for text in windows)
+        self.health.ready += len(passages) - len(missing)
+        self._fetched()
         self._estimate()
+        self._report()
+
+    def stored(self, items: int, passages: int) -> None:
+        """A write of ``items`` with ``passages`` committed."""
+        self.stored_items += items
+        self.health.stored += passages
 
     def embedding(self) -> None:
         """An embedder call starts (the rate counts from the first one)."""
         if self.embedding_since is None:
             self.embedding_since = self.clock()
 
-    def embedded(self, passages: int) -> None:
-        self.health.embedded += passages
-        self.health.ready += passages
+    def embedded(self, texts: Sequence[str], windows: bool = False) -> None:
+        """An embedder call of ``texts`` (passages, or excerpt windows) returned."""
+        cost = sum(cost_of(text) for text in texts)
+        self.spent += cost
+        if windows:
+            self.windows_spent += cost
+            self.health.windows += len(texts)
+        else:
+            self.health.embedded += len(texts)
+            self.health.ready += len(texts)
         self._estimate()
         self._report()
 
+    def windows_cached(self, texts: Sequence[str]) -> None:
+        """Windows the second pass found in the vector cache: done without work."""
+        self.windows_spent += sum(cost_of(text) for text in texts)
+        self.health.windows += len(texts)
+        self._estimate()
+
     def advance(self, items: int) -> None:
-        """A fetch batch of ``items`` was stored (or failed, and counts as handled)."""
+        """A fetch batch of ``items`` came from the connector (or failed, and counts as handled)."""
         self.done += items
-        self.health.fetched = self.done
+        self._fetched()
         self._report()
+
+    def _fetched(self) -> None:
+        self.health.fetched = min(max(self.done, self.chunked), self.total)
 
     def _estimate(self) -> None:
         health = self.health
         unseen = max(self.total - self.chunked, 0)
-        per_item = self.found / self.chunked if self.chunked else 0.0
-        health.expected = self.found + round(unseen * per_item)
+        share = unseen / self.chunked if self.chunked else 0.0
+        health.expected = self.found + round(self.found * share)
+        health.windows_expected = self.windows_found + round(self.windows_found * share)
         health.expected_exact = unseen == 0
         if self.embedding_since is None:
             return
         elapsed = self.clock() - self.embedding_since
-        if elapsed < RATE_AFTER_SECONDS or not health.embedded:
+        if elapsed < RATE_AFTER_SECONDS or not self.spent:
             return
-        rate = health.embedded / elapsed
-        missing_per_item = self.to_embed / self.chunked if self.chunked else 0.0
-        left = max(self.to_embed - health.embedded, 0) + unseen * missing_per_item
-        health.rate = round(rate, 2)
+        rate = self.spent / elapsed  # cost per second
+        passages_spent = self.spent - self.windows_spent
+        left = (max(self.to_embed - passages_spent, 0) + max(self.window_cost - self.windows_spent, 0)
+                + (self.to_embed + self.window_cost) * share)
+        average = self.passage_cost / self.found if self.found else float(COST_PER_TEXT)
+        health.rate = round(rate / average, 2)
         health.eta_seconds = round(left / rate, 1)
 
     def _report(self) -> None:
@@ -167,13 +225,32 @@ class BuildProgress:
         health, eta = self.health, self.health.eta_seconds
         rate = f"{health.rate:.1f} passages/s" if health.rate is not None else "rate not known yet"
         self.log.info(
-            "source %s: %d of %s passages ready, %d of %d items fetched, %s, about %s left",
-            health.source, health.ready, health.expected if health.expected is not None else "?",
-            self.done, self.total, rate, duration_text(eta) if eta is not None else "?",
+            "source %s: %d of %s items fetched, %d passages stored, %d of %s ready, "
+            "%d of %s windows, %s, about %s left",
+            health.source, health.fetched or 0, self.total, health.stored, health.ready,
+            health.expected if health.expected is not None else "?", health.windows,
+            health.windows_expected if health.windows_expected is not None else "?", rate,
+            duration_text(eta) if eta is not None else "?",
         )
 
     def finish(self) -> None:
         health = self.health
-        health.fetched = health.of = health.expected = None
+        health.fetched = health.of = health.expected = health.windows_expected = None
         health.expected_exact = False
         health.rate = health.eta_seconds = None
+
+
+def left_out_message(notes: Iterable[str]) -> str | None:
+    """Health's words for listed entries the runner had to leave out (an id that is not
+    Unicode), or None: a source is not ``ok`` while a listed item is missing."""
+    found = list(notes)
+    if not found:
+        return None
+    more = f"; and {len(found) - 1} more" if len(found) > 1 else ""
+    return f"{len(found)} listed entries were left out: {found[0]}{more}"
+
+
+def joined(*failures: str | None) -> str | None:
+    """The failures that happened, as one message; None when there were none."""
+    found = [failure for failure in failures if failure]
+    return "; ".join(found) if found else None

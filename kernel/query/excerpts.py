@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from passageway.kernel.index.chunking import digest_of, embedding_input
+from passageway.kernel.index.chunking import blocks, digest_of, embedding_input
 from passageway.kernel.index.windows import SHORT_PASSAGE, VectorLookup, flat, sentence_starts, window_plan
 from passageway.kernel.query.stopwords import content_words, words
 from passageway.kernel.store import Candidate
@@ -172,16 +172,96 @@ def word_start(text: str, question: str, limit: int) -> int:
     return best_start
 
 
-def cut(text: str, start: int, limit: int, lead: float = LEAD) -> str:
-    """At most ``limit`` characters of flat ``text`` around the sentence at ``start``.
+def unit_starts(text: str) -> list[int]:
+    """Where an excerpt of ``text`` may start or end, as offsets in its flat text: the sentences of
+    its paragraphs, and every line of its code blocks, every row of its tables and every line of
+    its lists (a list item, or a line under it), so that a cut never splits a line of code or a
+    row in two. For prose alone these are exactly :func:`sentence_starts` of the flat text."""
+    found: list[int] = []
+    offset = 0
+    for kind, block in blocks(text):
+        block_flat = flat(block)
+        if not block_flat:
+            continue
+        if kind == "paragraph":
+            found += [offset + start for start in sentence_starts(block_flat)]
+        else:
+            line_offset = offset
+            for line in block.split("\n"):
+                line_flat = flat(line)
+                if not line_flat:
+                    continue
+                found.append(line_offset)
+                if kind == "list":
+                    found += [line_offset + start for start in sentence_starts(line_flat)[1:]]
+                line_offset += len(line_flat) + 1
+        offset += len(block_flat) + 1
+    return sorted(set(found)) or [0]
 
-    The excerpt starts at the earliest sentence at most ``lead`` of ``limit`` before ``start``:
+
+def _literal_starts(text: str) -> list[int]:
+    """The flat offsets of the lines of ``text``'s code blocks, table rows and list lines."""
+    found: list[int] = []
+    offset = 0
+    for kind, block in blocks(text):
+        block_flat = flat(block)
+        if not block_flat:
+            continue
+        if kind != "paragraph":
+            line_offset = offset
+            for line in block.split("\n"):
+                line_flat = flat(line)
+                if line_flat:
+                    found.append(line_offset)
+                    line_offset += len(line_flat) + 1
+        offset += len(block_flat) + 1
+    return found
+
+
+def best_start(text: str, flat_text: str, question: str, limit: int, anchor: int | None,
+               starts: Sequence[int]) -> int:
+    """Where the excerpt of ``text`` (its flat form ``flat_text``) starts: at ``anchor`` (by
+    meaning) or by the word rule, unless an excerpt starting at a line of a code block, a table
+    row or a list item (with the usual lead, :func:`cut`) would show more distinct content words
+    of the question. Documentation answers are often one such line after an introduction that
+    the question matches as a whole: the window most like the question then holds the
+    introduction, and the line that answers lies beyond the share."""
+    start = word_start(flat_text, question, limit) if anchor is None else anchor
+    question_words = set(content_words(question))
+    if not question_words:
+        return start
+
+    def shown(at: int) -> int:
+        first = _lead_start(starts, at, limit, LEAD)
+        return len(question_words & set(words(flat_text[first : first + limit])))
+
+    best, best_count = start, shown(start)
+    for line_start in _literal_starts(text):
+        line_end = next((later for later in starts if later > line_start), len(flat_text))
+        if not question_words & set(words(flat_text[line_start:line_end])):
+            continue  # only a line that holds a word of the question can be the anchor
+        count = shown(line_start)
+        if count > best_count:
+            best, best_count = line_start, count
+    return best
+
+
+def _lead_start(starts: Sequence[int], start: int, limit: int, lead: float) -> int:
+    """The earliest unit start at most ``lead`` of ``limit`` before ``start`` (else ``start``)."""
+    return next((earlier for earlier in starts if start - lead * limit <= earlier <= start), start)
+
+
+def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[int] | None = None) -> str:
+    """At most ``limit`` characters of flat ``text`` around the unit at ``start``.
+
+    The units are ``starts`` (:func:`unit_starts`), or the sentences of ``text`` when not given.
+    The excerpt starts at the earliest unit at most ``lead`` of ``limit`` before ``start``:
     what answers is often just before what matched (a window names the subject, the sentence
     before it holds the number). When the rest of the text is shorter than ``limit`` it starts
     earlier still, so that the whole share is used. Cut at a word boundary with "…"; "…" in front
     when it does not start at the beginning."""
-    starts = sentence_starts(text)
-    start = next((earlier for earlier in starts if start - lead * limit <= earlier <= start), start)
+    starts = sentence_starts(text) if starts is None else starts
+    start = _lead_start(starts, start, limit, lead)
     if len(text) - start < limit:
         for earlier in starts:
             if earlier <= start and len(text) - earlier <= limit:

@@ -18,16 +18,24 @@ The rules, in order (``docs/ranking-and-gate.md``, "Long prompts", has the measu
    such a block), or data (JSON, table rows, ``key: value`` and ``key=value`` lines, paths, long
    tokens). A comment line (``#``, ``//``, ``/*``, ``--``) is material inside material, so a
    question in a code comment belongs to the paste, not to the user. Everything else with at
-   least one word of letters is prose.
+   least one word of letters is prose. A line that asks (a question mark at its end, or a
+   question or request word at its start) in at least :data:`ASKING_WORDS` plain words is prose
+   whatever code it quotes (``How do I pass --reload to uv run?``), unless it is a log or trace line.
 2. **A prompt of one paragraph of prose**, up to :data:`PLAIN_CHARS` characters, is the question
    as it stands (a search such as "black death algiers" asks without a question mark).
 3. **Otherwise the prose is cut into sentences and the questions are kept**: a sentence that ends
    with a question mark or opens with a question or request word of English or German ("how",
    "explain", "wie", "erkläre", …). A question with fewer than :data:`MIN_CONTENT_WORDS` content
-   words of its own ("Any idea why?") takes the prose sentence before it as well.
+   words of its own ("Any idea why?", "How do I hide it?") takes the prose sentence before it as
+   well.
 4. **Nothing asked, nothing searched**: a prompt without such a sentence (a paste alone, a long
    text that asks nothing) reduces to ``""``, and recall answers silence without embedding it.
-5. **The model's own limit**: what is kept is cut to the embedder's input limit in its tokens
+5. **The paste's names as evidence**: when a question was cut out of pasted material, the names
+   in that material (exception names, ``--flags``, module and package names, settings keys;
+   :func:`paste_terms`) go with it as ``terms``, at most :data:`MAX_TERMS`: recall adds them to
+   the keyword search, so "What's going on?" under a traceback still finds the page about its
+   error. They never make a question of a paste that asks nothing (rule 4).
+6. **The model's own limit**: what is kept is cut to the embedder's input limit in its tokens
    (:func:`fit_to_tokens`), sentence by sentence, so a prompt never costs more than one window.
 
 The rules are plain on purpose: a newcomer can predict what they keep, and they run in a few
@@ -41,6 +49,7 @@ from collections.abc import Callable
 
 import attrs
 
+from passageway.kernel.embedder import MAX_TOKENS
 from passageway.kernel.query.stopwords import content_words
 
 PLAIN_CHARS = 1_000
@@ -48,11 +57,17 @@ PLAIN_CHARS = 1_000
 a user typed. A longer one, or several paragraphs (a pasted email, an article), is reduced to its
 questions like any other."""
 
-MIN_CONTENT_WORDS = 1
-"""A question with fewer content words than this ("Any idea why?") borrows the sentence before it."""
+MIN_CONTENT_WORDS = 3
+"""A question with fewer content words than this ("Any idea why?", "How do I hide it?") borrows
+the sentence before it in its paragraph, which says what "it" is. 1 before issue 27: the questions
+inside pastes of the public documentation set mostly lean on the sentence before them; a bare
+question of the XQuAD sets still reduces to itself (tests/test_prompt.py)."""
 
-MAX_TOKENS = 512
-"""The input limit assumed for an embedder that does not state its own (e5 models: 512)."""
+ASKING_WORDS = 3
+"""Plain words (outside inline code) that a line which asks needs to be prose whatever it quotes."""
+
+MAX_TERMS = 8
+"""The most names of a paste that go with its question into the keyword search."""
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TRACE = re.compile(
@@ -135,6 +150,8 @@ class Asked:
 
     text: str
     why: str
+    terms: tuple[str, ...] = ()
+    """Names from the pasted material around the question (rule 5), for the keyword search."""
 
     @property
     def silent(self) -> bool:
@@ -154,7 +171,9 @@ def asked(prompt: str) -> Asked:
     kept = _questions(sentences)
     if not kept:
         return Asked("", "nothing asked")
-    return Asked(" ".join(kept), "questions")
+    material = [line for line, kind in zip(lines, kinds, strict=True) if kind == "material"]
+    question = " ".join(kept)
+    return Asked(question, "questions", paste_terms(material, question))
 
 
 def line_kinds(lines: list[str]) -> list[str]:
@@ -177,6 +196,8 @@ def line_kinds(lines: list[str]) -> list[str]:
                 kinds[number] = "material"
             elif _COMMENT.match(line) and not _LIST_ITEM.match(line):
                 kinds[number] = "comment"
+            elif _asks(line):
+                kinds[number] = "prose"
             else:
                 kinds[number] = "material" if _is_material(line) else "prose"
     _settle_comments(lines, kinds)
@@ -224,6 +245,62 @@ def _is_material(line: str) -> bool:
     odd = len(_IDENT.findall(bare)) + len(_CALL.findall(bare))
     plain = sum(1 for token in tokens if _PLAIN_WORD.fullmatch(token.strip(".,;:!?\"'()«»„“”")))
     return symbols > 0.06 * len(bare) + 1 or odd >= 2 or plain < 0.6 * len(tokens)
+
+
+def _asks(line: str) -> bool:
+    """A line that asks in words while quoting code: "How do I pass --reload to uv run?"."""
+    if _TRACE.match(line) or _LOG.match(line) or _INDENT.match(line):
+        return False
+    if not is_question_sentence(_INLINE_CODE.sub("code", line.strip())):
+        return False
+    bare = _INLINE_CODE.sub(" ", line)
+    plain = [token for token in bare.split() if _PLAIN_WORD.fullmatch(token.strip(".,;:!?\"'()«»„“”"))]
+    return len(plain) >= ASKING_WORDS and len(plain) >= 0.5 * len(bare.split())
+
+
+_EXCEPTION = re.compile(r"\b(?:[a-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt))\b")
+_FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]+)")
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w., ]+))")
+_PACKAGE_PATH = re.compile(r"(?:site-packages|dist-packages|node_modules)/([\w.-]+)/")
+_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+)\b")
+_API = re.compile(r"(?<![\w./])([a-z_]\w*\.[A-Za-z_]\w*)\(")
+_KEYWORD_ARGUMENT = re.compile(r"[(,]\s*([a-z]\w*_\w+)\s*=(?!=)")
+_TABLE = re.compile(r"^\s*\[\[?([\w.-]+)\]\]?\s*$")
+_SETTING = re.compile(r"^\s*\"?([A-Za-z][\w.-]*[_.-][\w.-]*)\"?\s*[:=]")
+GENERIC_NAMES = frozenset(("exception", "error", "warning", "traceback", "valueerror", "typeerror",
+                           "runtimeerror", "keyerror", "oserror"))
+"""Names too common to be evidence: they are in every paste and in no page about one thing."""
+
+
+def paste_terms(material: list[str], question: str = "") -> tuple[str, ...]:
+    """The names in pasted ``material`` lines that are evidence for the question asked about it
+    (rule 5): exception names, ``--flags``, imported modules and the packages a trace runs
+    through, class and function names (``TestClient``, ``typer.Option(``), settings keys
+    (``allow_origins = …``, ``DATABASE_URL=…``, ``[directory]``, ``hide_input=…``), in that order,
+    each once, none already in ``question``, at most :data:`MAX_TERMS`."""
+    found: dict[str, list[str]] = {"exception": [], "flag": [], "module": [], "name": [], "setting": []}
+    for line in material:
+        found["exception"] += _EXCEPTION.findall(line)
+        found["flag"] += _FLAG.findall(line)
+        found["name"] += _CAMEL.findall(line) + _API.findall(line)
+        found["setting"] += _KEYWORD_ARGUMENT.findall(line) + _TABLE.findall(line)
+        imported = _IMPORT.match(line)
+        if imported:
+            names = " ".join(part for part in imported.groups() if part)
+            found["module"] += [name for name in re.split(r"[\s,]+", names) if name]
+        found["module"] += _PACKAGE_PATH.findall(line)
+        setting = _SETTING.match(line)
+        if setting and not _CODE_START.match(line) and not _TRACE.match(line):
+            found["setting"].append(setting.group(1))
+    asked_words = {word.casefold() for word in re.findall(r"[\w.-]+", question)}
+    terms: dict[str, None] = {}
+    for kind in ("exception", "flag", "module", "name", "setting"):
+        for name in found[kind]:
+            folded = name.casefold()
+            if folded in GENERIC_NAMES or folded in asked_words or len(name) < 3:
+                continue
+            terms.setdefault(name, None)
+    return tuple(terms)[:MAX_TERMS]
 
 
 def _settle_comments(lines: list[str], kinds: list[str]) -> None:
@@ -313,13 +390,6 @@ def _questions(paragraphs: list[list[str]]) -> list[str]:
             if sentence not in kept:
                 kept.append(sentence)
     return kept
-
-
-def approx_model_tokens(text: str) -> int:
-    """A conservative guess at a model's token count, for an embedder that cannot count (or has
-    not loaded its tokenizer yet): three UTF-8 bytes a token, plus two special tokens. It cuts a
-    question early rather than late."""
-    return -(-len(text.encode("utf-8")) // 3) + 2
 
 
 def fit_to_tokens(text: str, count: Callable[[str], int], limit: int = MAX_TOKENS) -> str:

@@ -25,10 +25,12 @@ import contextlib
 import contextvars
 import heapq
 import itertools
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+from passageway.kernel.embedder import Embedder, ForwardingEmbedder
+from passageway.kernel.records import EmbedKind
 
 _YIELDING: contextvars.ContextVar[bool] = contextvars.ContextVar("passageway_question_yields", default=False)
 
@@ -43,30 +45,27 @@ def yielding() -> Iterator[None]:
         _YIELDING.reset(token)
 
 
-class QuestionQueue:
+class QuestionQueue(ForwardingEmbedder):
     """The ``embedder`` recall sees: questions go to the real one one at a time, in order of
     priority (typed first), then of arrival. Everything but :meth:`embed` is the embedder's (its
     name, gate numbers, token count); passages and lists of questions go straight through."""
 
-    def __init__(self, embedder: Any) -> None:
-        self._embedder = embedder
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__(embedder)
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
         self._busy = False
         self.served: list[str] = []
         """The order questions reached the embedder in, for tests (the last 100)."""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._embedder, name)
-
-    async def embed(self, texts: Any, kind: str) -> np.ndarray:
+    async def embed(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
         texts = list(texts)
         if kind != "query" or len(texts) != 1:
-            return await self._embedder.embed(texts, kind)  # type: ignore[no-any-return]
+            return await self.inner.embed(texts, kind)
         await self._turn(1 if _YIELDING.get() else 0)
         try:
             self.served = [*self.served[-99:], texts[0]]
-            return await self._embedder.embed(texts, kind)  # type: ignore[no-any-return]
+            return await self.inner.embed(texts, kind)
         finally:
             self._next()
 

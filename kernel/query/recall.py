@@ -5,7 +5,8 @@
 
 0. **What is asked.** A prompt is reduced to its question sentences first
    (:func:`passageway.kernel.query.prompt.asked`: a pasted file, log or trace is not searched), and cut
-   to the embedder's input limit in its tokens. A prompt that asks nothing is silence, without
+   to the embedder's input limit in its tokens; the names in a paste around the question join
+   the keyword search (``Asked.terms``). A prompt that asks nothing is silence, without
    embedding or searching anything. Every later step, the gate's word counts included, sees only
    the reduced question.
 1. **Embed** the question (``kind="query"``). An embedder failure raises :class:`EmbedderError`:
@@ -41,14 +42,14 @@ from concurrent.futures import ThreadPoolExecutor
 import attrs
 import numpy as np
 
-from passageway.kernel.embedder import Embedder
+from passageway.kernel.embedder import MAX_TOKENS, Embedder, with_defaults
 from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.index.windows import VectorLookup
 from passageway.kernel.query.duplicates import Pool, distinct
 from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
-from passageway.kernel.query.prompt import MAX_TOKENS, Asked, approx_model_tokens, asked, fit_to_tokens
+from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
 from passageway.kernel.query.question_queue import yielding
-from passageway.kernel.query.rendering import fit_budget
+from passageway.kernel.query.rendering import fit_budget, leads_clearly
 from passageway.kernel.query.stopwords import content_words, words
 from passageway.kernel.ranking import CANDIDATES, MAX_HITS, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
@@ -162,7 +163,7 @@ async def gather_candidates(
 
 
 async def recall(
-    question: str,
+    prompt: str | Asked,
     stores: Sequence[Store],
     embedder: Embedder,
     ranker: Ranker,
@@ -172,8 +173,11 @@ async def recall(
     exclude_items: Iterable[tuple[str, str]] = (),
     vector_cache: VectorLookup | None = None,
 ) -> Answer:
-    """At most three passages for ``question`` from ``stores``, or a silent :class:`Answer`.
+    """At most three passages for ``prompt`` from ``stores``, or a silent :class:`Answer`.
 
+    :param prompt: a prompt, reduced here to what it asks; or what a caller reduced it to
+        already (the hook endpoint decides on the reduced text whether to search at all), so a
+        prompt is reduced once.
     :param embedder: an :class:`passageway.kernel.embedder.Embedder`; its ``min_similarity`` and
         ``cross_language_offset`` are the :class:`Gate`, except that ``min_similarity``, when
         given, replaces its ``min_similarity`` (``passageway eval --threshold``). The offset is
@@ -190,7 +194,7 @@ async def recall(
     :raises StoreError: every store failed.
     """
     gate = Gate.of(embedder, min_similarity)
-    reduced = question_for(question, embedder)
+    reduced = question_for(prompt, embedder)
     question = reduced.text
     if not question:
         return Answer()
@@ -208,7 +212,10 @@ async def recall(
     if not stores:
         return Answer()
 
-    keyword, by_vector, _failed = await gather_candidates(question, vector, stores)
+    # The names of a paste around the question are evidence for the keyword search only
+    # (kernel/query/prompt.py, rule 5); the vector, the ranker and the gate see the question.
+    searched = " ".join((question, *reduced.terms))
+    keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
 
     excluded = {(source, item_id) for source, item_id in exclude_items}
     boost = frozenset(word for text in boost_words for word in words(text) if len(word) > 2)
@@ -235,26 +242,25 @@ async def recall(
         for entry in ranked
     )
     parts = [[hit.text] for hit in hits]
-    if len(hits) == 1:  # a lone hit has room for a second passage of its item (kernel/query/excerpts.py)
-        parts = [with_neighbour(ranked[0].candidate, [*by_vector, *keyword])]
-        hits = (attrs.evolve(hits[0], text=joined(parts[0])),)
+    if len(hits) == 1 or leads_clearly(hits):
+        # A lone hit, or a clear leader with its larger share, has room for a second passage of
+        # its item (kernel/query/excerpts.py, kernel/query/rendering.py).
+        parts[0] = with_neighbour(ranked[0].candidate, [*by_vector, *keyword])
+        hits = (attrs.evolve(hits[0], text=joined(parts[0])), *hits[1:])
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 
 
-def question_for(prompt: str, embedder: object) -> Asked:
+def question_for(prompt: str | Asked, embedder: Embedder) -> Asked:
     """What recall embeds and searches for ``prompt``: its question sentences
-    (:func:`passageway.kernel.query.prompt.asked`) within ``embedder``'s input limit (``""``: none)."""
-    reduced = asked(prompt)
+    (:func:`passageway.kernel.query.prompt.asked`, unless the caller reduced it already and hands
+    over the :class:`Asked`) within ``embedder``'s input limit in its own tokens (``""``: none)."""
+    reduced = prompt if isinstance(prompt, Asked) else asked(prompt)
     if not reduced.text:
         return reduced
-    count = getattr(embedder, "count_tokens", None)
-    limit = getattr(embedder, "max_tokens", None)
-    if not isinstance(limit, int) or limit <= 0:
-        limit = MAX_TOKENS
-    if not callable(count):
-        count = approx_model_tokens
-    return attrs.evolve(reduced, text=fit_to_tokens(reduced.text, count, limit))
+    model = with_defaults(embedder)
+    limit = model.max_tokens if model.max_tokens > 0 else MAX_TOKENS
+    return attrs.evolve(reduced, text=fit_to_tokens(reduced.text, model.count_tokens, limit))
 
 
 def _hit(entry: Ranked) -> Hit:

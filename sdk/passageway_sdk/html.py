@@ -3,11 +3,11 @@
 :class:`MarkdownWriter` turns HTML (an editor's output, Confluence's storage format) into markdown
 text that :func:`split_markdown` splits into sections and passageway's chunker understands: the
 headings it is told about become ``#`` headings, deeper ones bold lines; lists keep their markers
-and nesting, tables become ``|`` rows with a header delimiter, ``<pre>`` becomes a fenced block,
-and images, scripts and styles are dropped. A paragraph that starts with ``#`` is escaped, so it
-never becomes a heading. Subclass it to handle a source's own tags (Confluence's macros) and
-call the base methods for the rest. :func:`cut_text` cuts a section that is too long between
-paragraphs, then sentences, then words.
+and nesting (up to :data:`MAX_LIST_INDENT` levels), tables become ``|`` rows with a header
+delimiter, ``<pre>`` becomes a fenced block, and images, scripts and styles are dropped. A
+paragraph that starts with ``#`` is escaped, so it never becomes a heading. Subclass it to handle
+a source's own tags (Confluence's macros) and call the base methods for the rest.
+:func:`cut_text` cuts a section that is too long between paragraphs, then sentences, then words.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
 
 
 DEFAULT_HEADINGS = {"h1": 1, "h2": 2, "h3": 3}
+MAX_LIST_INDENT = 8
+"""Lists nested deeper are indented as this level: two spaces a level would make N nested
+lists N² characters (a 144 KB page became 64 MB)."""
 
 
 class MarkdownWriter(HTMLParser):
@@ -91,7 +94,7 @@ class MarkdownWriter(HTMLParser):
             self._lists.append([1 if tag == "ol" else None])
         elif tag == "li":
             self.new_block(blank=False)
-            depth = max(len(self._lists) - 1, 0)
+            depth = min(max(len(self._lists) - 1, 0), MAX_LIST_INDENT)
             marker: str = "-"
             if self._lists and self._lists[-1][0] is not None:
                 number = self._lists[-1][0]
@@ -202,11 +205,16 @@ def _units(text: str, limit: int) -> list[tuple[str, str]]:
         joiner = "\n" if code else " "
         for index, sentence in enumerate(block.split("\n") if code else _SENTENCE_END.split(block)):
             first = "\n\n" if index == 0 else joiner
-            while len(sentence) > limit:  # one sentence longer than a part: cut between words
-                head = sentence[:limit].rpartition(" ")[0] or sentence[:limit]
+            start = 0
+            while len(sentence) - start > limit:  # one sentence longer than a part: cut between words
+                window = sentence[start : start + limit]
+                head = window.rpartition(" ")[0] or window
                 units.append((head, first))
-                sentence, first = sentence[len(head) :].lstrip(), " "
-            units.append((sentence, first))
+                start += len(head)
+                while start < len(sentence) and sentence[start].isspace():
+                    start += 1
+                first = " "
+            units.append((sentence[start:], first))
     return units
 
 

@@ -1,6 +1,8 @@
 """Helpers for connectors whose source is markdown, or converts to it.
 
-Only ``#`` headings (ATX) split a document; underlined (setext) headings and indented code
+Only ``#`` headings (ATX) split a document; a heading's attribute block at its end (``## Title {#id}``,
+``## Title { #id .class }``, as MkDocs, VitePress and Pandoc write them) is not part of its text
+(:func:`heading_id` reads the id); underlined (setext) headings and indented code
 blocks are not recognised. A fenced code block (``` or ~~~) hides everything inside it, so a
 ``# comment`` in a shell snippet never becomes a heading.
 """
@@ -18,6 +20,8 @@ _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
+_ATTRIBUTES = re.compile(r"[ \t]*\{[ \t]*((?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+))"
+                         r"(?:[ \t]+(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}]+)))*)[ \t]*\}[ \t]*$")
 
 
 def _lines(text: str) -> Iterator[tuple[str, bool]]:
@@ -49,7 +53,21 @@ def _heading(line: str) -> tuple[int, str] | None:
     if match is None:
         return None
     text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
-    return len(match.group(1)), text
+    return len(match.group(1)), _ATTRIBUTES.sub("", text).strip()
+
+
+def heading_id(line: str) -> str | None:
+    """The id of a heading line's attribute block (``## Install { #install }`` → ``install``), or
+    ``None`` for a line that is no heading or whose heading has no ``#id``: the anchor a
+    connector can link the section with."""
+    match = _HEADING.match(line)
+    if match is None:
+        return None
+    attributes = _ATTRIBUTES.search(_CLOSING_HASHES.sub("", match.group(2) or "").strip())
+    if attributes is None:
+        return None
+    ids = [token[1:] for token in attributes.group(1).split() if token.startswith("#")]
+    return ids[0] if ids else None
 
 
 def _clean(text: str) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 from passageway_sdk import MarkdownWriter, cut_text, html_to_markdown, split_markdown
+from passageway_sdk.html import MAX_LIST_INDENT
 
 
 def test_headings_lists_tables_and_code_become_markdown():
@@ -52,3 +55,24 @@ def test_line_breaks_between_tags_add_no_blank_lines():
         "<p>after</p>"
     )
     assert html_to_markdown(html) == "- one\n  - nested\n- two\n\nafter"
+
+
+def test_nested_lists_give_output_linear_in_their_depth():
+    # Issue 32.10: two spaces per level made N nested lists N² characters (144 KB -> 64 MB).
+    for depth in (2000, 4000):
+        html = "<ul><li>x" * depth + "</li></ul>" * depth
+        markdown = html_to_markdown(html)
+        assert len(markdown) < 3 * len(html), (depth, len(markdown))
+    lines = html_to_markdown("<ul><li>a<ul><li>b<ul><li>c</li></ul></li></ul></li></ul>").splitlines()
+    assert lines == ["- a", "  - b", "    - c"]  # shallow nesting keeps its indentation
+    deep = html_to_markdown("<ol><li>x" * 30).splitlines()
+    assert deep[-1] == "  " * MAX_LIST_INDENT + "1. x"
+
+
+def test_one_long_sentence_is_cut_in_linear_time():
+    text = "word " * 1_600_000  # 8 MB without a sentence end
+    began = time.perf_counter()
+    parts = cut_text(text, 1400)
+    # Each cut copied the rest of the sentence: about 12 s here, against 0.4 s cut in place.
+    assert time.perf_counter() - began < 5
+    assert all(len(part) <= 1400 for part in parts) and "".join(parts).count("word") == 1_600_000

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from passageway_sdk import first_h1, split_markdown, strip_code
+from passageway_sdk import first_h1, heading_id, split_markdown, strip_code
 
 
 def md(text: str) -> str:
@@ -90,6 +90,25 @@ def test_heading_syntax():
         {"heading": "Indented three", "text": "body"},
         {"heading": "C#", "text": "sharp"},
     ]
+
+
+def test_a_heading_attribute_block_is_left_out_of_the_heading_and_gives_its_id():
+    text = md("""
+        ## Create a Project { #create-a-project }
+        one
+        ### Learn More {#learn-more .wide data-x="1"} ###
+        two
+        ## Keep {braces} and {this one}
+        three
+    """)
+    assert split_markdown(text) == [
+        {"heading": "Create a Project", "text": "one"},
+        {"heading": "Create a Project › Learn More", "text": "two"},
+        {"heading": "Keep {braces} and {this one}", "text": "three"},
+    ]
+    assert heading_id("## Create a Project { #create-a-project }") == "create-a-project"
+    assert heading_id("### Learn More {.wide #learn-more}") == "learn-more"
+    assert heading_id("## Keep {braces}") is None and heading_id("plain {#x}") is None
 
 
 def test_fences_of_both_kinds_and_lengths_hide_headings():

@@ -8,6 +8,7 @@ prints-then-fails fetch prints as it goes and crashes on a malformed request lin
 leaks-secrets     every call dumps its environment on stderr
 changed-stranger  changed returns an item that list does not know
 not-unicode       fetch writes item "a" with a lone surrogate escape in its text
+deep-record       fetch writes item "a" with a field nested 200,000 deep
 """
 import json
 import os
@@ -46,6 +47,13 @@ if mode == "fetch" and broken == "not-unicode":
         if item_id in ITEMS:
             record = dict(ITEMS[item_id], sections=[{"heading": None, "text": "half of a pair: \ud800"}])
             sys.stdout.write(json.dumps(record) + "\n")  # json escapes it as \\ud800
+    sys.exit(0)
+if mode == "fetch" and broken == "deep-record":
+    for line in sys.stdin:
+        item_id = json.loads(line)["id"]
+        if item_id in ITEMS:
+            text = json.dumps(ITEMS[item_id])
+            sys.stdout.write(text[:-1] + ', "extra": ' + "[" * 200_000 + "]" * 200_000 + "}\n")
     sys.exit(0)
 if mode == "changed" and broken == "changed-stranger":
     emit({**ITEMS["a"], "id": "zzz"})

@@ -1,8 +1,9 @@
 """A connector that misbehaves in one way, chosen by ``BEHAVIOUR``, on the fetch of ``BAD_IDS``.
 
 It lists ``COUNT`` items (``item-0`` ...) and fetches them well, except that a fetch asking for one
-of the ids in ``BAD_IDS`` (``first:last``, inclusive numbers) misbehaves. Once the file ``HEALED``
-exists it behaves in every call, so a test can show what the next sync recovers.
+of the ids in ``BAD_IDS`` (``first:last``, inclusive numbers, or numbers separated by commas)
+misbehaves. Once the file ``HEALED`` exists it behaves in every call, so a test can show what the
+next sync recovers.
 
 garbage       prints random bytes instead of a record
 invalid-utf8  prints a record whose text holds a byte that is not UTF-8
@@ -12,6 +13,7 @@ duplicate     prints one record twice
 hang          sleeps for an hour
 exit          prints every record, then exits with status 3
 half          prints half the records, then exits with status 1
+deep          prints a record with a field nested 200,000 deep
 """
 
 import json
@@ -22,7 +24,15 @@ import time
 
 COUNT = int(os.environ.get("COUNT", "120"))
 BEHAVIOUR = os.environ.get("BEHAVIOUR", "")
-FIRST, LAST = (int(part) for part in os.environ.get("BAD_IDS", "60:60").split(":"))
+
+def bad_numbers(text: str) -> set[int]:
+    if ":" in text:
+        first, last = (int(part) for part in text.split(":"))
+        return set(range(first, last + 1))
+    return {int(part) for part in text.split(",") if part.strip()}
+
+
+BAD = bad_numbers(os.environ.get("BAD_IDS", "60:60"))
 
 
 def record(number: int) -> dict:
@@ -48,12 +58,12 @@ def main() -> int:
         return 0
     wanted = [int(json.loads(line)["id"].split("-")[1]) for line in sys.stdin if line.strip()]
     healed = os.path.exists(os.environ.get("HEALED", "/nonexistent"))
-    if healed or not any(FIRST <= number <= LAST for number in wanted):
+    if healed or not BAD.intersection(wanted):
         for number in wanted:
             write(json.dumps(record(number)).encode())
         return 0
     lines = [json.dumps(record(number)).encode() for number in wanted]
-    bad = next(index for index, number in enumerate(wanted) if FIRST <= number <= LAST)
+    bad = next(index for index, number in enumerate(wanted) if number in BAD)
     if BEHAVIOUR == "garbage":
         lines[bad] = bytes(random.Random(7).randrange(256) for _ in range(300)).replace(b"\n", b" ")
     elif BEHAVIOUR == "invalid-utf8":
@@ -62,6 +72,8 @@ def main() -> int:
         lines[bad] = lines[bad].replace(b"about rivers", b"about \\ud800 rivers")
     elif BEHAVIOUR == "huge-line":
         lines[bad] = b'{"id": "' + b"x" * 50_000_000 + b'"}'
+    elif BEHAVIOUR == "deep":
+        lines[bad] = lines[bad][:-1] + b', "extra": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
     elif BEHAVIOUR == "duplicate":
         lines.insert(bad, lines[bad])
     elif BEHAVIOUR == "hang":

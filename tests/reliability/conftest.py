@@ -56,12 +56,18 @@ class Figures:
 
 
 FIGURES = Figures()
-SECTIONS = {"faults", "connectors", "hostile_http", "fuzz", "load", "index_input"}
+SECTIONS = {"faults", "connectors", "hostile_http", "fuzz", "load", "index_input", "server_limits"}
 
 
 @pytest.fixture(scope="session")
 def figures() -> Figures:
     return FIGURES
+
+
+CONNECTOR_SECTIONS = {"redirects", "poisoned_batches", "hostile_remote", "quadratic_sdk"}
+"""Issue 32's connector families: test_redirect_leaks, test_poisoned_batches, test_hostile_remote
+and test_quadratic_sdk (report.py renders them after the others)."""
+SECTIONS |= CONNECTOR_SECTIONS
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -95,12 +101,13 @@ class Server:
         self.log_path = folder / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.nofile: int | None = None  # RLIMIT_NOFILE for the server process (ulimit -n)
 
     def start(self, timeout: float = 60.0) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child holds it)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.serve_toy"], env=self.environ, cwd=ROOT,
-            stdout=log, stderr=log, start_new_session=True,
+            stdout=log, stderr=log, start_new_session=True, preexec_fn=self._limit if self.nofile else None,
         )
         log.close()
         self.starts += 1
@@ -116,6 +123,13 @@ class Server:
                 pass
             time.sleep(0.1)
         raise AssertionError(f"the server did not answer within {timeout} s:\n{self.log()[-3000:]}")
+
+    def _limit(self) -> None:
+        """In the child, before it starts: the descriptor limit a systemd service gets by default."""
+        import resource
+
+        assert self.nofile is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def health(self, authorised: bool = True) -> dict[str, Any]:
         request = urllib.request.Request(f"{self.url}/health", headers=AUTH if authorised else {})

@@ -33,6 +33,7 @@ def render(results: dict[str, Any]) -> str:
     faults, connectors = sections["faults"], sections["connectors"]
     hostile, fuzz, load = sections["hostile_http"], sections["fuzz"], sections["load"]
     index = sections["index_input"]
+    limits = sections["server_limits"]
     statuses = ", ".join(f"{status}: {count}" for status, count in hostile["statuses"].items())
     targets = ", ".join(f"{name} {count}" for name, count in fuzz["by_target"].items())
     verdict = "passed" if results["passed"] else "FAILED"
@@ -100,6 +101,38 @@ floods, password guessing). None may answer 500 or leave a traceback or an ERROR
     ("tracebacks in the log", hostile["tracebacks"]),
 ])}
 
+## Idle connections, dropped clients, OAuth abuse
+
+The server runs under `ulimit -n {limits["descriptor_limit"]}` (the systemd default) while
+{limits["idle_connections"]} connections that send nothing are held open (each one the server
+closes is opened again) and {limits["slow_connections"]} more dribble headers or a body a byte at a
+time, for {limits["seconds_held"]} s; `/health` and an authenticated `/recall` are timed every half
+second (`tests/reliability/test_slow_connections.py`). Clients hang up mid-body on `/register`,
+`/token`, `/authorize`, `/recall` and `/mcp`. Redirect addresses that a browser reads otherwise
+than Python does, bodies that do not decompress, `Host` headers that are no host name, and
+anonymous registrations with the largest fields are sent (`tests/reliability/test_oauth_abuse.py`);
+one client opens MCP sessions and never closes them, then the server gets `SIGTERM`
+(`tests/reliability/test_mcp_sessions.py`).
+
+{_rows([
+    ("idle connections reopened after the server closed them", limits["idle_reopened"]),
+    ("probes / slowest answer", f"{limits['probes']} / {limits['slowest_answer_s']} s"),
+    ("answers slower than 1 s", limits["answers_over_1s"]),
+    ("log growth under the idle connections", f"{limits['log_bytes_per_minute']} bytes a minute"),
+    ("clients that hung up mid-body / log lines about them",
+     f"{limits['dropped_clients']} / {limits['log_lines_for_dropped']}"),
+    ("tricky redirect addresses refused / plain ones accepted",
+     f"{limits['redirect_tricks_refused']} / {limits['redirect_addresses_accepted']}"),
+    ("bad bodies and hosts (all 4xx) / with a JSON error",
+     f"{limits['bad_body_cases']} / {limits['bad_body_json_errors']}"),
+    ("anonymous registrations / oauth.json size / slowest",
+     f"{limits['registrations']} / {limits['oauth_state_bytes']} bytes / "
+     f"{limits['slowest_registration_s']} s"),
+    ("MCP sessions opened (never closed) / refused",
+     f"{limits['sessions_opened']} / {limits['sessions_refused']}"),
+    ("SIGTERM after them", f"{limits['stop_seconds_after_sessions']} s"),
+])}
+
 ## Fuzzing
 
 [hypothesis](https://hypothesis.readthedocs.io) generates inputs for the connector-record
@@ -142,7 +175,78 @@ clients and server together.
     ("MCP p50 / p95", f"{load['mcp_p50_ms']} / {load['mcp_p95_ms']} ms"),
     ("server memory before / after", f"{load['rss_before_mib']} / {load['rss_after_mib']} MiB"),
 ])}
-"""
+{connector_families(sections)}"""
+
+
+def connector_families(sections: dict[str, Any]) -> str:
+    """The sections of issue 32's connector families, where the run has them."""
+    parts = []
+    redirects = sections.get("redirects")
+    if redirects:
+        parts.append(f"""
+## Connectors: redirects to another origin
+
+The Trilium and Confluence connectors against a fake server that answers every request with a
+redirect (301, 302, 303, 307, 308) to a second fake on another port or host: each call must fail
+with one line naming both origins, and the second server counts every `Authorization` header it
+receives. A redirect within the origin is followed with the token
+(`tests/reliability/test_redirect_leaks.py`).
+
+{_rows([
+    ("calls redirected to another origin", redirects["calls"]),
+    ("credentials sent to another origin", redirects["credentials_to_other_origins"]),
+    ("same-origin redirects followed", redirects.get("same_origin_followed", 0)),
+])}
+""")
+    poisoned = sections.get("poisoned_batches")
+    if poisoned:
+        parts.append(f"""
+## Connectors: poisoned records
+
+{poisoned["sources"]} sources of {poisoned["items_per_source"]} items ({", ".join(poisoned["kinds"])}),
+each with {poisoned["bad_records"]} bad records in different fetch batches, in a real server beside a
+healthy source, through a first build and a restart: a failing batch is fetched again one id at a
+time, so each bad record costs only itself, and `/health` names it
+(`tests/reliability/test_poisoned_batches.py`).
+
+{_rows([
+    ("bad records per source", poisoned["bad_records"]),
+    ("items lost to another record's fault", poisoned["items_lost_to_another_record"]),
+])}
+""")
+    hostile = sections.get("hostile_remote")
+    if hostile:
+        timings = [(name.removeprefix("seconds_").replace("_", " "), f"{value} s, "
+                    f"{hostile.get('peak_mib_' + name.removeprefix('seconds_'), '?')} MiB")
+                   for name, value in hostile.items() if name.startswith("seconds_")]
+        parts.append(f"""
+## Connectors: hostile remote servers
+
+`list` of each connector against a fake that answers without end (with and without a length),
+drips a byte every 0.2 s, nests its JSON 200,000 deep, or pages without end; `TIMEOUT` is 3 s.
+Each call must end with one clear line on stderr, within its limits
+(`tests/reliability/test_hostile_remote.py`). Time and peak memory of the slowest call of each:
+
+{_rows([
+    ("calls", hostile["calls"]),
+    ("ended with one clear error", hostile["clear_errors"]),
+    ("requests the connectors sent", hostile["requests"]),
+    *timings,
+])}
+""")
+    quadratic = sections.get("quadratic_sdk")
+    if quadratic:
+        rows = [(name, value) for name, value in quadratic.items() if ":" in name]
+        parts.append(f"""
+## Connectors: quadratic inputs to the SDK
+
+Nested lists and blocks and one long sentence through the SDK's HTML to markdown step and its
+text cutter, at two sizes: output and time must grow linearly
+(`tests/reliability/test_quadratic_sdk.py`). The larger input of each:
+
+{_rows(rows)}
+""")
+    return "".join(parts)
 
 
 if __name__ == "__main__":

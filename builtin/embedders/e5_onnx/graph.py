@@ -80,6 +80,42 @@ class _Builder:
         )
         return self.node("Add", [product, self.constant(f"{name}.bias", bias.astype(np.float32))])
 
+    def linear_int8_rows(self, x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
+        """``x @ weight.T + bias`` in int8: each row of ``x`` quantized on its own (symmetric, its
+        largest magnitude to 127), ``weight`` (``[out, in]``, fp32) per output column.
+
+        Unlike onnxruntime's ``quantize_dynamic`` (one scale for the whole batch), a text's vector
+        then does not depend on the texts it is batched with; the product runs in onnxruntime's
+        integer GEMM (``MatMulInteger``, VNNI or AMX where the CPU has them).
+        """
+        hidden = weight.shape[1]
+        column_scales = np.maximum(np.abs(weight).max(axis=1), 1e-12) / 127.0  # [out]
+        quantized = np.clip(np.round(weight / column_scales[:, None]), -127, 127).astype(np.int8)
+        rows = self.node("Reshape", [x, self.constant(f"{name}.rows", np.array([-1, hidden]))])
+        largest = self.node("ReduceMax", [self.node("Abs", [rows]), "axis.one.list"], keepdims=1)
+        row_scales = self.node("Max", [self.node("Div", [largest, "int8.top"]), "int8.tiny"])  # [M, 1]
+        levels = self.node("Round", [self.node("Div", [rows, row_scales])])
+        uint8 = self.onnx.TensorProto.UINT8
+        shifted = self.node("Cast", [self.node("Add", [levels, "int8.offset"])], to=uint8)
+        product = self.node(
+            "MatMulInteger",
+            [shifted, self.constant(f"{name}.weight", np.ascontiguousarray(quantized.T)), "int8.zero"],
+        )
+        scaled = self.node("Mul", [self.node("Cast", [product], to=self.onnx.TensorProto.FLOAT), row_scales])
+        scaled = self.node("Mul", [scaled, self.constant(f"{name}.scales", column_scales.astype(np.float32))])
+        out = self.node("Add", [scaled, self.constant(f"{name}.bias", bias.astype(np.float32))])
+        lead = self.node("Shape", [x], start=0, end=2)  # [batch, tokens]
+        width = self.constant(f"{name}.out", np.array([weight.shape[0]]))
+        target = self.node("Concat", [lead, width], axis=0)
+        return self.node("Reshape", [out, target])
+
+    def int8_constants(self) -> None:
+        """The scalars :meth:`linear_int8_rows` shares."""
+        self.constant("int8.top", np.array(127.0, dtype=np.float32))
+        self.constant("int8.tiny", np.array(1e-12, dtype=np.float32))
+        self.constant("int8.offset", np.array(128.0, dtype=np.float32))
+        self.constant("int8.zero", np.array(128, dtype=np.uint8))
+
     def layer_norm(self, x: str, weight: np.ndarray, bias: np.ndarray, name: str, epsilon: float) -> str:
         return self.node(
             "LayerNormalization",
@@ -138,6 +174,8 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
     bias = b.node("Mul", [inverted, b.constant("mask.value", np.array(-10000.0, dtype=np.float32))])
     bias = b.node("Unsqueeze", [bias, b.constant("axes.heads.queries", np.array([1, 2]))])
 
+    if linear == "int8-rows":
+        b.int8_constants()
     split_heads = b.constant("shape.heads", np.array([0, 0, heads, head_size]))
     scale = 1.0 / math.sqrt(head_size)
     for index in range(shape.layers):
@@ -150,6 +188,8 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
             if linear == "4bit":
                 scales, packed = model.q4_blocks(f"l{layer}.{name}.w", rows)
                 return b.linear_4bit(x, scales * factor, packed, bias, label)
+            if linear == "int8-rows":
+                return b.linear_int8_rows(x, model.q4(f"l{layer}.{name}.w", rows) * factor, bias, label)
             return b.linear(x, model.q4(f"l{layer}.{name}.w", rows) * factor, bias, label)
 
         def residual_norm(x: str, added: str, name: str, label: str) -> str:

@@ -70,6 +70,11 @@ class ConfluenceConnector(Connector):
             return False
         return not labels & self.settings.exclude_labels
 
+    def _most_listed(self) -> int:
+        """The most results one listing may give: room for pages left out by their labels, and
+        a bound for a server that lists without end."""
+        return max(10 * self.settings.max_pages, 1000)
+
     def versions(self) -> dict[str, str]:
         pages: dict[str, str] = {}
         for key in self.settings.spaces:
@@ -85,6 +90,7 @@ class ConfluenceConnector(Connector):
                 "/content",
                 {"spaceKey": key, "type": "page", "status": "current", "expand": LIST_EXPAND},
                 f"the pages of space {key}",
+                most=self._most_listed(),
             )
             for page in listing:
                 if self._wanted(page):
@@ -118,7 +124,8 @@ class ConfluenceConnector(Connector):
         spaces = ", ".join(f'"{key}"' for key in self.settings.spaces)
         cql = f'space in ({spaces}) and type = page and lastmodified >= "{cql_time(since - EARLY_WINDOW)}"'
         for page in self.client.pages(
-            "/content/search", {"cql": cql, "expand": PAGE_EXPAND}, "the changed pages"
+            "/content/search", {"cql": cql, "expand": PAGE_EXPAND}, "the changed pages",
+            most=self._most_listed(),
         ):
             item = self._item(page)
             if item is not None:

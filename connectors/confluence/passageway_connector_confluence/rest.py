@@ -9,7 +9,6 @@ never appears in one, even when a proxy echoes the header back.
 
 from __future__ import annotations
 
-import json
 import ssl
 import time
 import urllib.error
@@ -19,18 +18,29 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import truststore
-from passageway_sdk import SourceError, retry_after_seconds
+from passageway_sdk import (
+    JsonTooDeep,
+    SourceError,
+    deadline,
+    load_json,
+    opener,
+    read_capped,
+    retry_after_seconds,
+)
 
 MASK = "***"
 LOG_WAITS_FROM = 10.0
 QUOTED_BODY = 200
 PAGE_SIZE = 100
+ERROR_PAGE_BYTES = 64 * 1024  # of an error page, read to quote its start
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The largest answer read: one page with its body, or one page of a listing."""
 
 
 def _error_text(body: bytes) -> str:
     """Confluence's ``{"statusCode", "message", "reason"}`` as its message, else the page's start."""
     try:
-        answer = json.loads(body)
+        answer = load_json(body)
         if isinstance(answer, dict) and answer.get("message"):
             return str(answer["message"])
     except ValueError:
@@ -83,7 +93,8 @@ class RestClient:
         handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
         if base.startswith("https://"):
             handlers.append(urllib.request.HTTPSHandler(context=context))
-        self._opener = urllib.request.build_opener(*handlers)
+        # Redirects are followed only within the site's origin: the token never leaves it.
+        self._opener = opener(*handlers)
 
     def mask(self, text: str) -> str:
         """``text`` with the token replaced, as sent and as URL-encoded."""
@@ -101,37 +112,45 @@ class RestClient:
         # The scheme was checked to be http or https when the settings were read.
         request = urllib.request.Request(url, headers=self._headers)  # noqa: S310
         self.requests += 1
-        try:
-            with self._opener.open(request, timeout=self._timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as error:
-            status, detail = error.code, _error_text(error.read() or b"")
-            if status == 429 or status >= 500:
-                asked = retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
-                return None, f"HTTP {status} from {self.api}", asked
-            if status == 401:
+        # The whole request, answer included, within the timeout: a drip is no answer.
+        with deadline(self._timeout, f"GET {url}") as check:
+            try:
+                with self._opener.open(request, timeout=self._timeout) as response:
+                    body = read_capped(response, MAX_ANSWER_BYTES, f"GET {url}", check)
+            except urllib.error.HTTPError as error:
+                status = error.code
+                detail = _error_text(read_capped(error, ERROR_PAGE_BYTES, f"GET {url}", check, cut=True))
+                if status == 429 or status >= 500:
+                    asked = retry_after_seconds(error.headers.get("Retry-After") if error.headers else None)
+                    return None, f"HTTP {status} from {self.api}", asked
+                if status == 401:
+                    raise SourceError(
+                        f"Confluence at {self.api} refused the token (HTTP 401: {detail}); check TOKEN: "
+                        "a personal access token of a user who can see the spaces"
+                    ) from None
+                if status == 404:
+                    raise NotFound(f"{what} was not found at {self.api} (HTTP 404: {detail})") from None
+                hint = "; check that the token's user may read it" if status == 403 else ""
                 raise SourceError(
-                    f"Confluence at {self.api} refused the token (HTTP 401: {detail}); check TOKEN: "
-                    "a personal access token of a user who can see the spaces"
+                    f"Confluence at {self.api} answered HTTP {status} for {what} ({detail}){hint}"
                 ) from None
-            if status == 404:
-                raise NotFound(f"{what} was not found at {self.api} (HTTP 404: {detail})") from None
-            hint = "; check that the token's user may read it" if status == 403 else ""
+            except (urllib.error.URLError, OSError) as error:
+                reason = error.reason if isinstance(error, urllib.error.URLError) else error
+                if isinstance(reason, ssl.SSLCertVerificationError):
+                    raise SourceError(
+                        f"the certificate of {self.api} is not trusted ({reason.verify_message}); add "
+                        "its CA to the operating system's trust store"
+                    ) from None
+                return None, f"cannot reach {self.api} ({reason})", None
+            finally:
+                self._last = self._clock()
+        try:
+            return load_json(body), None, None
+        except JsonTooDeep:
             raise SourceError(
-                f"Confluence at {self.api} answered HTTP {status} for {what} ({detail}){hint}"
+                f"{self.api} answered JSON nested too deep to read for {what}; the server is not "
+                "Confluence's REST API, or it is broken"
             ) from None
-        except (urllib.error.URLError, OSError) as error:
-            reason = error.reason if isinstance(error, urllib.error.URLError) else error
-            if isinstance(reason, ssl.SSLCertVerificationError):
-                raise SourceError(
-                    f"the certificate of {self.api} is not trusted ({reason.verify_message}); add "
-                    "its CA to the operating system's trust store"
-                ) from None
-            return None, f"cannot reach {self.api} ({reason})", None
-        finally:
-            self._last = self._clock()
-        try:
-            return json.loads(body), None, None
         except ValueError:
             raise SourceError(
                 f"{self.api} answered something that is not the REST API's JSON "
@@ -171,15 +190,51 @@ class RestClient:
             self._sleep(wait)
             waited += wait
 
-    def pages(self, path: str, params: dict[str, str], what: str) -> Iterator[dict[str, Any]]:
-        """Every result of a paged listing, following ``start`` while ``_links.next`` is there."""
+    def pages(
+        self, path: str, params: dict[str, str], what: str, most: int = 100_000
+    ) -> Iterator[dict[str, Any]]:
+        """Every result of a paged listing, following ``start`` while ``_links.next`` is there.
+
+        A server that repeats itself (the same ``next`` link again, or a page of results already
+        given), lists more than ``most`` results, or needs more than ``most / 10`` pages for them
+        (a real one gives 25 or more a page) fails with a message instead of being asked forever.
+        """
         start = 0
+        links: set[str] = set()
+        seen: set[str] = set()
+        given = asked = 0
         while True:
+            asked += 1
+            if asked > most // 10 + 10:
+                raise SourceError(
+                    f"{self.api}{path} needed more than {asked - 1} pages for {what} at "
+                    f"{given} results; the server's paging is broken, so the listing stopped"
+                )
             answer = self.get(path, {**params, "start": str(start), "limit": str(PAGE_SIZE)}, what)
             results = answer.get("results") if isinstance(answer, dict) else None
             if not isinstance(results, list):
                 raise SourceError(f"{self.api}{path} answered a listing without its results")
+            ids = {str(result.get("id")) for result in results if isinstance(result, dict)}
+            if ids and ids <= seen:
+                raise SourceError(
+                    f"{self.api}{path} answered the same results again at start={start} for {what}; "
+                    "the server's paging is broken, so the listing stopped"
+                )
+            seen |= ids
+            given += len(results)
+            if given > most:
+                raise SourceError(
+                    f"{self.api}{path} listed more than {most} results for {what}; the listing "
+                    "stopped (narrow SPACES or raise MAX_PAGES)"
+                )
             yield from (result for result in results if isinstance(result, dict))
-            if not results or not (answer.get("_links") or {}).get("next"):
+            following = (answer.get("_links") or {}).get("next")
+            if not results or not following:
                 return
+            if str(following) in links:
+                raise SourceError(
+                    f"{self.api}{path} gave the same next link twice for {what} ({str(following)[:200]}); "
+                    "the server's paging is broken, so the listing stopped"
+                )
+            links.add(str(following))
             start += len(results)

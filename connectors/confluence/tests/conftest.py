@@ -24,8 +24,8 @@ from urllib.parse import urlencode
 import pytest
 from aiohttp import web
 
-from passageway.testing.fake_server import CallResult, echo_authorization, record, serve
-from passageway.testing.fake_server import run_connector as call
+from passageway.testing import CallResult, echo_authorization, record, serve
+from passageway.testing import run_connector as call
 
 from .pages import build_site
 

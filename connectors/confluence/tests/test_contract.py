@@ -7,7 +7,7 @@ from pathlib import Path
 
 from passageway_connector_confluence import SETTINGS
 
-from passageway.testing.contract import Connector, check_connector
+from passageway.testing import Connector, check_connector
 
 from .conftest import COMMAND, TOKEN
 

@@ -103,6 +103,19 @@ def test_heading_trails(notes):
     ]
 
 
+def test_heading_attribute_blocks_stay_out_of_titles_and_trails(notes):
+    notes.write("venv.md", """
+        # Virtual Environments { #virtual-environments }
+
+        ## Create a Project { #create-a-project }
+
+        Make a folder.
+    """)
+    item = notes.item("venv.md")
+    assert item["title"] == "Virtual Environments"
+    assert item["sections"] == [{"heading": "Create a Project", "text": "Make a folder."}]
+
+
 def test_front_matter_values_stay_text(notes):
     notes.write("n.md", """
         ---

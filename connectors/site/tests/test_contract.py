@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from passageway.testing.contract import Connector, check_connector
+from passageway.testing import Connector, check_connector
 
 COMMAND = [sys.executable, "-m", "passageway_connector_site"]
 

@@ -9,7 +9,7 @@ import pytest
 
 from passageway.kernel import plugins
 from passageway.kernel.cli import main
-from passageway.testing.toy_embedder import plugin as toy_plugin
+from passageway.testing import toy_plugin
 
 
 @pytest.fixture(autouse=True)

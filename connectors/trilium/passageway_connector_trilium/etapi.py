@@ -9,18 +9,21 @@ the header back in an error page.
 
 from __future__ import annotations
 
-import json
 import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import truststore
-from passageway_sdk import SourceError
+from passageway_sdk import JsonTooDeep, SourceError, deadline, load_json, opener, read_capped
 
 MASK = "***"
 QUOTED_BODY = 200  # characters of an error page quoted in a message
+ERROR_PAGE_BYTES = 64 * 1024  # of an error page, read to quote its start
+MAX_ANSWER_BYTES = 128 * 1024 * 1024
+"""The largest JSON answer read (the search for every note's metadata is the large one)."""
 
 
 class Masker:
@@ -39,7 +42,7 @@ class Masker:
 def _error_text(body: bytes) -> str:
     """ETAPI's ``{"status", "code", "message"}`` error as ``CODE: message``, else the page's start."""
     try:
-        answer = json.loads(body)
+        answer = load_json(body)
     except ValueError:
         return " ".join(body[:QUOTED_BODY].decode("utf-8", "replace").split())
     if isinstance(answer, dict) and "code" in answer:
@@ -61,19 +64,35 @@ class EtapiClient:
             handlers.append(
                 urllib.request.HTTPSHandler(context=truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
             )
-        self._opener = urllib.request.build_opener(*handlers)
+        # Redirects are followed only within the server's origin: the token never leaves it.
+        self._opener = opener(*handlers)
 
     def _get(self, path: str, params: dict[str, str] | None = None, limit: int | None = None) -> bytes | None:
-        """The body of ``GET /etapi<path>``; None for a 404; at most ``limit + 1`` bytes are read."""
+        """The body of ``GET /etapi<path>``; None for a 404. With ``limit``, at most ``limit + 1``
+        bytes are read (the caller tells a note that is too large); without, an answer larger than
+        :data:`MAX_ANSWER_BYTES` fails. The whole request, answer included, takes at most
+        ``timeout`` seconds."""
+        try:
+            with deadline(self._timeout, f"GET {self.etapi}{path}") as check:
+                return self._request(path, params, limit, check)
+        except SourceError as error:
+            raise type(error)(self.mask(str(error))) from None
+
+    def _request(
+        self, path: str, params: dict[str, str] | None, limit: int | None, check: Callable[[], None]
+    ) -> bytes | None:
         url = self.etapi + path + ("?" + urllib.parse.urlencode(params) if params else "")
         # The scheme was checked to be http or https when the settings were read.
         request = urllib.request.Request(url, headers=self._headers)  # noqa: S310
         self.requests += 1
+        what = f"GET {self.etapi}{path}"
         try:
             with self._opener.open(request, timeout=self._timeout) as response:
-                return response.read() if limit is None else response.read(limit + 1)
+                if limit is not None:
+                    return read_capped(response, limit, what, check, cut=True)
+                return read_capped(response, MAX_ANSWER_BYTES, what, check)
         except urllib.error.HTTPError as error:
-            detail = _error_text(error.read() or b"")
+            detail = _error_text(read_capped(error, ERROR_PAGE_BYTES, what, check, cut=True))
             if error.code == 404 and "NOT_FOUND" in detail:
                 return None
             if error.code == 401:
@@ -108,7 +127,12 @@ class EtapiClient:
         if body is None:
             return None
         try:
-            return json.loads(body)
+            return load_json(body)
+        except JsonTooDeep:
+            raise SourceError(
+                f"{self.etapi}{path} answered JSON nested too deep to read; the server is not a "
+                "Trilium, or it is broken"
+            ) from None
         except ValueError:
             raise SourceError(
                 self.mask(

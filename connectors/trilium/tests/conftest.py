@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from passageway.testing.fake_server import CallResult, echo_authorization, record, serve
-from passageway.testing.fake_server import run_connector as call
+from passageway.testing import CallResult, echo_authorization, record, serve
+from passageway.testing import run_connector as call
 
 from .wiki import build_wiki
 

@@ -356,7 +356,7 @@ def test_a_skipped_heading_skips_its_subsections_only():
 
 
 def test_the_connector_passes_the_contract_check(wiki):
-    from passageway.testing.contract import Connector, check_connector
+    from passageway.testing import Connector, check_connector
 
     env = {
         "API_URL": wiki.api_url,

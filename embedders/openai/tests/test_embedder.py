@@ -340,9 +340,7 @@ def test_runs_as_a_subprocess_and_keeps_stdout_clean(fake_api, api_key):
 
 
 def test_the_program_passes_the_embedder_contract(fake_api, api_key):
-    from passageway.builtin.embedders.embed_command import CommandEmbedder
-    from passageway.testing.blocking import BlockingEmbedder
-    from passageway.testing.embedder_contract import check_embedder
+    from passageway.testing import BlockingEmbedder, CommandEmbedder, check_embedder
 
     fake_api.dim = 64
     embedder = BlockingEmbedder(CommandEmbedder(

@@ -25,8 +25,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from passageway.kernel.errors import StoreError
-from passageway.kernel.store import ItemUpdate
+from passageway import ItemUpdate, StoreError
 from passageway_store_postgres import schema
 from passageway_store_postgres.keyword import words_text
 from passageway_store_postgres.schema import PATH_SEPARATOR, Names

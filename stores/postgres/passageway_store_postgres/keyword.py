@@ -31,16 +31,18 @@ import unicodedata
 
 from psycopg import sql
 
-from passageway.builtin.storage.keyword import BM25_WEIGHTS
-from passageway.builtin.storage.rows import COLUMNS
-from passageway.builtin.storage.textsearch import CJK_CHARACTER, index_text
+from passageway import BM25_WEIGHTS, CJK_CHARACTER, index_text
 
 COLUMN_WEIGHTS = dict(zip(("title", "path", "heading", "text"), BM25_WEIGHTS, strict=True))
-"""BM25 weight of a word in each part of a passage: the sqlite store's ``BM25_WEIGHTS``."""
+"""BM25 weight of a word in each part of a passage: ``passageway.BM25_WEIGHTS``, as the sqlite store
+weighs them."""
 RANK_WEIGHTS = "{%s}" % ", ".join(  # noqa: UP031 (an array literal's braces)
     str(COLUMN_WEIGHTS[part] / 2) for part in ("text", "path", "heading", "title"))
 """``ts_rank_cd``'s weights of D (text), C (path), B (heading) and A (title): half of
 :data:`COLUMN_WEIGHTS`, since ``ts_rank_cd`` takes none above 1."""
+COLUMNS = "p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated"
+"""What a candidate needs from a passage row and its item's row (this schema's names, the columns
+the sqlite store reads too), in the order ``PostgresStore._candidate`` unpacks them."""
 K1 = 1.2
 B = 0.75
 
@@ -55,7 +57,7 @@ def words_text(text: str) -> str:
 
 
 def tsquery_text(terms: list[str]) -> str | None:
-    """A question's terms (:func:`~passageway.builtin.storage.textsearch.query_terms`) as a ``to_tsquery``
+    """A question's terms (:func:`passageway.query_terms`) as a ``to_tsquery``
     expression of quoted words joined by ``|`` (OR); a CJK pair is the phrase of its two
     characters, as :func:`words_text` stores them apart.
 

@@ -16,11 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from passageway import hookimpl
-from passageway.kernel.config import resolve_secrets
-from passageway.kernel.errors import ConfigError
-from passageway.kernel.store import StoreContext
-from passageway.kernel.tables import SECRET_REFERENCE
+from passageway import SECRET_REFERENCE, ConfigError, StoreContext, hookimpl, resolve_secrets
 from passageway_store_postgres.store import PostgresStore
 
 SETTINGS: dict[str, str] = {

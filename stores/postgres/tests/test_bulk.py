@@ -11,8 +11,8 @@ from passageway_store_postgres.bulk import vector_bytes
 from passageway_store_postgres.store import PostgresStore
 from passageway_store_postgres.testing import fresh_schema
 
-from passageway.kernel.errors import StoreError
-from passageway.testing.store_contract import DIM, doc, question_vector, update_for
+from passageway import StoreError
+from passageway.testing import DIM, doc, question_vector, update_for
 
 ITEMS = [doc("mill", "The old mill", "The mill grinds grain.", "Grain came by boat.", path=("Guides",)),
          doc("river", "Rivers", "A river carries boats to the mill."),

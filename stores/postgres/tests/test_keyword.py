@@ -8,8 +8,9 @@ from passageway_store_postgres.keyword import RANK_WEIGHTS, words_text
 from passageway_store_postgres.store import PostgresStore
 from passageway_store_postgres.testing import fresh_schema
 
-from passageway.builtin.storage import SqliteStore
-from passageway.testing.store_contract import DIM, doc, question_vector, update_for
+from passageway import StoreContext
+from passageway.kernel.plugins import build_plugin_manager, collect_registries
+from passageway.testing import DIM, doc, question_vector, update_for
 
 ITEMS = [
     doc("mill", "The old mill", "The mill by the river grinds grain.", "Grain came by boat.",
@@ -34,7 +35,8 @@ def test_rank_weights_are_half_the_column_weights():
 
 
 async def test_keyword_candidates_and_scores_match_the_sqlite_store(dsn, tmp_path):
-    sqlite = SqliteStore(tmp_path / "index.db", "notes")
+    sqlite_store = collect_registries(build_plugin_manager({})).stores.get("sqlite")
+    sqlite = sqlite_store(tmp_path / "index.db", "notes", StoreContext())
     postgres = PostgresStore(dsn, "notes", schema_name=fresh_schema())
     stores = (sqlite, postgres)
     for store in stores:

@@ -12,7 +12,7 @@ from passageway_store_postgres.store import PostgresStore, vector_literal
 from passageway_store_postgres.testing import fresh_schema
 from psycopg import sql
 
-from passageway.testing.store_contract import DIM, doc, question_vector, update_for
+from passageway.testing import DIM, doc, question_vector, update_for
 
 ITEMS = [doc("mill", "The old mill", "The mill grinds grain.", "Grain came by boat.", path=("Guides",)),
          doc("river", "Rivers", "A river carries boats to the mill, boats and boats."),
@@ -89,7 +89,7 @@ async def test_an_index_of_version_2_upgrades_in_place_and_searches_the_same(dsn
         assert before == await found(built)
         # the upgraded index keeps working: a rewritten item replaces its words, a deleted one goes
         await upgraded.apply([update_for(doc("mill", "The old mill", "A windmill now."))], ["bakery"])
-        hits = await upgraded.keyword_search("grain windmill brot", question_vector("x"), 5)
+        hits, _ = await asyncio.to_thread(upgraded.search, "grain windmill brot", question_vector("x"), 5)
         assert [(hit.item_id, hit.text) for hit in hits] == [("mill", "A windmill now.")]
     finally:
         await upgraded.close()

@@ -13,7 +13,7 @@ from passageway_store_postgres.testing import fresh_schema, server_uri
 from passageway.kernel.app import Kernel
 from passageway.kernel.config import load_settings
 from passageway.kernel.plugins import build_plugin_manager
-from passageway.testing.toy_embedder import plugin as toy_plugin
+from passageway.testing import toy_plugin
 
 ITEMS = 150  # three fetch batches of 50
 
@@ -80,13 +80,13 @@ async def test_one_server_syncs_both_answer_and_the_other_finishes_a_build_when_
         pytest.skip(str(error))
     schema_name = fresh_schema("replicas")
     first = await started(environment(tmp_path / "first", dsn, schema_name))
-    await until(lambda: notes(first).get("syncing") == first.replica)
+    await until(lambda: notes(first).get("syncing") == first.syncs.replica)
     second = await started(environment(tmp_path / "second", dsn, schema_name))
     try:
         # the first server builds; the second follows and shows the same state
         await until(lambda: 0 < int(notes(second)["items"]) < ITEMS)
-        assert notes(second)["syncing"] == first.replica
-        assert notes(second)["replica"] == second.replica
+        assert notes(second)["syncing"] == first.syncs.replica
+        assert notes(second)["replica"] == second.syncs.replica
         assert notes(first)["state"] == notes(second)["state"] == "indexing"
         answers = await asyncio.gather(first.recall("lighthouse keeper entry"),
                                        second.recall("lighthouse keeper entry"))
@@ -95,10 +95,33 @@ async def test_one_server_syncs_both_answer_and_the_other_finishes_a_build_when_
         await stopped(first)
         store = second.sources["notes"].store
         assert store is not None and (await store.counts())[0] < ITEMS  # it did die mid-build
-        await until(lambda: notes(second).get("syncing") == second.replica, timeout=5)
+        await until(lambda: notes(second).get("syncing") == second.syncs.replica, timeout=5)
         await until(lambda: notes(second)["state"] == "ok" and notes(second)["items"] == ITEMS)
         assert len(await store.versions()) == ITEMS
         assert notes(second)["failing"] is False
     finally:
         await stopped(first)
         await stopped(second)
+
+
+async def test_health_is_failing_while_the_database_is_down_and_ok_after(tmp_path):
+    # Issue 32, item 12: /health said ok for the three minutes the database was down (every
+    # recall a 503), and turned failing only once it was back.
+    from passageway_store_postgres.testing import StoppableServer
+
+    try:
+        database = StoppableServer()
+    except RuntimeError as error:
+        pytest.skip(str(error))
+    kernel = await started(environment(tmp_path / "alone", database.uri, fresh_schema("down")))
+    try:
+        await until(lambda: notes(kernel)["state"] == "ok" and notes(kernel)["items"] == ITEMS, timeout=60)
+        database.stop()
+        await until(lambda: notes(kernel)["state"] == "failing", timeout=20)
+        assert kernel.health(include_errors=True)["status"] == "degraded"
+        assert "database" in notes(kernel)["error"] or "store" in notes(kernel)["error"]
+        database.start()
+        await until(lambda: notes(kernel)["state"] == "ok", timeout=30)
+        assert (await kernel.recall("lighthouse keeper entry")).hits
+    finally:
+        await stopped(kernel)

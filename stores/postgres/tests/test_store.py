@@ -11,8 +11,8 @@ import pytest
 from passageway_store_postgres.store import PostgresStore
 from passageway_store_postgres.testing import fresh_schema
 
-from passageway.kernel.errors import StoreError
-from passageway.testing.store_contract import DIM, doc, question_vector, update_for
+from passageway import StoreError
+from passageway.testing import DIM, doc, question_vector, update_for
 
 
 @pytest.fixture
@@ -92,10 +92,10 @@ async def test_the_row_budget_leaves_out_the_commonest_terms_of_a_large_index(op
     await opened.apply([update_for(doc(f"n{n}", f"Note {n}", text)) for n, text in enumerate(texts)], [])
     await opened.analyze()
     opened.keyword_row_budget = 3  # five passages: "alpha" in all, "gamma" in two, "beta" in one
-    hits = await opened.keyword_search("alpha gamma beta", question_vector("x"), 10)
+    hits, _ = await asyncio.to_thread(opened.search, "alpha gamma beta", question_vector("x"), 10)
     assert sorted(hit.item_id for hit in hits) == ["n0", "n1", "n2"]
     opened.keyword_row_budget = 0
-    hits = await opened.keyword_search("alpha gamma beta", question_vector("x"), 10)
+    hits, _ = await asyncio.to_thread(opened.search, "alpha gamma beta", question_vector("x"), 10)
     assert len(hits) == 5
 
 
@@ -104,4 +104,4 @@ async def test_a_question_vector_of_another_dimension_is_a_store_error(opened):
     with pytest.raises(StoreError, match="dimension"):
         await asyncio.to_thread(opened.search, "river", np.ones(8, dtype=np.float32) / np.sqrt(8), 5)
     with pytest.raises(StoreError, match="dimension"):
-        await opened.vector_search(np.ones(8, dtype=np.float32) / np.sqrt(8), 5)
+        await asyncio.to_thread(opened.search, "", np.ones(8, dtype=np.float32) / np.sqrt(8), 5)

@@ -14,7 +14,7 @@ from typing import Any
 def history_entry(result: Any, block: str | None) -> dict[str, Any]:
     """One row of the history file (``docs/measurements.history.json``) for a run."""
     metrics = result.metrics
-    from passageway.kernel.eval.report import metrics_json
+    from passageway.builtin.eval.report import metrics_json
 
     values = metrics_json(metrics)["metrics"]
     return {
@@ -37,7 +37,7 @@ def history_entry(result: Any, block: str | None) -> dict[str, Any]:
 
 def render(results: Sequence[Any], axis: str | None, history: str | None) -> str:
     """The markdown of one run (``axis`` None) or a comparison along ``axis``."""
-    from passageway.kernel.eval.markdown import compare_markdown, run_markdown
+    from passageway.builtin.eval.markdown import compare_markdown, run_markdown
 
     if axis is None:
         return run_markdown(results[0], history=history)
@@ -47,15 +47,15 @@ def render(results: Sequence[Any], axis: str | None, history: str | None) -> str
 def publish(args: argparse.Namespace, results: Sequence[Any], axis: str | None) -> None:
     """Print the report (``--json``: the JSON), write ``--out``'s files, and with ``--write`` add
     the runs to the history and replace the page's block."""
-    from passageway.kernel.eval.page import (
+    from passageway.builtin.eval.page import (
         add_history,
         history_path,
         history_table,
         load_history,
         save_history,
     )
-    from passageway.kernel.eval.page import write_page as replace_page
-    from passageway.kernel.eval.report import compare_json, run_json
+    from passageway.builtin.eval.page import write_page as replace_page
+    from passageway.builtin.eval.report import compare_json, run_json
 
     include = bool(args.include_cases)
     markdown = render(results, axis, None)
@@ -89,7 +89,7 @@ def publish(args: argparse.Namespace, results: Sequence[Any], axis: str | None) 
 
 def cases_markdown(results: Sequence[Any]) -> str:
     """Every question with what was found, for ``--include-cases``."""
-    from passageway.kernel.eval.markdown import table
+    from passageway.builtin.eval.markdown import table
 
     parts = []
     for result in results:

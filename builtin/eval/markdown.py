@@ -1,6 +1,6 @@
 """Reports as markdown for people: a run, a comparison, their tables and cells.
 
-The same rule as for the JSON reports (:mod:`passageway.kernel.eval.report`): no question, title
+The same rule as for the JSON reports (:mod:`passageway.builtin.eval.report`): no question, title
 or address from the sources unless the cases are asked for.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from passageway.kernel.eval.metrics import Metrics, check_targets
-from passageway.kernel.eval.report import IndexInfo, RunResult, choose_threshold
+from passageway.builtin.eval.metrics import Metrics, check_targets
+from passageway.builtin.eval.report import IndexInfo, RunResult, choose_threshold
 
 INTERVAL_NOTE = (
     "In brackets: the 95% Wilson interval of a rate, the range the true rate could lie in given this "

@@ -2,7 +2,7 @@
 
 The harness needs only an :class:`Engine`: something that builds an index and answers a question
 at a given threshold with a given ranker, saying how long it took and how much of that was
-embedding the question. :class:`passageway.kernel.eval.engine.KernelEngine` is the real one;
+embedding the question. :class:`passageway.builtin.eval.engine.KernelEngine` is the real one;
 tests use small fakes.
 """
 
@@ -13,9 +13,9 @@ from typing import Protocol
 
 import attrs
 
-from passageway.kernel.eval.cases import Case
-from passageway.kernel.eval.metrics import Outcome
-from passageway.kernel.eval.report import IndexInfo
+from passageway.builtin.eval.cases import Case
+from passageway.builtin.eval.metrics import Outcome
+from passageway.builtin.eval.report import IndexInfo
 from passageway.kernel.records import Hit
 
 WARM_UP_QUESTION = "warm-up question that is not counted"

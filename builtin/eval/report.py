@@ -1,5 +1,5 @@
 """Reports: a run (or a comparison) and its records, as JSON for machines (markdown for people is
-:mod:`passageway.kernel.eval.markdown`).
+:mod:`passageway.builtin.eval.markdown`).
 
 By default a report holds no question, title or address from the sources: only counts, rates,
 times, the source names and group labels from the user's own configuration, and a machine line
@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from passageway.kernel.eval.metrics import RATE_METRICS, Metrics, Outcome, check_targets, score
+from passageway.builtin.eval.metrics import RATE_METRICS, Metrics, Outcome, check_targets, score
 
 REPORT_FORMAT = 1
 

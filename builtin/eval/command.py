@@ -165,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
     if args.block and not args.write:
         raise EvalError("--block names a block of the page given with --write")
 
-    from passageway.kernel.eval.cases import load_cases
-    from passageway.kernel.eval.page import check_page
+    from passageway.builtin.eval.cases import load_cases
+    from passageway.builtin.eval.page import check_page
 
     case_file = load_cases([Path(path) for path in cases_paths])
     if args.group:
@@ -225,7 +225,7 @@ def _run_result(
     case_file: Any, label: str | None = None,
 ) -> Any:
     """One run's result, stamped with the time it finished."""
-    from passageway.kernel.eval.report import RunResult, machine_line
+    from passageway.builtin.eval.report import RunResult, machine_line
 
     date, time_of_day = _now()
     extra = {} if label is None else {"label": label}
@@ -247,9 +247,9 @@ def _run_result(
 
 
 async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> int:
-    from passageway.kernel.commands.eval_progress import EvalProgress
-    from passageway.kernel.eval.engine import KernelEngine
-    from passageway.kernel.eval.runner import ask_sweep
+    from passageway.builtin.eval.engine import KernelEngine
+    from passageway.builtin.eval.progress import EvalProgress
+    from passageway.builtin.eval.runner import ask_sweep
 
     ranker = args.ranker or settings.ranker
     watch = EvalProgress()
@@ -268,14 +268,14 @@ async def _single(args: argparse.Namespace, settings: Any, case_file: Any) -> in
             print(f"passageway: eval: the embedder failed on a question: {error}", file=sys.stderr)
             return 1
         result = _run_result(settings, engine, ranker, threshold, index, outcomes, sweep, case_file)
-    from passageway.kernel.eval.publish import publish
+    from passageway.builtin.eval.publish import publish
 
     publish(args, [result], axis=None)
     return _enforce(args, result, case_file)
 
 
 def _enforce(args: argparse.Namespace, result: Any, case_file: Any) -> int:
-    from passageway.kernel.eval.metrics import check_targets
+    from passageway.builtin.eval.metrics import check_targets
 
     if not args.enforce:
         return 0
@@ -326,9 +326,9 @@ def _candidates(args: argparse.Namespace, settings: Any) -> list[tuple[str, Any]
 async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> int:
     import contextlib
 
-    from passageway.kernel.commands.eval_progress import EvalProgress
-    from passageway.kernel.eval.engine import KernelEngine
-    from passageway.kernel.eval.runner import ask_sweep
+    from passageway.builtin.eval.engine import KernelEngine
+    from passageway.builtin.eval.progress import EvalProgress
+    from passageway.builtin.eval.runner import ask_sweep
 
     watch = EvalProgress()
     candidates = _candidates(args, settings)
@@ -374,7 +374,7 @@ async def _compare(args: argparse.Namespace, settings: Any, case_file: Any) -> i
                 )
     # One date for the whole comparison, so that its history lines belong together.
     results = [attrs.evolve(result, date=results[0].date, time=results[0].time) for result in results]
-    from passageway.kernel.eval.publish import publish
+    from passageway.builtin.eval.publish import publish
 
     publish(args, results, axis="ranker" if args.rankers else "embedder")
     return 0

@@ -1,16 +1,14 @@
-"""Keyword search text: what goes into the FTS5 index, and a question turned into a safe query.
+"""Keyword search text, the rules every store shares: what goes into a keyword index, and the
+terms of a question.
 
-The builtin store indexes passages with SQLite FTS5's ``unicode61`` tokenizer with
-``remove_diacritics 2``, so case and accents do not matter (``Über`` finds ``uber``). ``ß`` is
-stored and queried as ``ss``, so ``Straße`` and ``strasse`` (Swiss spelling, or a question folded
-with ``str.casefold``) find each other. That tokenizer treats a run of Chinese or Japanese
-characters as one long word, which would make CJK text unfindable by any shorter query, so
-:func:`index_text` puts a space between CJK characters and :func:`match_terms` asks for the
-question's CJK runs as phrases of two characters.
-
-A question is never passed to FTS5 as written: :func:`match_terms` keeps only its words and
-quotes each one, so quotes, ``AND``, ``NEAR(``, ``*``, ``-``, ``:`` or parentheses in a question
-are plain text and can never be an FTS5 syntax error.
+Stores import these from ``passageway`` (the sqlite store and the postgres plugin both do), so that
+a word found by one store is found by another. The builtin store indexes passages with SQLite
+FTS5's ``unicode61`` tokenizer with ``remove_diacritics 2``, so case and accents do not matter
+(``Über`` finds ``uber``). ``ß`` is stored and queried as ``ss``, so ``Straße`` and ``strasse``
+(Swiss spelling, or a question folded with ``str.casefold``) find each other. That tokenizer
+treats a run of Chinese or Japanese characters as one long word, which would make CJK text
+unfindable by any shorter query, so :func:`index_text` puts a space between CJK characters and
+:func:`query_terms` cuts the question's CJK runs into pieces of two characters.
 """
 
 from __future__ import annotations
@@ -26,6 +24,10 @@ _CJK = (
 CJK_CHARACTER = re.compile(f"[{_CJK}]")
 CJK_RUN = re.compile(f"[{_CJK}]+")
 WORD = re.compile(r"\w+", re.UNICODE)
+
+BM25_WEIGHTS = (2.0, 1.0, 1.5, 1.0)
+"""BM25 weights of a word in a passage's title, path, heading and text: a word in the title or
+heading says more about a passage than the same word in its body."""
 
 MAX_QUERY_TERMS = 64
 """A question longer than this many terms is cut; BM25 over more adds time, not quality."""
@@ -72,25 +74,3 @@ def query_terms(question: str) -> list[str]:
         if position < len(word):
             add(word[position:])
     return terms
-
-
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def match_terms(question: str, prefix: bool = False) -> list[str]:
-    """The question's terms as FTS5 strings, each safe to use alone as a ``MATCH`` expression.
-
-    Each term is a quoted string (a CJK pair becomes the phrase ``"x y"``, matching the spaced
-    form :func:`index_text` stores). ``prefix`` appends ``*`` to words of four or more letters
-    (measured in ``docs/index-and-sync.md``; off by default).
-    """
-    parts = []
-    for term in query_terms(question):
-        if CJK_CHARACTER.search(term):
-            parts.append(_quote(" ".join(term)))
-        elif prefix and len(term) >= 4:
-            parts.append(_quote(term) + "*")
-        else:
-            parts.append(_quote(term))
-    return parts

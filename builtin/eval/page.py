@@ -142,7 +142,7 @@ def save_history(path: Path, runs: list[dict[str, Any]]) -> None:
 
 def history_table(runs: list[dict[str, Any]], block: str | None) -> str:
     """The last runs of ``block`` as a markdown table."""
-    from passageway.kernel.eval.markdown import milliseconds, percent, table, threshold_text
+    from passageway.builtin.eval.markdown import milliseconds, percent, table, threshold_text
 
     own = [run for run in runs if run.get("block") == block][-HISTORY_SHOWN:]
     rows = []

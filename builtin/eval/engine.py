@@ -1,4 +1,4 @@
-"""The real :class:`~passageway.kernel.eval.runner.Engine`: an in-process kernel on a throwaway index.
+"""The real :class:`~passageway.builtin.eval.runner.Engine`: an in-process kernel on a throwaway index.
 
 The kernel is opened with the user's settings except for the data folder, which is a temporary
 one (or ``--data-dir``). The shared data folder, where the models and the per-embedder vector
@@ -21,31 +21,34 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from passageway.builtin.eval.report import IndexInfo, SourceCount
+from passageway.builtin.eval.runner import Reply
 from passageway.kernel.app import Kernel
-from passageway.kernel.embedder import cross_language_offset_of
+from passageway.kernel.embedder import Embedder, ForwardingEmbedder
 from passageway.kernel.errors import EvalError, PassagewayError
-from passageway.kernel.eval.report import IndexInfo, SourceCount
-from passageway.kernel.eval.runner import Reply
 
 if TYPE_CHECKING:
     from passageway.kernel.config import Settings
     from passageway.kernel.plugins import PluginManager
+    from passageway.kernel.records import EmbedKind
 
 PROGRESS_SECONDS = 2.0
 QUIET_SECONDS = 30.0
 
 
-class MeteredEmbedder:
+class MeteredEmbedder(ForwardingEmbedder):
     """Wraps the embedder: counts passage texts, times questions, embeds each question once.
 
     A question is embedded for real the first time it is asked. Asked again (at another threshold
     of a sweep, or by another ranker) its vector is reused, and the embedding time measured the
     first time is counted again instead, so every row's latency still includes embedding the
-    question while a sweep costs only the searches.
+    question while a sweep costs only the searches. Everything else is the wrapped embedder's
+    (:class:`~passageway.kernel.embedder.ForwardingEmbedder`): its token count and input limit cut
+    a question exactly as the server cuts it, its gate numbers gate it as the server does.
     """
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
         self.passages_embedded = 0
         self.embed_seconds_real = 0.0
         """Time really spent embedding questions."""
@@ -53,27 +56,7 @@ class MeteredEmbedder:
         """Time counted for embedding questions (the first measurement for a reused one)."""
         self._questions: dict[str, tuple[np.ndarray, float]] = {}
 
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    @property
-    def min_similarity(self) -> float:
-        return float(self.inner.min_similarity)
-
-    @property
-    def cross_language_offset(self) -> float:
-        """The wrapped embedder's (0 when it has none), so that eval gates as the server does."""
-        return cross_language_offset_of(self.inner)
-
-    async def start(self) -> None:
-        await self.inner.start()
-
-    async def embed(self, texts: Sequence[str], kind: Any) -> np.ndarray:
+    async def embed(self, texts: Sequence[str], kind: EmbedKind) -> np.ndarray:
         if kind == "query" and len(texts) == 1 and texts[0] in self._questions:
             vector, seconds = self._questions[texts[0]]
             self.embed_seconds_counted += seconds
@@ -88,26 +71,7 @@ class MeteredEmbedder:
                 self._questions[texts[0]] = (np.array(vectors, dtype=np.float32, copy=True), elapsed)
         else:
             self.passages_embedded += len(texts)
-        return vectors  # type: ignore[no-any-return]
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
-class EvalKernel(Kernel):
-    """The kernel with its embedder metered and its vector cache in the shared data folder.
-
-    The index is thrown away after the run, the cache of vectors by digest is not: it lives in
-    the shared data folder (where the models are), so the next eval of an unchanged corpus embeds
-    nothing but the questions.
-    """
-
-    def _build_embedder(self) -> Any:
-        return MeteredEmbedder(super()._build_embedder())
-
-    async def _open_vector_cache(self, folder: Path | None = None) -> None:
-        if self.settings is not None:
-            await super()._open_vector_cache(folder or self.settings.shared_data_dir)
+        return vectors
 
 
 def _stderr(message: str) -> None:
@@ -118,7 +82,7 @@ def _stderr(message: str) -> None:
 class KernelEngine:
     """Builds every configured source into a throwaway (or ``--data-dir``) index and asks it."""
 
-    kernel: EvalKernel
+    kernel: Kernel
     reuse: bool
     load_seconds: float
     progress: Callable[[str], None] = _stderr
@@ -145,7 +109,7 @@ class KernelEngine:
 
         settings = self.kernel.settings
         level = settings.embedder.gate if settings is not None else "balanced"
-        threshold = gate_threshold(self.embedder.inner, level)
+        threshold = gate_threshold(self.embedder, level)
         return self.embedder.min_similarity if threshold is None else threshold
 
     @classmethod
@@ -172,11 +136,13 @@ class KernelEngine:
                 folder = data_dir
             run_settings = attrs.evolve(settings, data_dir=folder)
             started = time.perf_counter()
-            # A subclass per run keeps the cap out of every other kernel in the process.
-            kernel_class = EvalKernel if chunk_cap is None else type(
-                "EvalKernel", (EvalKernel,), {"chunk_cap": chunk_cap}
-            )
-            async with kernel_class.open(run_settings, manager, environ) as kernel:
+            # The index is thrown away after the run, the cache of vectors by digest is not: it
+            # lives in the shared data folder (where the models are), so the next eval of an
+            # unchanged corpus embeds nothing but the questions.
+            async with Kernel.open(
+                run_settings, manager, environ, wrap_embedder=MeteredEmbedder,
+                vector_cache_folder=settings.shared_data_dir, chunk_cap=chunk_cap,
+            ) as kernel:
                 load_seconds = time.perf_counter() - started
                 if kernel.embedder_error is not None or kernel.embedder is None:
                     raise EvalError(f"the embedder could not start: {kernel.embedder_error}")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from passageway.kernel.eval.cases import Case, accepts, contains_answer
+from passageway.builtin.eval.cases import Case, accepts, contains_answer
 from passageway.kernel.records import Hit
 
 Z_95 = 1.959963984540054
@@ -162,7 +162,7 @@ def shown(name: str, value: float | None) -> float | None:
 
 def check_targets(metrics: Metrics, targets: dict[str, float]) -> dict[str, dict[str, object]]:
     """Each target with the value shown and whether it is met; a metric shown as n/a fails it."""
-    from passageway.kernel.eval.cases import TARGETS
+    from passageway.builtin.eval.cases import TARGETS
 
     results: dict[str, dict[str, object]] = {}
     for name in TARGETS:

@@ -1,0 +1,165 @@
+"""The two embedding passes after a fetch, for a store that takes passages before their vectors.
+
+A :class:`~passageway.kernel.store.LaterVectors` store gets each fetched batch at once, without
+vectors, so its passages are found by keywords within seconds. Then:
+
+1. **passages**: every stored passage still without a vector is embedded (those whose digest is
+   in the vector cache are not), shortest first within each round so that batches pad little,
+   and each embedder call's vectors are handed to the store as soon as it ends: vector search
+   covers more of the source with every call;
+2. **windows**: once no passage waits, the excerpt windows (:mod:`~passageway.kernel.index.windows`)
+   of every passage are embedded into the vector cache; recall uses the word rule for a passage
+   until its windows are there.
+
+Both passes read what is left from the store (and the ``windows`` state key says whether the
+second one is due), so a server killed in the middle resumes them at its next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from passageway.kernel.embedder import Embedder
+from passageway.kernel.errors import EmbedderError
+from passageway.kernel.index.chunking import digest_of
+from passageway.kernel.index.sync_health import BuildProgress
+from passageway.kernel.index.windows import window_texts
+from passageway.kernel.store import LaterVectors, Store, VectorCache
+
+PENDING_ROUND = 512
+"""Passages read from the store per round of the first pass (sorted by length within it)."""
+TEXTS_ROUND = 512
+"""Passages read per round of the windows pass."""
+WINDOWS_STATE = "windows"
+"""State key: ``due`` while passages were stored whose windows may lack a vector, ``done`` after."""
+
+T = TypeVar("T")
+Embed = Callable[[list[tuple[str, str]], bool], Awaitable[dict[str, np.ndarray]]]
+"""The sync's embedding call: ``(digest, text)`` pairs and whether they count as passages."""
+
+
+class LaterStore(Store, LaterVectors, Protocol):
+    """A store with both protocols (for typing only)."""
+
+
+async def embed_pending(store: LaterStore, cache: VectorCache, embed: Embed, embed_batch: int,
+                        log: logging.Logger) -> int:
+    """The first pass: give every passage of ``store`` without a vector one; how many were
+    embedded now (the rest came from the cache)."""
+    embedded = 0
+    while True:
+        waiting = await store.pending(PENDING_ROUND)
+        if not waiting:
+            return embedded
+        cached = await cache.get_many([passage.digest for passage in waiting])
+        ready = [(p.item_id, p.ordinal, cached[p.digest]) for p in waiting if p.digest in cached]
+        await store.set_vectors(ready)
+        missing: dict[str, str] = {}
+        for passage in waiting:
+            if passage.digest not in cached:
+                missing.setdefault(passage.digest, passage.embedding_input)
+        pairs = sorted(missing.items(), key=lambda pair: len(pair[1]))
+        for start in range(0, len(pairs), embed_batch):
+            made = await embed(pairs[start : start + embed_batch], True)
+            embedded += len(made)
+            await store.set_vectors(
+                [(p.item_id, p.ordinal, made[p.digest]) for p in waiting if p.digest in made])
+        if not ready and not pairs:  # nothing could be set: do not spin on it
+            log.warning("source %s: %d passages wait for a vector that cannot be set", store.source,
+                        len(waiting))
+            return embedded
+
+
+async def embed_all_windows(store: LaterStore, cache: VectorCache, embed: Embed,
+                            cached: Callable[[list[str]], None] | None = None) -> int:
+    """The second pass, when due: the windows of every passage into the cache, shortest first in
+    each round; how many were embedded. ``cached`` hears of the windows already in the cache."""
+    if await store.get_state(WINDOWS_STATE) != "due":
+        return 0
+    embedded, after = 0, 0
+    while True:
+        rows = await store.passage_texts(after, TEXTS_ROUND)
+        if not rows:
+            break
+        after = rows[-1][0]
+        wanted = {digest_of(text): text for _, passage in rows for text in window_texts(passage)}
+        present = await cache.get_many(list(wanted)) if wanted else {}
+        if cached is not None and present:
+            cached([wanted[digest] for digest in present])
+        missing = sorted(((digest, text) for digest, text in wanted.items() if digest not in present),
+                         key=lambda pair: len(pair[1]))
+        if missing:
+            await embed(missing, False)
+            embedded += len(missing)
+    await store.set_state(WINDOWS_STATE, "done")
+    return embedded
+
+
+async def embed_into_cache(embedder: Embedder, cache: VectorCache, pairs: list[tuple[str, str]], batch: int,
+                           progress: BuildProgress | None, *, windows: bool = False
+                           ) -> tuple[dict[str, np.ndarray], float]:
+    """Vectors for ``(digest, text)`` pairs in embedder calls of ``batch``, and the seconds spent
+    awaiting the embedder.
+
+    Each call's vectors go to the vector cache at once, so work survives a crash or a kill in
+    the middle: the next start embeds only what no call finished. Vectors are made unit length
+    (a dot product is then the cosine); a reply of the wrong shape raises ``EmbedderError``.
+    """
+    result: dict[str, np.ndarray] = {}
+    seconds = 0.0
+    for start in range(0, len(pairs), batch):
+        chunk = pairs[start : start + batch]
+        if progress is not None:
+            progress.embedding()  # the rate counts from the first call, windows' too
+        began = time.perf_counter()
+        matrix = np.asarray(await embedder.embed([text for _, text in chunk], "passage"), dtype=np.float32)
+        seconds += time.perf_counter() - began
+        if matrix.shape != (len(chunk), embedder.dim):
+            raise EmbedderError(
+                f"the embedder {embedder.name!r} returned vectors of shape {matrix.shape} for "
+                f"{len(chunk)} texts of dimension {embedder.dim}; check the embedder program"
+            )
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(norms > 0, norms, 1.0)
+        made = {digest: np.asarray(vector, dtype=np.float32)
+                for (digest, _), vector in zip(chunk, matrix, strict=True)}
+        await cache.put_many(made)
+        result.update(made)
+        if progress is not None:
+            progress.embedded([text for _, text in chunk], windows=windows)
+    return result, seconds
+
+
+async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
+                          embed: Callable[[], Awaitable[None]]) -> T:
+    """Await ``fetching`` (a fetch run) while the passages its writes store are embedded: ``embed``
+    runs each time ``stored_more`` is set, and once more after the run; an error in either ends
+    both."""
+    done = False
+
+    async def embedding() -> None:
+        while not done:
+            await stored_more.wait()
+            stored_more.clear()
+            await embed()
+
+    task = asyncio.create_task(embedding())
+    try:
+        outcome = await fetching
+    except BaseException:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        raise
+    finally:
+        done = True
+        stored_more.set()
+    await task
+    return outcome

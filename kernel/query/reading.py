@@ -1,0 +1,99 @@
+"""The rest on request: the ``read`` tool's text, the whole section an excerpt was cut from.
+
+An answer shows each hit cut to its share of 400 tokens; when the cut left out what Claude needs,
+it asks for the rest with the source and the item the answer named, and the heading the hit was
+shown under (``section``). What comes back is the item's passages, in order, as indexed (their
+Markdown, line breaks and code blocks kept), within :data:`READ_CHARS` characters:
+
+* with ``section``: the passages of that section (all parts of a section that was split), found
+  by its heading as the answer showed it, in full (``Setup › Linux``), by its last part
+  (``Linux``), or with the item's title in front (``Guide › Setup › Linux``), ignoring case;
+* without: the whole item, from its first passage.
+
+Only what the index holds is read, so the same sources, items and text that ``recall`` may show
+are the ones ``read`` shows; an unknown source, item or section is an error that says what to
+pass instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from passageway.kernel.errors import PassagewayError
+from passageway.kernel.store import Store
+
+READ_CHARS = 8000
+"""The most characters of passage text one ``read`` returns (about 2,000 tokens)."""
+
+HEADINGS_LISTED = 12
+"""How many of an item's section headings an error or a cut text names."""
+
+
+class ReadError(PassagewayError):
+    """A ``read`` the index cannot answer: an unknown source, item or section."""
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _matches(heading: str | None, title: str, section: str) -> bool:
+    if heading is None:
+        return False
+    wanted = _folded(section)
+    whole = _folded(heading)
+    return wanted in (whole, _folded(heading.split(" › ")[-1]), _folded(f"{title} › {heading}"))
+
+
+def _headings(rows: Sequence[tuple[int, str | None, str, str]]) -> list[str]:
+    return list(dict.fromkeys(heading for _, heading, _, _ in rows if heading))
+
+
+async def read_item(stores: Mapping[str, Store], source: str, item_id: str, section: str | None = None,
+                    limit: int = READ_CHARS) -> str:
+    """The Markdown the ``read`` tool returns for ``item_id`` of ``source`` (see the module).
+
+    :raises ReadError: the source is not configured, the item is not indexed, or it has no
+        section ``section``.
+    """
+    store = stores.get(source)
+    if store is None:
+        known = ", ".join(sorted(stores)) or "none"
+        raise ReadError(f"no source {source!r}; pass a source an answer named (configured: {known})")
+    found = await store.items([item_id])
+    if not found:
+        raise ReadError(f"source {source!r} holds no item {item_id!r}; pass the item an answer named")
+    item = found[0]
+    rows = sorted(await store.passages_of(item_id))
+    if section is not None and section.strip():
+        chosen = [row for row in rows if _matches(row[1], item.title, section)]
+        if not chosen:
+            headings = "; ".join(_headings(rows)[:HEADINGS_LISTED]) or "none"
+            raise ReadError(f"item {item_id!r} has no section {section!r}; its sections: {headings}")
+        rows = chosen
+    heading = rows[0][1] if section and rows else None
+    place = " › ".join(part for part in (item.title, heading) if part)
+    lines = [f"**{place}** ({source}: {item_id})"]
+    if item.url and not item.url.startswith("file:"):
+        lines.append(item.url)
+    text, left = _within("\n\n".join(row[2] for row in rows), limit)
+    lines += ["", text]
+    if left:
+        others = "; ".join(_headings(rows)[:HEADINGS_LISTED])
+        more = f" Pass `section` to read one section: {others}." if others and not section else ""
+        lines += ["", f"(cut here: {left} more characters.{more})"]
+    return "\n".join(lines)
+
+
+def _within(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to at most ``limit`` characters at the last line break (else space) before it,
+    and how many characters were left out."""
+    if len(text) <= limit:
+        return text, 0
+    piece = text[:limit]
+    end = piece.rfind("\n")
+    if end < limit // 2:
+        end = piece.rfind(" ")
+    if end < limit // 2:
+        end = limit
+    return piece[:end].rstrip(), len(text) - end

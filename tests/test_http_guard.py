@@ -1,0 +1,178 @@
+"""The connection cap, the header and body deadlines, and quiet handling of broken clients (issue 32)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import logging
+import zlib
+
+import pytest
+from aiohttp import web
+
+from passageway.kernel import http_guard
+from tests.server_helpers import PASSWORD, free_port, make_kernel, running_server, wait_built, write_instance
+from tests.test_auth import raw_request
+
+
+@pytest.fixture
+async def oauth_served(tmp_path):  # type: ignore[no-untyped-def]
+    port = free_port()
+    environ = write_instance(tmp_path, extra_env={"PASSAGEWAY_BASE_URL": f"http://127.0.0.1:{port}"})
+    kernel = make_kernel(environ)
+    async with running_server(kernel, port=port) as url:
+        await wait_built(kernel)
+        yield url
+
+
+def post(path: str, body: bytes, *, encoding: str = "", length: int | None = None,
+         content_type: str = "application/json") -> bytes:
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
+            f"Authorization: Bearer {PASSWORD}\r\nConnection: close\r\n"
+            f"Content-Length: {len(body) if length is None else length}\r\n")
+    if encoding:
+        head += f"Content-Encoding: {encoding}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+@pytest.mark.parametrize("path", ["/register", "/recall", "/token", "/authorize"])
+@pytest.mark.parametrize("encoding", ["deflate", "gzip"])
+async def test_a_body_that_does_not_decompress_is_a_json_400(oauth_served, path, encoding, caplog):
+    # 32.7: an invalid deflate or gzip body on /register was a 500 with a traceback.
+    kind = "application/json" if path in ("/register", "/recall") else "application/x-www-form-urlencoded"
+    answer = await raw_request(oauth_served, post(path, b"not compressed at all", encoding=encoding,
+                                                  content_type=kind))
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:300]
+    assert b'"error"' in answer
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+
+
+async def test_a_valid_compressed_body_is_still_read(oauth_served):
+    body = b'{"redirect_uris": ["http://127.0.0.1:9/cb"]}'
+    for encoding, packed in (("gzip", gzip.compress(body)), ("deflate", zlib.compress(body))):
+        answer = await raw_request(oauth_served, post("/register", packed, encoding=encoding))
+        assert answer.startswith(b"HTTP/1.1 201"), answer[:300]
+
+
+async def test_a_body_that_never_arrives_gets_a_408(oauth_served, monkeypatch):
+    # 32.5: a body dribbled (or never sent) held its connection and handler for ever.
+    monkeypatch.setattr(http_guard, "BODY_SECONDS", 0.3)
+    request = post("/recall", b'{"prompt": "ri', length=500)
+    answer = await asyncio.wait_for(raw_request(oauth_served, request), 5)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:300]
+    assert b"did not arrive" in answer
+
+
+async def test_a_client_that_hangs_up_mid_body_is_one_info_line(oauth_served, caplog, monkeypatch):
+    # 32.6: each one was an ERROR with a traceback.
+    monkeypatch.setattr(http_guard, "CLIENT_GONE", http_guard.Occasional(logging.INFO, "a client went away"))
+    caplog.set_level(logging.INFO)
+    for path in ("/register", "/token", "/authorize", "/recall", "/mcp") * 3:
+        _, writer = await asyncio.open_connection("127.0.0.1", int(oauth_served.rsplit(":", 1)[1]))
+        writer.write(post(path, b'{"redirect_uris": ["http://127.0.0.1/cb"], "x": "aaa', length=5000,
+                          content_type="application/x-www-form-urlencoded" if path in ("/token", "/authorize")
+                          else "application/json"))
+        await writer.drain()
+        writer.transport.abort()
+    await asyncio.sleep(0.5)
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR or record.exc_info]
+    gone = [record for record in caplog.records if "went away" in record.getMessage()]
+    assert len(gone) == 1 and gone[0].levelno == logging.INFO
+    assert http_guard.CLIENT_GONE.total >= 10
+
+
+def test_the_cap_stays_below_the_descriptor_limit():
+    assert http_guard.connection_cap(1024) == 768
+    assert http_guard.connection_cap(300) == 150
+    assert 0 < http_guard.connection_cap() < http_guard.descriptor_limit()
+
+
+async def test_at_the_cap_the_oldest_idle_connection_makes_room():
+    # 32.5: idle connections beyond the descriptor limit locked everyone out.
+    async def hello(request: web.BaseRequest) -> web.Response:
+        return web.Response(text="hello")
+
+    server = web.Server(hello, keepalive_timeout=30)
+    guard = http_guard.ConnectionGuard(server, cap=4)
+    listening = await asyncio.get_running_loop().create_server(guard, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    try:
+        idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(8)]
+        await asyncio.sleep(0.2)
+        answer = await raw_request(f"http://127.0.0.1:{port}",
+                                   b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert answer.endswith(b"hello")
+        closed = [await asyncio.wait_for(reader.read(), 2) == b"" for reader, _ in idle[:4]]
+        assert all(closed) and guard.closed_idle >= 5
+        for _, writer in idle:
+            writer.close()
+    finally:
+        listening.close()
+        await server.shutdown(1)
+
+
+async def test_a_connection_that_dribbles_its_headers_is_closed(monkeypatch):
+    # 32.5: headers a byte at a time were never timed out; the server's runner times them out.
+    from passageway.kernel.server import app_runner
+
+    monkeypatch.setattr(http_guard, "HEADER_SECONDS", 0.5)
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="hello")
+
+    app = web.Application()
+    app.router.add_get("/", hello)
+    runner = app_runner(app)
+    await runner.setup()
+    assert runner.server is not None
+    listening = await asyncio.get_running_loop().create_server(runner.server, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        steps = 0
+        for steps in range(40):  # a byte every 0.1 s, for at most 4 s
+            writer.write(b"GET / HTTP/1.1\r\nX: "[steps:steps + 1] or b"a")
+            try:
+                if await asyncio.wait_for(reader.read(1), 0.1) == b"":
+                    break
+            except TimeoutError:
+                continue
+        assert reader.at_eof() and steps < 15, steps
+        writer.close()
+    finally:
+        listening.close()
+        await runner.cleanup()
+
+
+def request_from(peer: str, forwarded: list[str]) -> web.BaseRequest:
+    from aiohttp.test_utils import make_mocked_request
+    from multidict import CIMultiDict
+
+    headers = CIMultiDict([("X-Forwarded-For", value) for value in forwarded])
+    request = make_mocked_request("GET", "/", headers=headers)
+    return request.clone(remote=peer)
+
+
+def test_the_client_address_behind_a_trusted_proxy():
+    # 32.13: behind the documented reverse proxy every user shared the proxy's limits.
+    from passageway.kernel.config import trusted_proxies
+
+    proxy = trusted_proxies("127.0.0.1, 10.0.0.0/8")
+    assert http_guard.client_address(request_from("127.0.0.1", ["203.0.113.7"]), proxy) == "203.0.113.7"
+    # What the client wrote itself comes first; only what the trusted proxies appended counts.
+    forged = request_from("127.0.0.1", ["1.2.3.4, 203.0.113.7"])
+    assert http_guard.client_address(forged, proxy) == "203.0.113.7"
+    assert http_guard.client_address(request_from("127.0.0.1", ["198.51.100.1", "203.0.113.7, 10.1.2.3"]),
+                                     proxy) == "203.0.113.7"
+    assert http_guard.client_address(request_from("127.0.0.1", ["junk, 10.1.2.3"]), proxy) == "10.1.2.3"
+    assert http_guard.client_address(request_from("127.0.0.1", []), proxy) == "127.0.0.1"
+    # Not from a trusted proxy, or no proxy trusted: the header is the client's own words.
+    assert http_guard.client_address(request_from("192.0.2.9", ["203.0.113.7"]), proxy) == "192.0.2.9"
+    assert http_guard.client_address(request_from("127.0.0.1", ["203.0.113.7"])) == "127.0.0.1"
+
+
+def test_a_trusted_proxy_that_is_not_an_address_is_a_config_error():
+    from passageway.kernel.config import trusted_proxies
+    from passageway.kernel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"PASSAGEWAY_TRUSTED_PROXY lists 'proxy\.local'"):
+        trusted_proxies("127.0.0.1, proxy.local")

@@ -1,0 +1,198 @@
+"""The build's two passes (kernel/index/sync_passes.py): keywords before vectors, the windows
+after every passage, their restart after a kill, and the time left they report."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from passageway.builtin.ranking import FusionRanker
+from passageway.kernel.index.sync_passes import WINDOWS_STATE
+from passageway.kernel.index.windows import window_texts
+from passageway.kernel.ranking import Gate
+from passageway.kernel.records import Item, Section
+from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
+from tests.sync_helpers import FakeRunner, Setup, item
+
+SENTENCES = [
+    "The {w} of station {n} is measured every morning by the keeper.",
+    "Its readings go into ledger {n}, kept in the tower.",
+    "Visitors may ask to see ledger {n} on Sundays.",
+    "The keeper also repairs the {w} when storms break it.",
+    "A spare part for station {n} is kept in the cellar for that purpose.",
+    "Nobody remembers who built the {w} of station {n}.",
+]
+
+
+def long_item(number: int) -> Item:
+    """An item of two long passages (each cut into excerpt windows)."""
+    word = ["barometer", "anemometer", "sundial", "lighthouse"][number % 4]
+    text = " ".join(sentence.format(w=word, n=number) for sentence in SENTENCES)
+    return Item(id=f"long-{number}", title=f"The {word} {number}", url=f"https://example.test/{number}",
+                version="1", sections=(Section(text, "Part one"), Section(text + " It is old.", "Part two")))
+
+
+class HeldEmbedder(ToyEmbedder):
+    """A toy embedder that records every call and waits at ``hold`` before its ``hold_at``-th call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen_calls: list[list[str]] = []
+        self.hold = asyncio.Event()
+        self.hold.set()
+        self.hold_at = 0
+        self.waiting = asyncio.Event()
+
+    async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
+        if kind == "passage":
+            self.seen_calls.append(list(texts))
+            if len(self.seen_calls) == self.hold_at:
+                self.waiting.set()
+                await self.hold.wait()
+        return await super().embed(texts, kind)
+
+
+async def test_passages_answer_by_keywords_before_their_vectors_exist(tmp_path):
+    embedder = HeldEmbedder()
+    embedder.hold.clear()
+    embedder.hold_at = 1  # the first embedder call waits
+    runner = FakeRunner("notes", [item(n) for n in range(60)])
+    async with Setup(tmp_path, runner, embedder=embedder) as sync:
+        task = asyncio.create_task(sync.sync_once())
+        await asyncio.wait_for(embedder.waiting.wait(), 10)
+        await asyncio.sleep(0.2)  # the fetch goes on while the embedder works
+        question = "glacier river harbour note"
+        vector = toy_vectors([question])[0]
+        keyword, by_vector = await asyncio.to_thread(sync.store.search, question, vector, 10)
+        assert keyword and by_vector == []  # found by keywords only: no vector exists yet
+        assert await sync.store.counts() == (60, 120)  # every fetched item is stored already
+        health = sync.health()
+        assert health.building and health.stored == 120 and health.ready == 0
+        assert health.building_note() == "notes: 0 of 120 passages indexed"
+        # No cosine, so the gate judges them by their words: three shared content words pass.
+        ranked = FusionRanker("hybrid").rank(question, vector, keyword, by_vector, Gate(0.99))
+        assert ranked and all(entry.reason == "words" for entry in ranked)
+        embedder.hold.set()
+        await asyncio.wait_for(task, 30)
+        _, by_vector = await asyncio.to_thread(sync.store.search, question, vector, 10)
+        assert by_vector and await sync.store.pending(10) == []
+        assert not sync.health().building
+
+
+async def test_windows_are_embedded_after_every_passage(tmp_path):
+    embedder = HeldEmbedder()
+    runner = FakeRunner("notes", [long_item(n) for n in range(8)])
+    async with Setup(tmp_path, runner, embedder=embedder, fetch_batch=2) as sync:
+        await sync.sync_once()
+        windows = {text for n in range(8) for section in long_item(n).sections
+                   for text in window_texts(section.text)}
+        kinds = ["window" if call[0] in windows else "passage" for call in embedder.seen_calls]
+        first_window = kinds.index("window")
+        assert set(kinds[first_window:]) == {"window"}  # not one passage after the first window
+        embedded = {text for call in embedder.seen_calls for text in call}
+        assert windows <= embedded
+        assert await sync.store.get_state(WINDOWS_STATE) == "done"
+        health = sync.health()
+        assert health.state == "ok" and health.passages == 16
+
+
+async def test_the_windows_pass_resumes_after_a_kill(tmp_path):
+    embedder = HeldEmbedder()
+    runner = FakeRunner("notes", [long_item(n) for n in range(4)])
+    windows = {text for n in range(4) for section in long_item(n).sections
+               for text in window_texts(section.text)}
+    original = embedder.embed
+
+    async def dies_at_the_first_window(texts, kind):  # type: ignore[no-untyped-def]
+        if texts[0] in windows:
+            raise asyncio.CancelledError  # the process is stopped in the windows pass
+        return await original(texts, kind)
+
+    embedder.embed = dies_at_the_first_window  # type: ignore[method-assign]
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=4) as sync:
+        with pytest.raises(asyncio.CancelledError):
+            await sync.sync_once()
+        assert await sync.store.pending(10) == []  # every passage has its vector
+        assert await sync.store.get_state(WINDOWS_STATE) == "due"
+    embedder.embed = original  # type: ignore[method-assign]
+    embedder.seen_calls.clear()
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=4) as sync:
+        await sync.sync_once()  # a reconcile: nothing changed, but the windows are due
+        assert runner.fetch_calls and len(runner.fetch_calls) == 1  # only the first build fetched
+        assert {text for call in embedder.seen_calls for text in call} == windows
+        assert await sync.store.get_state(WINDOWS_STATE) == "done"
+        embedder.seen_calls.clear()
+        await sync.sync_once()
+        assert embedder.seen_calls == []  # done: a later start embeds nothing
+
+
+class CostClock(ToyEmbedder):
+    """A toy embedder whose every call advances a fake clock by its characters (1,000 a second)
+    plus a fixed 0.02 s, and that records the estimate of the time left at each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+        self.sync = None
+        self.estimates: list[tuple[float, float | None]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
+        if kind == "passage" and self.sync is not None:
+            self.estimates.append((self.now, self.sync.health().eta_seconds))
+        self.now += sum(len(text) for text in texts) / 1000 + 0.02
+        return await super().embed(texts, kind)
+
+
+async def test_the_time_left_is_within_30_percent_once_a_fifth_is_done(tmp_path):
+    embedder = CostClock()
+    items = [long_item(n) if n % 3 else item(n) for n in range(90)]  # long and short items mixed
+    runner = FakeRunner("notes", items)
+    async with Setup(tmp_path, runner, embedder=embedder, clock=embedder.clock, embed_batch=8,
+                     fetch_batch=10) as sync:
+        embedder.sync = sync
+        await sync.sync_once()
+    end = embedder.now
+    checked = 0
+    for moment, eta in embedder.estimates:
+        if moment < end / 5:
+            continue
+        assert eta is not None
+        actual = end - moment
+        assert abs(eta - actual) <= 0.3 * actual + 0.05, (moment, eta, actual)
+        checked += 1
+    assert checked > 10
+
+
+async def test_a_build_stopped_before_its_vectors_resumes_as_a_build(tmp_path):
+    embedder = HeldEmbedder()
+    runner = FakeRunner("notes", [item(n) for n in range(20)])
+    original = embedder.embed
+
+    async def dies_in_the_second_call(texts, kind):  # type: ignore[no-untyped-def]
+        if len(embedder.seen_calls) == 1:
+            raise asyncio.CancelledError  # the process is stopped while passages wait
+        return await original(texts, kind)
+
+    embedder.embed = dies_in_the_second_call  # type: ignore[method-assign]
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
+        with pytest.raises(asyncio.CancelledError):
+            await sync.sync_once()
+    embedder.embed = original  # type: ignore[method-assign]
+    embedder.seen_calls.clear()
+    notes: list[str | None] = []
+
+    async def noting(texts, kind):  # type: ignore[no-untyped-def]
+        notes.append(sync.health().building_note())
+        assert sync.health().state == "indexing"
+        return await original(texts, kind)
+
+    embedder.embed = noting  # type: ignore[method-assign]
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
+        await sync.sync_once()  # a reconcile that finds passages without vectors
+        assert notes and all(note is not None for note in notes)  # answers say it is still building
+        assert await sync.store.pending(10) == [] and not sync.health().building
+        assert sync.health().state == "ok"
