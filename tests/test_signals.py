@@ -77,6 +77,12 @@ def test_the_field_is_each_sources_own_median_and_a_tiny_pool_has_none():
     assert fields(pool[:3]) == {"": -math.inf}
 
 
+def test_a_passage_without_a_vector_yet_is_in_no_field():
+    # During a build a passage's cosine is NaN until its vector is made; a median with it is NaN.
+    pool = [*one_topic(0.95), candidate("new.md", "Not embedded yet.", math.nan)]
+    assert fields(pool) == fields(pool[:-1])
+
+
 def test_rare_words_leave_out_words_every_candidate_has_and_numbers():
     present = {n: frozenset({"prompt", "module", "want"} | ({"palette", "10"} if n == 0 else set()))
                for n in range(20)}
