@@ -186,11 +186,12 @@ class FusionRanker:
     :param field_lead: the stand-out requirement (the gate's parts are measured one by one in
         docs/gate-levels.md, "Ablation"): a passage passes by similarity only when its cosine also
         leads the median of its source's candidates by this much, or one of the passes below
-        holds; ``None`` lets the cosine alone decide, and the passes have nothing to do.
+        holds; ``None`` (the default) lets the cosine alone decide, and the passes have nothing
+        to do. :data:`FIELD_LEAD` is the strength that was measured.
     :param identifier_pass: holding one of the question's identifiers (a flag, an option or
-        function name, anything in backticks) counts as standing out.
+        function name, anything in backticks) counts as standing out (off by default).
     :param agree_rank: being among the keyword search's first this many counts as standing out;
-        ``None`` turns that pass off.
+        ``None`` (the default) turns that pass off; :data:`AGREE_RANK` was measured.
     :param sure: a passage this far above the bar counts as standing out; ``None`` turns it off.
     :param rare_only: the words rescue counts only the question's rare words (held by at most
         ``rare_share`` of the candidates), so that words a whole topic uses cannot fire it;
