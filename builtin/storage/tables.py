@@ -27,7 +27,7 @@ import numpy as np
 
 from passageway.kernel.errors import StoreError
 from passageway.kernel.index.chunking import embedding_input
-from passageway.kernel.keyword_text import index_text
+from passageway.kernel.index.keyword_text import index_text
 from passageway.kernel.records import Passage
 from passageway.kernel.store import ItemUpdate
 

@@ -142,6 +142,21 @@ class Call:
         return [line for line in self.stderr.splitlines() if line.strip()]
 
 
+# Starts the connector from a small process and reports the connector's own peak memory (KiB on
+# Linux) on the launcher's last stderr line. Linux keeps a process's memory high-water mark across
+# fork and exec, so a connector forked straight from this test process would report the test
+# process's size (hundreds of MiB once a suite has loaded a model) instead of its own.
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
+_pid, status, usage = os.wait4(pid, 0)
+sys.stderr.write(f"\\npeak-kib {usage.ru_maxrss}\\n")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run(kind: str, url: str, mode: str = "list", timeout: float = 120.0, **settings: str) -> Call:
     """Run ``<connector> mode`` against ``url`` with its token, as the server would."""
     connector = CONNECTORS[kind]
@@ -150,27 +165,28 @@ def run(kind: str, url: str, mode: str = "list", timeout: float = 120.0, **setti
            **dict(connector["env"]), **settings}  # type: ignore[arg-type]
     began = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", str(connector["module"]), mode], env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-c", LAUNCHER, "-m", str(connector["module"]), mode], env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )
     outputs: dict[str, bytes] = {}
     readers = [threading.Thread(target=_drain, args=(stream, name, outputs), daemon=True)
                for name, stream in (("stdout", process.stdout), ("stderr", process.stderr))]
     for reader in readers:
         reader.start()
-    killer = threading.Timer(timeout, process.kill)
+    killer = threading.Timer(timeout, os.killpg, (process.pid, 9))  # the launcher and the connector
     killer.start()
     try:
-        # wait4 gives this child's own peak memory (ru_maxrss, KiB on Linux).
-        _pid, status, usage = os.wait4(process.pid, 0)
+        process.wait()
     finally:
         killer.cancel()
-    process.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:
         reader.join(30)
+    stderr = outputs.get("stderr", b"").decode("utf-8", "replace")
+    stderr, _, peak = stderr.rpartition("\npeak-kib ")
+    peak_kib = int(peak.strip()) if peak.strip().isdigit() else 0
     return Call(process.returncode, outputs.get("stdout", b"").decode("utf-8", "replace"),
-                outputs.get("stderr", b"").decode("utf-8", "replace"), time.monotonic() - began,
-                round(usage.ru_maxrss / 1024, 1))
+                stderr.rstrip("\n") + "\n" if stderr.strip() else "", time.monotonic() - began,
+                round(peak_kib / 1024, 1))
 
 
 def _drain(stream: Any, name: str, outputs: dict[str, bytes]) -> None:

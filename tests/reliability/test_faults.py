@@ -65,7 +65,8 @@ def kill_at_random(server: Any, rng: random.Random, kills: int, seen: dict[str, 
         assert check == "ok"
         lost = [item_id for item_id in seen if item_id not in versions]
         assert not lost, f"a kill lost stored items such as {lost[:3]}"
-        seen.update(versions)
+        # Items the listing no longer holds may go (the reconcile deletes them); the rest must stay.
+        seen.update({item_id: version for item_id, version in versions.items() if item_id in done})
     return moments
 
 

@@ -31,15 +31,17 @@ SECTION = "index_input"
 SECONDS = 60
 
 
-# The command in a child that writes its own peak memory (KiB on Linux) to the file named last.
+# The command in a child that writes its own peak memory (KiB) to the file named last. VmHWM, not
+# ru_maxrss: Linux keeps ru_maxrss across fork and exec, so a child would report the size of the
+# test process that started it (hundreds of MiB once a suite has loaded a model).
 CHILD = """
-import resource, sys
+import re, sys
 from passageway.kernel.cli import main
 try:
     status = main(sys.argv[1:-1])
 finally:
-    with open(sys.argv[-1], "w") as peak:
-        peak.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+    with open("/proc/self/status") as status_file, open(sys.argv[-1], "w") as peak:
+        peak.write(re.search(r"VmHWM:\\s+(\\d+)", status_file.read()).group(1))
 sys.exit(status)
 """
 

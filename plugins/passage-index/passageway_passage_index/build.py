@@ -79,8 +79,10 @@ def read_site(site_dir: Path, *, strict: bool = False,
     pages, generator, _ = read_html_site(site_dir, skip)
     if not pages:
         raise PassageIndexError(
-            f"{site_dir} holds no documents.json and no HTML page with text; build the site first, "
-            "then run `passageway index` on its output folder (docs/reference/passage-index.md)"
+            f"{site_dir} holds no documents.json and no HTML page with text; it reads a build contract "
+            "(documents.json) or the HTML output of Sphinx (_build/html), MkDocs (site/), VitePress "
+            "(.vitepress/dist) or Docusaurus (build/): build the site first, then run `passageway index` "
+            "on that output folder (docs/reference/passage-index.md)"
         )
     return SiteReading(pages, None, generator, skipped)
 

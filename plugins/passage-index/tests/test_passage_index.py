@@ -248,7 +248,9 @@ def test_a_wrong_search_index_or_missing_input_is_refused(site, capsys):
         build_index(site)
     (site / "documents.json").unlink()
     assert main(["index", str(site)]) == 2
-    assert "no HTML page with text; build the site first" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "no HTML page with text" in error and "build the site first" in error
+    assert all(name in error for name in ("Sphinx", "MkDocs", "VitePress", "Docusaurus")), error
     assert main(["index", str(site / "nowhere")]) == 2
     assert "is not a folder" in capsys.readouterr().err
 
