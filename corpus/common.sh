@@ -13,3 +13,12 @@ corpus_source() {
     printf '[[connector]]\nname = "corpus-%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
         "$1" "$PYTHON" "$ROOT/corpus/$1"
 }
+
+# docs_sources: the [[connector]] tables of the public documentation set in corpus/docs (see
+# corpus/docs/README.md): the starship pages in English and German as two sources, typer, starlette.
+docs_sources() {
+    for pair in starship-en:starship/en starship-de:starship/de typer:typer starlette:starlette; do
+        printf '[[connector]]\nname = "%s"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n\n' \
+            "${pair%%:*}" "$PYTHON" "$ROOT/corpus/docs/${pair#*:}"
+    done
+}

