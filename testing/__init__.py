@@ -37,6 +37,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "CommandEmbedder": ("passageway.builtin.embedders.embed_command", "CommandEmbedder"),
     "BlockingEmbedder": ("passageway.testing.blocking", "BlockingEmbedder"),
     "ToyEmbedder": ("passageway.testing.toy_embedder", "ToyEmbedder"),
+    "MemoryVectorCache": ("passageway.testing.memory_cache", "MemoryVectorCache"),
     "toy_plugin": ("passageway.testing.toy_embedder", "plugin"),
     "DIM": ("passageway.testing.store_contract", "DIM"),
     "doc": ("passageway.testing.store_contract", "doc"),

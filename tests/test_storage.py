@@ -23,7 +23,7 @@ from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import ItemUpdate, Store
-from passageway.testing import store_contract
+from passageway.testing import MemoryVectorCache, store_contract
 from passageway.testing.store_contract import *  # noqa: F403  (the contract tests, run for both stores)
 from passageway.testing.toy_embedder import toy_vectors
 from tests.sync_helpers import item
@@ -380,32 +380,13 @@ async def test_the_vector_cache_round_trips_and_belongs_to_one_embedder(tmp_path
     await other.close()
 
 
-class _CacheInMemory:
-    """A vector cache of a plugin's own (a store on a database server would keep a table)."""
-
-    def __init__(self) -> None:
-        self.vectors: dict[str, np.ndarray] = {}
-        self.opened = self.closed = False
-
-    async def open(self) -> None:
-        self.opened = True
-
-    async def close(self) -> None:
-        self.closed = True
-
-    async def get_many(self, digests):
-        return {digest: self.vectors[digest] for digest in digests if digest in self.vectors}
-
-    async def put_many(self, vectors) -> None:
-        self.vectors.update(vectors)
-
 
 class _OwnCachePlugin:
     """Answers the vector cache hook for its own store only."""
 
     def __init__(self, store: str) -> None:
         self.store = store
-        self.cache = _CacheInMemory()
+        self.cache = MemoryVectorCache()
 
     @hookimpl
     def passageway_vector_cache(self, store, folder, embedder_name, dim):  # type: ignore[no-untyped-def]

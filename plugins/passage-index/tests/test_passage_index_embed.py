@@ -23,6 +23,7 @@ from passageway import hookimpl
 from passageway.kernel import plugins
 from passageway.kernel.cli import main
 from passageway.kernel.errors import EmbedderError
+from passageway.testing import MemoryVectorCache
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from passageway.testing.toy_embedder import plugin as toy_plugin
 
@@ -216,33 +217,14 @@ def test_the_built_in_model_embeds_a_small_site(tmp_path, capsys):
     assert float(rows[0] @ rows[1]) > 0.5  # two German sentences about the same configuration
 
 
-class _DictCache:
-    """A vector cache in a dict, recording what the index asked of it."""
-
-    def __init__(self) -> None:
-        self.vectors: dict = {}
-        self.opened = self.closed = False
-
-    async def open(self) -> None:
-        self.opened = True
-
-    async def close(self) -> None:
-        self.closed = True
-
-    async def get_many(self, digests):
-        return {digest: self.vectors[digest] for digest in digests if digest in self.vectors}
-
-    async def put_many(self, vectors) -> None:
-        self.vectors.update(vectors)
-
 
 def test_the_vector_cache_comes_from_the_hook(site, tmp_path, capsys, monkeypatch):
-    caches: list[_DictCache] = []
+    caches: list[MemoryVectorCache] = []
 
     class CachePlugin:
         @hookimpl
         def passageway_vector_cache(self, store, folder, embedder_name, dim):
-            caches.append(_DictCache())
+            caches.append(MemoryVectorCache())
             return caches[-1]
 
     def with_cache(env=None, **kwargs):
