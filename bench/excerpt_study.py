@@ -30,7 +30,7 @@ from common.corpus import CORPUS, read_item
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
 from passageway.kernel.index.chunking import passages_for
-from passageway.kernel.index.sync import EMBED_BATCH
+from passageway.kernel.index.item_updates import EMBED_BATCH
 from passageway.kernel.index.windows import SHORT_PASSAGE, WINDOW_SENTENCES, flat, windows
 from passageway.kernel.query.rendering import approx_tokens, fit_budget, render_answer
 from passageway.kernel.records import Answer, Hit

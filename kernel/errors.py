@@ -46,6 +46,15 @@ class ConnectorError(PassagewayError):
         self.rule = rule
 
 
+class SyncError(PassagewayError):
+    """A build, reconcile or poll failed in whole or in part; health holds the same message."""
+
+
+class DeletionRefused(SyncError):
+    """A reconcile would delete more of a source than the deletion guard allows
+    (:mod:`passageway.kernel.index.reconcile_plan`)."""
+
+
 class EmbedderError(PassagewayError):
     """The embedder could not turn text into vectors; recall fails rather than falling silent."""
 

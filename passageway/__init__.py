@@ -53,7 +53,7 @@ PUBLIC: dict[str, str] = {
     "BaseEmbedder": "passageway.kernel.embedder",
     "ForwardingEmbedder": "passageway.kernel.embedder",
     "EmbedderContext": "passageway.kernel.embedder",
-    "EmbedderSettings": "passageway.kernel.config",
+    "EmbedderSettings": "passageway.kernel.config_file",
     # ranking
     "Ranker": "passageway.kernel.ranking",
     "Gate": "passageway.kernel.ranking",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from passageway.builtin.embedders.options import COMMAND_KEYS, ONNX_KEYS
-from passageway.kernel import cli, config, hookspecs
+from passageway.kernel import cli, config, config_file, hookspecs
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -35,7 +35,8 @@ def test_every_environment_variable_is_documented(variable):
 
 @pytest.mark.parametrize(
     "key",
-    sorted(config.CONNECTOR_KEYS | config.EMBEDDER_KEYS | config.TOP_LEVEL_KEYS | ONNX_KEYS | COMMAND_KEYS),
+    sorted(config_file.CONNECTOR_KEYS | config_file.EMBEDDER_KEYS | config_file.TOP_LEVEL_KEYS | ONNX_KEYS
+           | COMMAND_KEYS),
 )
 def test_every_config_key_is_documented(key):
     assert f"`{key}`" in configuration_page() or f"[{key}" in configuration_page()

@@ -10,14 +10,9 @@ import attrs
 import pytest
 
 from passageway.kernel.connector.runner import ConnectorRunner
-from passageway.kernel.errors import PassagewayError
-from passageway.kernel.index.sync import (
-    POLL_OVERLAP_SECONDS,
-    DeletionRefused,
-    SourceSync,
-    SyncError,
-    deletion_refusal,
-)
+from passageway.kernel.errors import DeletionRefused, PassagewayError, SyncError
+from passageway.kernel.index.reconcile_plan import deletion_refusal
+from passageway.kernel.index.sync import POLL_OVERLAP_SECONDS, SourceSync
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, stored_passages, write_items
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import attrs
 
@@ -49,6 +50,9 @@ down: such a call is quick, and a connector that exits on each of a few bad reco
 must not look like a source that is down."""
 SHOWN_ITEMS = 3
 """Items named in the health message; the count says how many more."""
+POISONED = "poisoned_ids"
+"""The store's state key of the ids that failed alone (JSON, id to error): kept across restarts."""
+POISONED_ERROR_CHARS = 300
 
 
 @attrs.define
@@ -291,3 +295,25 @@ def latest_items(items: Sequence[Item]) -> list[Item]:
     for item in items:
         by_id[item.id] = item
     return list(by_id.values())
+
+
+def batches_of(ids: Sequence[str], size: int, poisoned: Mapping[str, str]) -> list[list[str]]:
+    """``ids`` in batches of ``size``; the ids that failed alone before come last, one per batch,
+    so they cost no other item a call."""
+    fresh = [item_id for item_id in ids if item_id not in poisoned]
+    batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
+    return batches + [[item_id] for item_id in ids if item_id in poisoned]
+
+
+def poisoned_from(saved: str | None) -> dict[str, str]:
+    """The ids that failed alone, read from the :data:`POISONED` state (anything unreadable: none)."""
+    try:
+        found = json.loads(saved) if saved else {}
+    except ValueError:
+        return {}
+    return {str(key): str(value) for key, value in found.items()} if isinstance(found, dict) else {}
+
+
+def poisoned_to_save(poisoned: Mapping[str, str]) -> str:
+    """The :data:`POISONED` state for ``poisoned``, each error cut to :data:`POISONED_ERROR_CHARS`."""
+    return json.dumps({key: error[:POISONED_ERROR_CHARS] for key, error in poisoned.items()})

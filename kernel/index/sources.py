@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from passageway.kernel.config import SOURCE_NAME, ConnectorSettings
+from passageway.kernel.config_file import SOURCE_NAME, ConnectorSettings
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.index.replicas import Role, SharedStore, run_source
 

@@ -1,4 +1,4 @@
-"""Keeping one source's index current: build, reconcile, poll, the deletion guard, and health.
+"""Keeping one source's index current: build, reconcile and poll, in order, with their health.
 
 One :class:`SourceSync` per source, each run in its own task by the kernel, so one source that
 fails or hangs (until its connector's timeout) never holds up another, and its index keeps
@@ -20,14 +20,17 @@ builtin one) gets each batch at once and its vectors after, passages first and e
 last (:mod:`.sync_passes`); another store gets each batch with its vectors. A passage whose
 digest already has a vector in the :class:`~passageway.kernel.store.VectorCache` is not
 embedded again.
+
+This module holds the operations and their order; the work they share lives beside it: the
+fetch in batches (:mod:`.fetch_run`), chunking and embedding a batch (:mod:`.item_updates`),
+the reconcile's plan and deletion guard (:mod:`.reconcile_plan`), health and progress
+(:mod:`.sync_health`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -38,34 +41,36 @@ import numpy as np
 
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
-from passageway.kernel.errors import ConnectorError, PassagewayError
-from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
-from passageway.kernel.index.fetch_run import FetchOutcome, FetchRun, latest_items
+from passageway.kernel.errors import ConnectorError, PassagewayError, SyncError
+from passageway.kernel.index.chunking import DEFAULT_CAP
+from passageway.kernel.index.fetch_run import (
+    POISONED,
+    FetchOutcome,
+    FetchRun,
+    batches_of,
+    latest_items,
+    poisoned_from,
+    poisoned_to_save,
+)
+from passageway.kernel.index.item_updates import EMBED_BATCH, UpdateMaker
+from passageway.kernel.index.reconcile_plan import latest_versions, reconcile_plan
 from passageway.kernel.index.sync_health import BuildProgress, SourceHealth, joined, left_out_message
 from passageway.kernel.index.sync_passes import (
     WINDOWS_STATE,
     embed_all_windows,
-    embed_into_cache,
     embed_pending,
     while_embedding,
 )
-from passageway.kernel.index.windows import embed_windows, window_texts
-from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry, Passage
+from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry
 from passageway.kernel.store import ItemUpdate, LaterVectors, Store, VectorCache
 
 FETCH_BATCH = 50
 """Ids per ``fetch`` call; a failing call costs only these."""
-EMBED_BATCH = 32
-"""Texts per embedder call."""
 POLL_OVERLAP_SECONDS = 5.0
 """``changed --since`` asks from this long before the last poll, so no edit falls in a gap."""
 PROGRESS_SECONDS = 5.0
 """A long build logs its progress at most this often."""
 LAST_POLL = "last_poll"
-POISONED = "poisoned_ids"
-"""The store's state key of the ids that failed alone (JSON, id to error): kept across restarts."""
-POISONED_ERROR_CHARS = 300
-
 
 
 class Runner(Protocol):
@@ -75,32 +80,6 @@ class Runner(Protocol):
     async def list(self) -> list[ListEntry]: ...
     async def fetch(self, ids: Sequence[str]) -> list[Item]: ...
     async def changed(self, since: datetime) -> list[Item]: ...
-
-
-class SyncError(PassagewayError):
-    """A build, reconcile or poll failed in whole or in part; health holds the same message."""
-
-
-class DeletionRefused(SyncError):
-    """A reconcile would delete more of a source than the deletion guard allows."""
-
-
-def deletion_refusal(stored: int, deleting: int, max_fraction: float) -> str | None:
-    """Why the guard refuses to delete ``deleting`` of ``stored`` items, or None when it may.
-
-    One item may always go; all of a source of two or more may not; otherwise at most
-    ``max_fraction`` of it.
-    """
-    if deleting <= 1:
-        return None
-    if deleting >= stored:
-        return f"the listing would delete all {stored} items of the source"
-    if deleting > max_fraction * stored:
-        return (
-            f"the listing would delete {deleting} of {stored} items ({deleting / stored:.0%}), "
-            f"more than max_delete_fraction = {max_fraction:g} allows"
-        )
-    return None
 
 
 def _now() -> datetime:
@@ -146,15 +125,19 @@ class SourceSync:
         self.progress_seconds = progress_seconds
         self.clock = clock
         self._health = SourceHealth(source=settings.name)
-        self._failed_in: str | None = None  # "sync" or "poll": what failed last
         self._lock = asyncio.Lock()  # one operation at a time per source
         self._progress: BuildProgress | None = None  # the running fetch's counts, if any
         self._poisoned: dict[str, str] | None = None  # ids that failed alone, and why (ADR 0008)
-        self.embed_seconds = 0.0
-        """Time spent awaiting the embedder (the benchmark compares it with the total)."""
         self.later = isinstance(store, LaterVectors)
         """Whether passages are stored before their vectors (:mod:`.sync_passes`)."""
+        self.update_maker = UpdateMaker(embedder, vector_cache, cap=cap, embed_batch=embed_batch,
+                                        later=self.later)
         self._stored_more: asyncio.Event | None = None  # set by each write while a fetch runs
+
+    @property
+    def embed_seconds(self) -> float:
+        """Time spent awaiting the embedder (the benchmark compares it with the total)."""
+        return self.update_maker.embed_seconds
 
     # -- health -------------------------------------------------------------------------------
 
@@ -163,18 +146,6 @@ class SourceSync:
 
     async def refresh_counts(self) -> None:
         self._health.items, self._health.passages = await self.store.counts()
-
-    def _succeeded(self) -> None:
-        self._health.state = "ok"
-        self._health.last_error = None
-        self._health.last_success = _iso(_now())
-        self._failed_in = None
-
-    def _failed(self, message: str, kind: str) -> None:
-        self._health.state = "failing"
-        self._health.last_error = message
-        self._failed_in = kind
-        self.log.warning("source %s: %s", self.source, message)
 
     # -- the operations -----------------------------------------------------------------------
 
@@ -229,11 +200,9 @@ class SourceSync:
             finally:
                 with contextlib.suppress(Exception):
                     await self.refresh_counts()
+            self._health.record(kind, failure, _iso(_now()))
             if failure is not None:
-                self._failed(failure, kind)
-            elif kind == "sync" or self._failed_in in (None, "poll"):
-                # A good poll clears only a poll's failure: a failed batch waits for the next sync.
-                self._succeeded()
+                self.log.warning("source %s: %s", self.source, failure)
         if error_to_raise is not None:
             raise error_to_raise
         if failure is not None:
@@ -274,7 +243,7 @@ class SourceSync:
                                  "see its log lines for why")
         entries = await self.runner.list()
         left_out = left_out_message(getattr(self.runner, "left_out", ()))
-        listed = _latest_versions(entries)
+        listed = latest_versions(entries)
         await self.store.reset(self.embedder.name, self.embedder.dim)
         self._health.state = "indexing"
         self.log.info("source %s: building the index of %d items", self.source, len(listed))
@@ -289,16 +258,9 @@ class SourceSync:
         started = _now()
         entries = await self.runner.list()
         left_out = left_out_message(getattr(self.runner, "left_out", ()))
-        listed = _latest_versions(entries)
-        stored = await self.store.versions()
-        changed = [item_id for item_id, version in listed.items() if stored.get(item_id) != version]
-        gone = [item_id for item_id in stored if item_id not in listed]
-        refusal = deletion_refusal(len(stored), len(gone), self.settings.max_delete_fraction)
-        if refusal is not None:
-            raise DeletionRefused(
-                f"deletion guard: {refusal}; nothing was changed. If the items are really gone, "
-                f"rebuild the source: stop the server, delete its index file and start it again"
-            )
+        plan = reconcile_plan(latest_versions(entries), await self.store.versions(),
+                              self.settings.max_delete_fraction)
+        changed, gone = plan.changed, plan.gone
         if changed:
             self._health.state = "indexing"
         outcome = await self._fetch_and_store(changed)
@@ -329,7 +291,7 @@ class SourceSync:
             stored = await self.store.versions()
             fresh = [item for item in items if stored.get(item.id) != item.version]
             if fresh:
-                updates, _ = await self._prepare(fresh)
+                updates, _ = await self.update_maker.prepare(fresh, self._progress)
                 await self._write(updates)
                 self.log.info("source %s: stored %d changed items", self.source, len(fresh))
                 await self._complete(None)
@@ -361,12 +323,9 @@ class SourceSync:
         failed alone before come last, one per batch, so they cost no other item a call."""
         wanted = set(ids)
         if self._poisoned is None:
-            self._poisoned = _poisoned_from(await self.store.get_state(POISONED))
+            self._poisoned = poisoned_from(await self.store.get_state(POISONED))
         poisoned = self._poisoned = {key: error for key, error in self._poisoned.items() if key in wanted}
-        fresh = [item_id for item_id in ids if item_id not in poisoned]
-        size = self.fetch_batch
-        batches = [fresh[start : start + size] for start in range(0, len(fresh), size)]
-        batches += [[item_id] for item_id in ids if item_id in poisoned]
+        batches = batches_of(ids, self.fetch_batch, poisoned)
         self._health.batches, self._health.failed_batches = len(batches), 0
         self._health.failed_items = 0
         if not batches:
@@ -388,8 +347,7 @@ class SourceSync:
             if not self.later:
                 self._end_progress()
             with contextlib.suppress(PassagewayError):  # a store that cannot write says so itself
-                await self.store.set_state(POISONED, json.dumps(
-                    {key: error[:POISONED_ERROR_CHARS] for key, error in poisoned.items()}))
+                await self.store.set_state(POISONED, poisoned_to_save(poisoned))
 
     def _end_progress(self) -> None:
         if self._progress is not None:
@@ -397,7 +355,7 @@ class SourceSync:
             self._progress = None
 
     async def _updates(self, items: Sequence[Item]) -> list[ItemUpdate]:
-        updates, _ = await self._prepare(items)
+        updates, _ = await self.update_maker.prepare(items, self._progress)
         return updates
 
     async def _write(self, updates: list[ItemUpdate]) -> None:
@@ -410,63 +368,6 @@ class SourceSync:
         if self._stored_more is not None:
             self._stored_more.set()
 
-    async def _prepare(self, items: Sequence[Item]) -> tuple[list[ItemUpdate], int]:
-        """Chunk and embed items (reusing cached vectors); returns the updates and how many
-        passages were embedded now."""
-        chunked = [(item, passages_for(item, self.cap)) for item in items]
-        all_passages: list[Passage] = [passage for _, passages in chunked for passage in passages]
-        digests = [passage.digest for passage in all_passages]
-        vectors = await self.vector_cache.get_many(digests)
-        missing: dict[str, str] = {}
-        for passage in all_passages:
-            if passage.digest not in vectors:
-                missing.setdefault(passage.digest, passage.embedding_input)
-        if self._progress is not None:
-            windows = dict.fromkeys(text for passage in all_passages for text in window_texts(passage.text))
-            self._progress.chunked_items(len(items), [passage.embedding_input for passage in all_passages],
-                                         list(missing.values()), list(windows))
-        if self.later:  # stored at once without vectors where any is missing (sync_passes.py)
-            return [
-                ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors)
-                           if all(passage.digest in vectors for passage in passages) else None)
-                for item, passages in chunked
-            ], 0
-        # The windows that excerpts are chosen by (kernel/query/excerpts.py), into the same cache, before
-        # the passages: their time then counts in the passages/s rate and the time left, rather
-        # than showing as a last stretch with every passage ready and "0 s left".
-        await embed_windows([passage.text for passage in all_passages], self.vector_cache,
-                            functools.partial(self._embed, counted=False))
-        if missing:
-            vectors.update(await self._embed(list(missing.items())))
-        updates = [ItemUpdate(item=item, passages=passages, vectors=self._matrix(passages, vectors))
-                   for item, passages in chunked]
-        return updates, len(missing)
-
-    def _matrix(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> np.ndarray:
-        if not passages:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.vstack([vectors[passage.digest] for passage in passages]).astype(np.float32)
-
     async def _embed_counted(self, pairs: list[tuple[str, str]], counted: bool) -> dict[str, np.ndarray]:
-        return await self._embed(pairs, counted=counted)
+        return await self.update_maker.embed(pairs, self._progress, counted=counted)
 
-    async def _embed(self, pairs: list[tuple[str, str]], counted: bool = True) -> dict[str, np.ndarray]:
-        """Vectors for ``(digest, text)`` pairs, in embedder calls of :data:`EMBED_BATCH`, each
-        call's into the vector cache at once (``counted=False``: excerpt windows)."""
-        made, seconds = await embed_into_cache(self.embedder, self.vector_cache, pairs, self.embed_batch,
-                                               self._progress, windows=not counted)
-        self.embed_seconds += seconds
-        return made
-
-
-def _poisoned_from(saved: str | None) -> dict[str, str]:
-    try:
-        found = json.loads(saved) if saved else {}
-    except ValueError:
-        return {}
-    return {str(key): str(value) for key, value in found.items()} if isinstance(found, dict) else {}
-
-
-def _latest_versions(entries: Sequence[ListEntry]) -> dict[str, str]:
-    """``id → version``; a repeated id keeps its last version."""
-    return {entry.id: entry.version for entry in entries}

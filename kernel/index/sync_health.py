@@ -58,6 +58,17 @@ class SourceHealth:
     """True during a first build (or a rebuild for another embedder): the index is not complete."""
     expected_exact: bool = False
     """Whether ``expected`` is a count (every item chunked) rather than an estimate."""
+    failed_in: str | None = None
+    """``sync`` or ``poll``: the kind of operation that failed last (None after a success)."""
+
+    def record(self, kind: str, failure: str | None, now: str) -> None:
+        """The outcome of one ``kind`` of operation at ``now``: a failure turns the source
+        ``failing``; a success turns it ``ok``, except that a good poll clears only a poll's
+        failure (a failed fetch batch waits for the next sync)."""
+        if failure is not None:
+            self.state, self.last_error, self.failed_in = "failing", failure, kind
+        elif kind == "sync" or self.failed_in in (None, "poll"):
+            self.state, self.last_error, self.last_success, self.failed_in = "ok", None, now, None
 
     def public(self) -> dict[str, Any]:
         """What anyone may see: counts and state, not the error text."""

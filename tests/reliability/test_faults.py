@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from passageway.kernel.index.sync import EMBED_BATCH
+from passageway.kernel.index.item_updates import EMBED_BATCH
 from passageway.kernel.records import item_to_json
 from tests.reliability.conftest import FULL, scale
 from tests.sync_helpers import item
