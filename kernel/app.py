@@ -14,6 +14,10 @@ A broken piece breaks only itself (V6): a source whose store or connector fails 
 ``failing`` by :meth:`health` and the others keep serving; an embedder that fails to start makes
 :meth:`recall` raise instead of answering with silence; a configuration that cannot be read gives
 a kernel in the ``error`` state (:meth:`Kernel.broken`) that still answers ``/health``.
+
+The kernel wires the pieces; what each piece does lives on its data path: opening and closing a
+source's store and the notes of a running build in :mod:`passageway.kernel.index.sources`, the
+sync in :mod:`passageway.kernel.index.sync`, recall in :mod:`passageway.kernel.query.recall`.
 """
 
 from __future__ import annotations
@@ -35,7 +39,15 @@ from passageway.kernel.embedder import BaseEmbedder, EmbedderContext, cross_lang
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
 from passageway.kernel.index.replicas import replica_name
-from passageway.kernel.index.sources import Source, SourceSyncLike, SyncRuns, removed_sources
+from passageway.kernel.index.sources import (
+    Source,
+    SourceSyncLike,
+    SyncRuns,
+    building_notes,
+    close_sources,
+    open_source,
+    removed_sources,
+)
 from passageway.kernel.query.question_queue import QuestionQueue
 from passageway.kernel.records import Answer
 from passageway.kernel.store import StoreContext
@@ -116,11 +128,11 @@ class Kernel:
         A plugin or ranker that cannot be loaded gives a kernel in the ``error`` state rather than
         an exception, so that a server still answers ``/health`` with the reason.
         """
-        from passageway.kernel.config import load_password
+        from passageway.kernel.config import load_password, password_or_none
         from passageway.kernel.plugins import build_plugin_manager, collect_registries
 
         environ = os.environ if environ is None else environ
-        password = _password_or_none(environ)
+        password = password_or_none(environ)
         try:
             manager = manager or build_plugin_manager(environ)
             registries = collect_registries(manager)
@@ -150,7 +162,9 @@ class Kernel:
         instance: str | None = None,
     ) -> Kernel:
         """A kernel for a configuration that cannot be used: it answers health with ``error``."""
-        kernel = cls(settings, environ=environ, password=_password_or_none(environ), config_error=error)
+        from passageway.kernel.config import password_or_none
+
+        kernel = cls(settings, environ=environ, password=password_or_none(environ), config_error=error)
         kernel.instance = instance if settings is None else settings.instance
         return kernel
 
@@ -228,32 +242,20 @@ class Kernel:
         from passageway.kernel.data_folder import secure_data_folder
 
         await asyncio.to_thread(secure_data_folder, self.settings.data_dir)  # 700, its files 600
+        context = StoreContext(self.settings.file.store, self.environ)
         for connector in self.settings.connectors:
-            source = Source(connector)
-            self.sources[connector.name] = source
-            try:
-                store = factory(self.settings.data_dir / f"{connector.name}.db", connector.name,
-                                StoreContext(self.settings.file.store, self.environ))
-                await store.open()
-                source.store = store
-            except PassagewayError as error:
-                source.error = str(error)
-                log.error("source %s: the index cannot be opened: %s", connector.name, error)
-                continue
-            except Exception as error:
-                source.error = f"the index cannot be opened: {type(error).__name__}: {error}"
-                log.exception("source %s: the index cannot be opened", connector.name)
-                continue
-            if self.embedder is not None and self.embedder_started:
+            source = self.sources[connector.name] = await open_source(
+                connector, factory, self.settings.data_dir, context)
+            if source.store is not None and self.embedder is not None and self.embedder_started:
                 try:
                     await self._open_vector_cache()
-                    source.sync = self._make_source_sync(connector, store, self.embedder)
+                    source.sync = self._make_source_sync(connector, source.store, self.embedder)
                 except PassagewayError as error:
                     source.error = str(error)
         if self.embedder is not None and self.embedder_started:
             self.sources.update(await removed_sources(
-                factory, StoreContext(self.settings.file.store, self.environ), self.settings.data_dir,
-                set(self.sources), (self.embedder.name, self.embedder.dim),
+                factory, context, self.settings.data_dir, set(self.sources),
+                (self.embedder.name, self.embedder.dim),
             ))
 
     def _make_source_sync(self, connector: ConnectorSettings, store: Store, embedder: Embedder
@@ -284,11 +286,7 @@ class Kernel:
         self.vector_cache = cache
 
     async def close_stores(self) -> None:
-        for source in self.sources.values():
-            store, source.store = source.store, None
-            if store is not None:
-                with contextlib.suppress(Exception):
-                    await store.close()
+        await close_sources(self.sources.values())
         cache, self.vector_cache = self.vector_cache, None
         if cache is not None:
             with contextlib.suppress(Exception):
@@ -351,7 +349,7 @@ class Kernel:
             self.embedder_error = str(error)  # health says so until a recall succeeds again
             raise
         self.embedder_error = None
-        notes = self.building_notes()
+        notes = building_notes(self.sources.values())
         if notes:
             answer = attrs.evolve(answer, notes=notes)
         # V2: the time and the number of hits, never the question.
@@ -372,17 +370,6 @@ class Kernel:
         stores = {name: entry.store for name, entry in self.sources.items() if entry.store is not None}
         return await read_item(stores, source, item_id, section)
 
-    def building_notes(self) -> tuple[str, ...]:
-        """One line per source whose first build is running, for the answer (see ``Answer.notes``)."""
-        notes = []
-        for source in self.sources.values():
-            if source.sync is None:
-                continue
-            note = source.sync.health().building_note()
-            if note:
-                notes.append(note)
-        return tuple(notes)
-
     # -- health and authorisation ----------------------------------------------------------------
 
     @property
@@ -400,12 +387,3 @@ class Kernel:
     def authorize(self, request: Any) -> bool:
         """Whether ``request`` carries ``Authorization: Bearer <password>`` (constant-time)."""
         return password_matches(bearer_token(request), self.password)
-
-
-def _password_or_none(environ: Mapping[str, str] | None) -> str | None:
-    from passageway.kernel.config import load_password
-
-    try:
-        return load_password(environ)
-    except PassagewayError:
-        return None

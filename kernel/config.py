@@ -252,3 +252,12 @@ def load_password(environ: Mapping[str, str] | None = None) -> str | None:
     if not password:
         raise ConfigError(f"PASSAGEWAY_LOGIN_PASSWORD_FILE names {path}, which is empty")
     return password
+
+
+def password_or_none(environ: Mapping[str, str] | None = None) -> str | None:
+    """:func:`load_password`, or None when its file cannot be read: a kernel whose configuration
+    is broken still starts (to answer ``/health``), and its problem is reported there."""
+    try:
+        return load_password(environ)
+    except ConfigError:
+        return None

@@ -11,11 +11,8 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from passageway.builtin.transport.mcp_transport import (
-    DEFAULT_INSTRUCTIONS,
-    DEFAULT_TOOL_DESCRIPTION,
-    call_asgi,
-)
+from passageway.builtin.transport.asgi_bridge import call_asgi
+from passageway.builtin.transport.mcp_tools import DEFAULT_INSTRUCTIONS, DEFAULT_TOOL_DESCRIPTION
 from passageway.kernel.query.rendering import NOTHING
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
 

@@ -2,9 +2,11 @@
 
 The MCP SDK's server machinery (``mcp.server.lowlevel.Server`` and its
 ``StreamableHTTPSessionManager``) does the protocol: sessions, JSON-RPC, SSE, version
-negotiation. The SDK speaks ASGI, so :func:`call_asgi` hands one aiohttp request to it and streams
-its answer back; docs/adr/0010-mcp-inside-aiohttp.md says why this and not a rewrite.
-Authentication happens before the SDK sees the request.
+negotiation. The SDK speaks ASGI, so :func:`~.asgi_bridge.call_asgi` hands one aiohttp request to
+it and streams its answer back; docs/adr/0010-mcp-inside-aiohttp.md says why this and not a
+rewrite. Authentication happens before the SDK sees the request. This module holds the tools'
+calls and the sessions' lifecycle; the tools' definitions are in :mod:`.mcp_tools`, shared with
+the stdio bridge, and the session caps in :mod:`.mcp_sessions`.
 """
 
 from __future__ import annotations
@@ -14,15 +16,15 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import anyio
 from aiohttp import web
-from multidict import CIMultiDict
 
+from passageway.builtin.transport.asgi_bridge import call_asgi
 from passageway.builtin.transport.mcp_sessions import IDLE_SECONDS, MAX_SESSIONS, SessionBook
+from passageway.builtin.transport.mcp_tools import DEFAULT_INSTRUCTIONS, DEFAULT_TOOL_DESCRIPTION, tool_list
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.http_guard import client_address
 from passageway.kernel.query.rendering import render_answer
@@ -34,76 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("passageway.mcp")
 
 MAX_QUESTION_CHARS = 20_000
-
-DEFAULT_INSTRUCTIONS = (
-    "This server searches the user's own indexed sources (notes, wikis, documentation). "
-    "Call `recall` with a question in natural language when the user asks about something those "
-    "sources may cover. It returns up to three short passages with their title, place and link, "
-    "or says that the sources have nothing relevant; it never writes an answer itself. "
-    "Call `status` to see whether every source is indexed and healthy."
-)
-DEFAULT_TOOL_DESCRIPTION = (
-    "Search the indexed sources for passages relevant to a question. Returns up to three short "
-    "passages, each with its title, place in the source and link, or a note that nothing relevant "
-    "is indexed. Ask a full question in natural language."
-)
-READ_DESCRIPTION = (
-    "The rest of a passage that `recall` showed cut (…): the whole section, or the whole item, as "
-    "indexed, up to 8,000 characters. Pass the source and item a recall answer named (its "
-    "`source: item` line) and, for one section, the heading it was shown under."
-)
-STATUS_DESCRIPTION = (
-    "The server's health report: whether each source is indexed, how many items it holds, and "
-    "the error text of anything that fails."
-)
-
-Asgi = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
-                 Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
-
-
-def tool_list(tool_description: str = DEFAULT_TOOL_DESCRIPTION) -> list[Any]:
-    """The tools, ``recall``, ``read`` and ``status``, as MCP tool definitions.
-
-    Shared by the server's ``/mcp`` and the stdio bridge (``passageway mcp``), so both offer
-    the same tools with the same arguments.
-    """
-    import mcp_types as types
-
-    return [
-        types.Tool(
-            name="recall",
-            description=tool_description,
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string", "description": "The question, in natural language"},
-                },
-                "required": ["question"],
-            },
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-        types.Tool(
-            name="read",
-            description=READ_DESCRIPTION,
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "source": {"type": "string", "description": "The source, as a recall answer named it"},
-                    "item": {"type": "string", "description": "The item, as a recall answer named it"},
-                    "section": {"type": "string",
-                                "description": "Optional: the heading of one section (after the title's ›)"},
-                },
-                "required": ["source", "item"],
-            },
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-        types.Tool(
-            name="status",
-            description=STATUS_DESCRIPTION,
-            input_schema={"type": "object", "properties": {}},
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-    ]
 
 
 def server_name(kernel: Kernel) -> str:
@@ -305,108 +237,7 @@ class McpTransport:
             self.sessions.finished(session, client, opened)
 
 
-def _target_bytes(text: str) -> bytes:
-    """The bytes of a request target as aiohttp read them (non-UTF-8 bytes come back as they came)."""
-    return text.encode("utf-8", "surrogateescape")
-
-
 def _tool_error(message: str) -> Any:
     import mcp_types as types
 
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
-
-
-async def call_asgi(
-    asgi: Asgi, request: web.Request, *, closing: asyncio.Event | None = None
-) -> web.StreamResponse:
-    """Run an ASGI application for one aiohttp request, streaming its response.
-
-    The body is read in full first (MCP requests are small JSON documents; aiohttp's
-    ``client_max_size`` bounds them). After the body, ``receive`` waits until the response is
-    finished or the client went away, as an ASGI server's would, so that streamed (SSE) answers
-    are not cut short; once ``closing`` is set (the server stops) it reports a disconnect too.
-    """
-    body = await request.read()
-    disconnected = asyncio.Event()
-    body_sent = False
-    response: web.StreamResponse | None = None
-    finished = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal body_sent
-        if not body_sent:
-            body_sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        if closing is None:
-            await disconnected.wait()
-        else:
-            waits = [asyncio.ensure_future(disconnected.wait()), asyncio.ensure_future(closing.wait())]
-            try:
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for wait in waits:
-                    wait.cancel()
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal response, finished
-        if message["type"] == "http.response.start":
-            headers: CIMultiDict[str] = CIMultiDict()
-            for name, value in message.get("headers", []):
-                headers.add(name.decode("latin-1"), value.decode("latin-1"))
-            response = web.StreamResponse(status=message["status"], headers=headers)
-            try:
-                await response.prepare(request)
-            except (ConnectionResetError, RuntimeError):
-                disconnected.set()
-        elif message["type"] == "http.response.body":
-            if response is None or finished or disconnected.is_set():
-                return
-            try:
-                chunk = message.get("body", b"")
-                if chunk:
-                    await response.write(chunk)
-                if not message.get("more_body", False):
-                    finished = True
-                    await response.write_eof()
-                    disconnected.set()
-            except (ConnectionResetError, RuntimeError):
-                disconnected.set()
-
-    peer = request.transport.get_extra_info("peername") if request.transport else None
-    # The address the connection came in on, not the Host header: that is the client's text, and
-    # one that is not a host name (a 0xFF byte) made building request.url raise, a 500.
-    own = request.transport.get_extra_info("sockname") if request.transport else None
-    scope: dict[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": f"{request.version.major}.{request.version.minor}",
-        "method": request.method,
-        "scheme": request.scheme,
-        "path": request.path,
-        # ASGI wants the bytes as sent: the still-encoded target, never the decoded query (which
-        # may hold any character: "%E2%82%AC" is "€", and "€" has no Latin-1 byte).
-        "raw_path": _target_bytes(request.raw_path.split("?", 1)[0]),
-        "query_string": _target_bytes(request.raw_path.partition("?")[2]),
-        "root_path": "",
-        "headers": [(name.lower(), value) for name, value in request.raw_headers],
-        "client": tuple(peer[:2]) if isinstance(peer, tuple) else None,
-        "server": tuple(own[:2]) if isinstance(own, tuple) else None,
-        "state": {},
-    }
-    try:
-        await asgi(scope, receive, send)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError) as error:
-        # The session's streams closed under a request (the client ended the session as this one
-        # ran); the client has gone, so there is nobody to tell and nothing to log as an error.
-        log.debug("an MCP session closed while a request ran: %r", error)
-        if response is None:
-            return web.json_response({"error": "the MCP session was closed"}, status=404)
-    finally:
-        disconnected.set()
-    if response is None:
-        return web.json_response({"error": "the MCP handler sent no response"}, status=500)
-    if not finished:
-        with contextlib.suppress(ConnectionResetError, RuntimeError):
-            await response.write_eof()
-    return response

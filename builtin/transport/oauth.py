@@ -5,7 +5,7 @@ routes are the ones MCP clients discover and use:
 
 * ``/.well-known/oauth-protected-resource`` (RFC 9728) and
   ``/.well-known/oauth-authorization-server`` (RFC 8414): where to log in;
-* ``/register`` (RFC 7591): dynamic client registration;
+* ``/register`` (RFC 7591): dynamic client registration (:mod:`.oauth_registration`);
 * ``/authorize``: a login page protected by ``PASSAGEWAY_LOGIN_PASSWORD``, PKCE with S256 only;
 * ``/token``: the ``authorization_code`` and ``refresh_token`` grants.
 
@@ -13,6 +13,9 @@ Codes are single-use and live two minutes; access tokens an hour, refresh tokens
 are rotated on use. Codes and tokens are kept only as SHA-256 hashes, in ``<data dir>/oauth.json``
 (written atomically, readable only by the owner), so a restart keeps clients logged in and a copy
 of the file lets no one in. Failed logins are rate-limited per address and overall.
+
+This module holds the discovery, login and token routes; registration, the state file and the
+pages each have a module of their own beside it.
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
-from passageway.builtin.transport.oauth_pages import login_page, page
+from passageway.builtin.transport.oauth_pages import login_page, oauth_error, page
+from passageway.builtin.transport.oauth_registration import ClientRegistration
 from passageway.builtin.transport.oauth_state import LoginLimiter, OAuthState, hashed, pkce_challenge
 from passageway.builtin.transport.redirect_address import redirect_problem
-from passageway.builtin.transport.request_body import BadBody, form_body, json_body
+from passageway.builtin.transport.request_body import BadBody, form_body
 from passageway.kernel.auth import password_matches
 from passageway.kernel.http_guard import Network, client_address
 
@@ -41,13 +45,6 @@ log = logging.getLogger("passageway.oauth")
 CODE_SECONDS = 120
 ACCESS_SECONDS = 3600
 REFRESH_SECONDS = 30 * 24 * 3600
-MAX_CLIENTS = 200
-MAX_UNUSED_CLIENTS = 50
-"""Registered clients that never logged in; beyond this the oldest of them is forgotten."""
-MAX_REDIRECT_URIS = 10
-MAX_NAME_CHARS = 200
-MAX_REGISTRATIONS_PER_ADDRESS = 10
-REGISTRATION_WINDOW_SECONDS = 3600
 VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}\Z")
 
 
@@ -60,13 +57,8 @@ class OAuthServer:
         self.trusted_proxies = tuple(trusted_proxies)
         self.password = password
         self.state = OAuthState(state_path)
-        self._forget_unused_clients(keep=MAX_UNUSED_CLIENTS)  # a file grown before the cap existed
+        self.registration = ClientRegistration(self.state, self.trusted_proxies)
         self.limiter = LoginLimiter()
-        # Registration is open (RFC 7591), so it is counted per address. There is no overall cap:
-        # it would let one caller stop everyone else from logging in.
-        self.registrations = LoginLimiter(
-            per_address=MAX_REGISTRATIONS_PER_ADDRESS, overall=2**62, window=REGISTRATION_WINDOW_SECONDS
-        )
 
     @property
     def resource(self) -> str:
@@ -81,7 +73,7 @@ class OAuthServer:
         router.add_get("/.well-known/oauth-protected-resource", self.protected_resource)
         router.add_get("/.well-known/oauth-protected-resource/mcp", self.protected_resource)
         router.add_get("/.well-known/oauth-authorization-server", self.authorization_server)
-        router.add_post("/register", self.register)
+        router.add_post("/register", self.registration.register)
         router.add_get("/authorize", self.authorize_page)
         router.add_post("/authorize", self.authorize_submit)
         router.add_post("/token", self.token)
@@ -121,101 +113,6 @@ class OAuthServer:
             "token_endpoint_auth_methods_supported": ["none", "client_secret_post", "client_secret_basic"],
             "authorization_response_iss_parameter_supported": True,
         })
-
-    # -----------------------------------------------------------------------------------------
-    # Registration
-    # -----------------------------------------------------------------------------------------
-
-    async def register(self, request: web.Request) -> web.Response:
-        address = client_address(request, self.trusted_proxies)
-        if self.registrations.blocked(address):
-            return _oauth_error(
-                "too_many_requests", f"more than {MAX_REGISTRATIONS_PER_ADDRESS} registrations from this "
-                "address within an hour; wait and try again", status=429,
-            )
-        try:
-            metadata = await json_body(request)
-        except BadBody as error:
-            return _oauth_error("invalid_client_metadata", f"{error}; the body must be a JSON object")
-        if not isinstance(metadata, dict):
-            return _oauth_error("invalid_client_metadata", "the body must be a JSON object")
-        redirect_uris = metadata.get("redirect_uris")
-        if not isinstance(redirect_uris, list) or not redirect_uris or len(redirect_uris) > MAX_REDIRECT_URIS:
-            return _oauth_error(
-                "invalid_redirect_uri", f"redirect_uris must list 1 to {MAX_REDIRECT_URIS} addresses"
-            )
-        for uri in redirect_uris:
-            problem = redirect_problem(uri) if isinstance(uri, str) else "not a string"
-            if problem is not None:
-                return _oauth_error(
-                    "invalid_redirect_uri", f"the redirect address {_shown(uri)} has {problem}; use an https "
-                    "address, http://127.0.0.1, http://localhost or http://[::1], or an app scheme",
-                )
-        name = metadata.get("client_name")
-        if isinstance(name, str) and not _is_unicode(name):
-            return _oauth_error("invalid_client_metadata", "client_name is not Unicode (a lone surrogate)")
-        method = metadata.get("token_endpoint_auth_method", "none")
-        if method not in ("none", "client_secret_post", "client_secret_basic"):
-            return _oauth_error(
-                "invalid_client_metadata", f"token_endpoint_auth_method {method!r} is not supported"
-            )
-        if len(self.state.clients) >= MAX_CLIENTS and not self._evict_one_client():
-            return _oauth_error(
-                "temporarily_unavailable", f"{MAX_CLIENTS} clients are logged in; remove an old "
-                "connection (its refresh token expires after 30 days unused) and try again", status=503,
-            )
-        self.registrations.failed(address)  # counts one registration
-        client_id = secrets.token_urlsafe(24)
-        now = int(time.time())
-        client: dict[str, Any] = {
-            "client_id": client_id,
-            "client_id_issued_at": now,
-            "redirect_uris": redirect_uris,
-            "token_endpoint_auth_method": method,
-            "grant_types": ["authorization_code", "refresh_token"],
-            "response_types": ["code"],
-        }
-        if isinstance(name, str):
-            client["client_name"] = name[:MAX_NAME_CHARS]
-        reply = dict(client)
-        stored = dict(client, used=now)
-        if method != "none":
-            client_secret = secrets.token_urlsafe(32)
-            stored["secret_hash"] = hashed(client_secret)
-            reply["client_secret"] = client_secret
-            reply["client_secret_expires_at"] = 0
-        self._forget_unused_clients(keep=MAX_UNUSED_CLIENTS - 1)
-        self.state.clients[client_id] = stored
-        await self.state.save()
-        return web.json_response(reply, status=201)
-
-    def _evict_one_client(self) -> bool:
-        """Drop the least recently used client that holds no live refresh token; False if none.
-
-        A logged-in client is never dropped: otherwise anyone could log every client out by
-        registering :data:`MAX_CLIENTS` new ones.
-        """
-        now = time.time()
-        logged_in = {
-            record["client_id"] for record in self.state.tokens.values()
-            if record["kind"] == "refresh" and record["expires"] > now
-        }
-        idle = [key for key in self.state.clients if key not in logged_in]
-        if not idle:
-            return False
-        del self.state.clients[min(idle, key=lambda key: self.state.clients[key].get("used", 0))]
-        return True
-
-    def _forget_unused_clients(self, keep: int) -> None:
-        """Keep at most ``keep`` clients that registered but never logged in, the newest ones.
-
-        Registration needs no password, so without this anyone could fill the state file (and
-        every save) with clients that will never be used.
-        """
-        unused = [key for key, client in self.state.clients.items() if not client.get("authorised")]
-        unused.sort(key=lambda key: self.state.clients[key].get("client_id_issued_at", 0))
-        for key in unused[:max(0, len(unused) - keep)]:
-            del self.state.clients[key]
 
     # -----------------------------------------------------------------------------------------
     # The login page
@@ -296,16 +193,16 @@ class OAuthServer:
         try:
             params = await form_body(request)
         except BadBody as error:
-            return _oauth_error("invalid_request", f"{error}; send application/x-www-form-urlencoded UTF-8")
+            return oauth_error("invalid_request", f"{error}; send application/x-www-form-urlencoded UTF-8")
         client, error = self._authenticate_client(request, params)
         if client is None:
-            return error or _oauth_error("invalid_client", "unknown client", status=401)
+            return error or oauth_error("invalid_client", "unknown client", status=401)
         grant = params.get("grant_type")
         if grant == "authorization_code":
             return await self._exchange_code(client, params)
         if grant == "refresh_token":
             return await self._refresh(client, params)
-        return _oauth_error("unsupported_grant_type", "grant_type is authorization_code or refresh_token")
+        return oauth_error("unsupported_grant_type", "grant_type is authorization_code or refresh_token")
 
     def _authenticate_client(
         self, request: web.Request, params: Mapping[str, str]
@@ -316,15 +213,15 @@ class OAuthServer:
             try:
                 decoded = base64.b64decode(header[6:].strip()).decode("utf-8")
             except (ValueError, UnicodeDecodeError):
-                return None, _oauth_error("invalid_client", "malformed basic credentials", status=401)
+                return None, oauth_error("invalid_client", "malformed basic credentials", status=401)
             client_id, _, client_secret = decoded.partition(":")
         client = self.state.clients.get(client_id or "")
         if client is None:
-            return None, _oauth_error("invalid_client", "this client is not registered", status=401)
+            return None, oauth_error("invalid_client", "this client is not registered", status=401)
         if "secret_hash" in client and not password_matches(
             hashed(client_secret) if client_secret else None, client["secret_hash"]
         ):
-            return None, _oauth_error("invalid_client", "wrong client secret", status=401)
+            return None, oauth_error("invalid_client", "wrong client secret", status=401)
         return client, None
 
     async def _exchange_code(self, client: dict[str, Any], params: Mapping[str, str]) -> web.Response:
@@ -333,14 +230,14 @@ class OAuthServer:
         if record is None or record["expires"] < time.time():
             if record is not None:
                 await self.state.save()
-            return _oauth_error("invalid_grant", "the code is unknown, used or expired")
+            return oauth_error("invalid_grant", "the code is unknown, used or expired")
         await self.state.save()  # the code is spent whatever happens next
         if record["client_id"] != client["client_id"] or record["redirect_uri"] != params.get("redirect_uri"):
-            return _oauth_error("invalid_grant", "the code was issued to another client or redirect address")
+            return oauth_error("invalid_grant", "the code was issued to another client or redirect address")
         verifier = params.get("code_verifier", "")
         challenge = record["challenge"]
         if not VERIFIER.match(verifier) or not password_matches(pkce_challenge(verifier), challenge):
-            return _oauth_error("invalid_grant", "the code_verifier does not match the code_challenge")
+            return oauth_error("invalid_grant", "the code_verifier does not match the code_challenge")
         return await self._issue(client["client_id"], record.get("scope", ""))
 
     async def _refresh(self, client: dict[str, Any], params: Mapping[str, str]) -> web.Response:
@@ -351,7 +248,7 @@ class OAuthServer:
             record is None or record["kind"] != "refresh" or record["expires"] < time.time()
             or record["client_id"] != client["client_id"]
         ):
-            return _oauth_error("invalid_grant", "the refresh token is unknown, used or expired")
+            return oauth_error("invalid_grant", "the refresh token is unknown, used or expired")
         del self.state.tokens[key]  # rotated: each refresh token works once
         return await self._issue(client["client_id"], record.get("scope", ""))
 
@@ -370,26 +267,6 @@ class OAuthServer:
         if scope:
             body["scope"] = scope
         return web.json_response(body, headers={"Cache-Control": "no-store", "Pragma": "no-cache"})
-
-
-def _is_unicode(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (JSON's ``"\\ud800"``, a lone surrogate, does not)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(value: object) -> str:
-    """A client's value, quoted and cut short, safe to put in an error message."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _oauth_error(error: str, description: str, status: int = 400) -> web.Response:
-    return web.json_response({"error": error, "error_description": description}, status=status,
-                             headers={"Cache-Control": "no-store"})
 
 
 def _redirect(uri: str, params: Mapping[str, str | None]) -> web.Response:

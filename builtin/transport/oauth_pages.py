@@ -1,4 +1,5 @@
-"""The OAuth server's two HTML pages: a message, and the login form that allows a client.
+"""The OAuth server's replies: two HTML pages (a message, the login form that allows a client),
+and the JSON error every OAuth route answers a client's mistake with.
 
 One page each, inline CSS, no script; the headers forbid framing, other origins and caching.
 """
@@ -64,3 +65,9 @@ def login_page(client: Mapping[str, Any], params: Mapping[str, str], error: str 
 def _text(value: str) -> str:
     """``value`` with anything that is not Unicode (lone surrogates) replaced, so the page encodes."""
     return value.encode("utf-8", "replace").decode("utf-8")
+
+
+def oauth_error(error: str, description: str, status: int = 400) -> web.Response:
+    """An OAuth error reply (RFC 6749 5.2): the code a client acts on and a sentence for a person."""
+    return web.json_response({"error": error, "error_description": description}, status=status,
+                             headers={"Cache-Control": "no-store"})

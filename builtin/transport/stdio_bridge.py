@@ -122,7 +122,7 @@ class Bridge:
         from mcp.server.lowlevel import Server
 
         from passageway import __version__
-        from passageway.builtin.transport.mcp_transport import DEFAULT_INSTRUCTIONS
+        from passageway.builtin.transport.mcp_tools import DEFAULT_INSTRUCTIONS
 
         self.url = url
         self._password = password
@@ -138,7 +138,7 @@ class Bridge:
         """The server's own tools (with its descriptions) when it answers, else the defaults."""
         import mcp_types as types
 
-        from passageway.builtin.transport.mcp_transport import tool_list
+        from passageway.builtin.transport.mcp_tools import tool_list
 
         try:
             async with self._client() as client:

@@ -5,6 +5,8 @@ A :class:`Source` holds a source's store, its sync and what went wrong opening t
 source in the background) and keeps their failures for health. An index file whose
 ``[[connector]]`` was removed keeps serving what it holds, with no sync, until its file is
 deleted (docs/index-and-sync.md): :func:`removed_sources` finds and opens those.
+:func:`open_source` and :func:`close_sources` open and close the configured ones' stores for the
+kernel (:mod:`passageway.kernel.app`), which adds each source's sync.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,6 +58,40 @@ class Source:
     @property
     def name(self) -> str:
         return self.settings.name
+
+
+async def open_source(connector: ConnectorSettings, factory: Any, data_dir: Path, context: StoreContext
+                      ) -> Source:
+    """The source of one ``[[connector]]`` with its store opened by the store ``factory`` at
+    ``<data_dir>/<name>.db``; a store that cannot be opened leaves the source with its ``error``
+    (it is ``failing``, the others keep serving), never an exception."""
+    source = Source(connector)
+    try:
+        store = factory(data_dir / f"{connector.name}.db", connector.name, context)
+        await store.open()
+        source.store = store
+    except PassagewayError as error:
+        source.error = str(error)
+        log.error("source %s: the index cannot be opened: %s", connector.name, error)
+    except Exception as error:
+        source.error = f"the index cannot be opened: {type(error).__name__}: {error}"
+        log.exception("source %s: the index cannot be opened", connector.name)
+    return source
+
+
+async def close_sources(sources: Iterable[Source]) -> None:
+    """Close every source's store; a store that fails to close is let go all the same."""
+    for source in sources:
+        store, source.store = source.store, None
+        if store is not None:
+            with contextlib.suppress(Exception):
+                await store.close()
+
+
+def building_notes(sources: Iterable[Source]) -> tuple[str, ...]:
+    """One line per source whose first build is running, for an answer (see ``Answer.notes``)."""
+    notes = (source.sync.health().building_note() for source in sources if source.sync is not None)
+    return tuple(note for note in notes if note)
 
 
 async def removed_sources(
