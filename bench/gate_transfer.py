@@ -16,7 +16,8 @@ silence, on the tuning part and the held-out part. ``--ablation`` instead measur
 parts one by one and together, per documentation project and on XQuAD's tuning half, and marks
 the combination the default should be (:func:`ablation`).
 
-Run (the indexes stay in DIR; the candidates are kept in DIR/candidates-KIND.pickle)::
+Recording and replaying live in ``bench/common/transfer_recording.py``; this script holds the
+studies. Run (the indexes stay in DIR; the candidates are kept in DIR/candidates-KIND.pickle)::
 
     uv run python bench/gate_transfer.py --data-dir /tmp/passageway-gate-transfer
 """
@@ -26,146 +27,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import pickle
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
-import numpy as np
-from common.replay import Replay, Vectors, halves
+from common.transfer_recording import Rates, Recorded, load, quick, rates, replay
 
-from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases
-from passageway.builtin.eval.engine import KernelEngine
+from passageway.builtin.eval.cases import Case, accepts
 from passageway.builtin.ranking import AGREE_RANK, FIELD_LEAD, RARE_SHARE, FusionRanker, best_per_item
-from passageway.kernel.config import load_settings
-from passageway.kernel.query.recall import gather_candidates, question_for, recall
 from passageway.kernel.ranking import Gate
 
-ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.84, 0.85, 0.86, 0.87, 0.88, 0.89)
-HELD_OUT = "starlette"
 GRID_LEADS = (0.0, 0.02, 0.03, 0.05)
 GRID_AGREE = (1, 3, 5, 10)
 GRID_SURE = (0.04, None)
 GRID_SHARES = (0.1, 0.2, 0.3)
 GRID_THRESHOLDS = (0.87,)
-DOCS_SOURCES = (("starship-en", "starship/en"), ("starship-de", "starship/de"),
-                ("typer", "typer"), ("starlette", "starlette"))
-
-
-@attrs.frozen
-class Recorded:
-    case: Case
-    question: str
-    vector: np.ndarray
-    keyword: list[Any]
-    by_vector: list[Any]
-    held_out: bool
-
-
-def config_text(kind: str) -> str:
-    python = sys.executable
-    if kind == "xquad":
-        pairs = [(f"corpus-{lang}", ROOT / "corpus" / lang) for lang in ("en", "de")]
-    else:
-        pairs = [(name, ROOT / "corpus" / "docs" / folder) for name, folder in DOCS_SOURCES]
-    return "".join(
-        f'[[connector]]\nname = "{name}"\ncommand = ["{python}", "-m", "passageway_connector_markdown"]\n'
-        f'env = {{ FOLDER = "{folder}" }}\n\n'
-        for name, folder in pairs
-    )
-
-
-def cases_of(kind: str) -> tuple[list[Case], list[bool]]:
-    """The cases and, for each, whether it is held out."""
-    if kind == "xquad":
-        cases = list(load_cases([ROOT / "corpus" / "questions-all.toml",
-                                 ROOT / "corpus" / "near-topic.toml"]).cases)
-        return cases, [half == 1 for half in halves(cases)]
-    docs = ROOT / "corpus" / "docs"
-    cases = list(load_cases([docs / "questions.toml", docs / "near-topic.toml"]).cases)
-    cases += [case for case in load_cases([docs / "pastes.toml"]).cases if case.group == "paste-only"]
-    return cases, [case.group_label.startswith(HELD_OUT) for case in cases]
-
-
-async def _no_windows(passage_texts: Sequence[str], cache: Any, embed: Any) -> int:
-    return 0
-
-
-async def record(kind: str, data_dir: Path, windows: bool = True) -> tuple[list[Recorded], Any, Any]:
-    """Every case's reduced question, vector and candidate lists (and the engine's embedder).
-
-    ``windows=False`` builds the index without the excerpt windows' vectors, which the gate does
-    not read (about four fifths of the embedding time on a loaded machine); answer@3 is then
-    measured with excerpts chosen by the question's words.
-    """
-    if not windows:
-        import passageway.kernel.index.sync as sync_module
-
-        sync_module.embed_windows = _no_windows  # type: ignore[assignment]
-    folder = Path(tempfile.mkdtemp(prefix=f"passageway-gate-transfer-{kind}-"))
-    config = folder / "passageway.toml"
-    config.write_text(config_text(kind), encoding="utf-8")
-    index = data_dir / kind
-    index.mkdir(parents=True, exist_ok=True)
-    cases, held = cases_of(kind)
-    async with KernelEngine.open(load_settings(config_path=config), data_dir=index,
-                                 progress=lambda line: print(line, file=sys.stderr)) as engine:
-        await engine.build()
-        stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
-        recorded = []
-        for case, out in zip(cases, held, strict=True):
-            question = question_for(case.query, engine.embedder).text
-            if not question:
-                recorded.append(Recorded(case, "", np.zeros(engine.embedder.dim, np.float32), [], [], out))
-                continue
-            vector = np.asarray(await engine.embedder.embed([question], "query"), np.float32).reshape(-1)
-            keyword, by_vector, _ = await gather_candidates(question, vector, stores)
-            recorded.append(Recorded(case, question, vector, keyword, by_vector, out))
-        return recorded, engine.embedder.inner, None
-
-
-@attrs.frozen
-class Rates:
-    hit3: float
-    answer3: float
-    silence: float
-    answerable: int
-    unanswerable: int
-
-
-def rates(results: Sequence[tuple[bool, bool, bool, bool]], held_out: bool | None) -> Rates:
-    chosen = [r for r in results if held_out is None or r[0] == held_out]
-    yes = [r for r in chosen if r[1]]
-    no = [r for r in chosen if not r[1]]
-    share = lambda rows, i: 100 * sum(r[i] for r in rows) / len(rows) if rows else 0.0  # noqa: E731
-    return Rates(share(yes, 2), share(yes, 3), share(no, 2), len(yes), len(no))
-
-
-async def replay(recorded: Sequence[Recorded], embedder: Any, ranker: Any, threshold: float,
-                 cache: Any = None) -> list[tuple[bool, bool, bool, bool]]:
-    """Per question: (held out, answerable, hit@3 or silent, answer@3)."""
-    store = Replay()
-    results = []
-    for entry in recorded:
-        case = entry.case
-        if not entry.question:
-            results.append((entry.held_out, case.answerable, not case.answerable, False))
-            continue
-        store.lists = (entry.keyword, entry.by_vector)
-        answer = await recall(entry.question, [store], embedder, ranker, min_similarity=threshold,
-                              vector_cache=cache)
-        if not case.answerable:
-            results.append((entry.held_out, False, answer.silent, False))
-            continue
-        right = [h for h in answer.hits
-                 if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
-        results.append((entry.held_out, True, bool(right), any(contains_answer(case, h.text) for h in right)))
-    return results
 
 
 def print_curve(title: str, sweep: dict[float, list]) -> None:
@@ -176,22 +55,6 @@ def print_curve(title: str, sweep: dict[float, list]) -> None:
         tune, out = rates(results, False), rates(results, True)
         print(f"| {threshold} | {tune.hit3:.1f} | {tune.answer3:.1f} | {tune.silence:.1f} | "
               f"{out.hit3:.1f} | {out.answer3:.1f} | {out.silence:.1f} |")
-
-
-def quick(recorded: Sequence[Recorded], ranker: Any, gate: Gate) -> list[tuple[bool, bool, bool, bool]]:
-    """:func:`replay` with the ranker alone (no duplicates, no excerpts): hit@3 and silence only."""
-    results = []
-    for entry in recorded:
-        case = entry.case
-        hits = ranker.rank(entry.question, entry.vector, entry.keyword, entry.by_vector, gate)[:3] \
-            if entry.question else []
-        if not case.answerable:
-            results.append((entry.held_out, False, not hits, False))
-            continue
-        right = any(accepts(case, item_id=h.candidate.item_id, title=h.candidate.title,
-                            heading=h.candidate.heading, url=h.candidate.url) for h in hits)
-        results.append((entry.held_out, True, right, False))
-    return results
 
 
 def transfer_ranker(lead: float, agree: int, sure: float | None, share: float) -> FusionRanker:
@@ -415,32 +278,6 @@ RANKERS: dict[str, Callable[[], Any]] = {
     "former (cosine or three words, no focus)": lambda: FusionRanker("hybrid", **FORMER),
     "every part of the transferable gate": lambda: FusionRanker("hybrid", **TRANSFER),
 }
-
-
-MOVED = {"passageway.kernel.eval.cases": "passageway.builtin.eval.cases"}
-"""Modules that moved since candidates were recorded (issue 30), so older recordings still load."""
-
-
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "__main__" and name == "Recorded":
-            return Recorded  # recorded when this file ran as a script, read when imported
-        return super().find_class(MOVED.get(module, module), name)
-
-
-async def load(kind: str, args: argparse.Namespace) -> tuple[list[Recorded], Any]:
-    """The recorded candidates of ``kind`` (recorded now unless kept) and a replay embedder."""
-    pickled = args.data_dir / f"candidates-{kind}.pickle"
-    if pickled.exists() and not args.rerecord:
-        with pickled.open("rb") as file:
-            recorded, inner = _Unpickler(file).load()
-    else:
-        recorded, engine_embedder, _ = await record(kind, args.data_dir, not args.no_windows)
-        inner = (engine_embedder.name, engine_embedder.dim, engine_embedder.min_similarity,
-                 engine_embedder.cross_language_offset)
-        pickled.write_bytes(pickle.dumps((recorded, inner)))
-    fake = attrs.make_class("Inner", ["name", "dim", "min_similarity", "cross_language_offset"])(*inner)
-    return recorded, Vectors(fake, {entry.question: entry.vector for entry in recorded if entry.question})
 
 
 async def main() -> int:

@@ -29,22 +29,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import platform
 import random
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from common.corpus import PASSWORD, corpus_settings, open_bench_kernel, questions
+from common.gather import GATHER_HEADER, compare_gather_ways, gather_rows
 from common.measure import commit, log, ms, percentile, python_gauge_ms
-from common.synthetic import GivenVectorEmbedder, scale_index, scale_questions, synthetic_vocabulary
+from common.recall_scale import scale_part
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -237,171 +235,6 @@ async def corpus_part(
                 "",
             ]
     return lines
-
-
-GATHER_HEADER = (
-    "Asking the stores for a question's candidates (`gather_candidates`, the question's vector "
-    "given) with and without the stores' row caches (`ROW_CACHE_LIMIT` in "
-    "`builtin/storage/rows.py`), taking turns question by question.",
-    "",
-    "| Index | with row cache p50 / p95 ms | without row cache p50 / p95 ms |",
-    "| --- | ---: | ---: |",
-)
-
-GATHER_WAYS = ("with row cache", "without row cache")
-
-
-async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, Any]]
-                              ) -> dict[str, list[float]]:
-    """The time to ask ``stores`` in each of :data:`GATHER_WAYS`, taking turns question by
-    question (without: the row caches set aside and their limit 0)."""
-    from passageway.builtin.storage import rows
-    from passageway.kernel.query.recall import gather_candidates
-
-    limit = rows.ROW_CACHE_LIMIT
-    caches = [store._row_cache for store in stores]
-    times: dict[str, list[float]] = {way: [] for way in GATHER_WAYS}
-    try:
-        for question, given in asked:
-            vector = np.asarray(given, dtype=np.float32).reshape(-1)
-            for way in GATHER_WAYS:
-                without = way == "without row cache"
-                rows.ROW_CACHE_LIMIT = 0 if without else limit
-                for store, cache in zip(stores, caches, strict=True):
-                    store._row_cache = rows.RowCache() if without else cache
-                started = time.perf_counter()
-                await gather_candidates(question, vector, stores)
-                times[way].append(time.perf_counter() - started)
-    finally:
-        rows.ROW_CACHE_LIMIT = limit
-        for store, cache in zip(stores, caches, strict=True):
-            store._row_cache = cache
-    return times
-
-
-async def gather_rows(name: str, stores: Sequence[Any], times: dict[str, list[float]]) -> str:
-    cells = " | ".join(f"{ms(percentile(times[way], 0.5))} / {ms(percentile(times[way], 0.95))}"
-                       for way in GATHER_WAYS)
-    stores_text = "1 store" if len(stores) == 1 else f"{len(stores)} stores"
-    return f"| {name} ({stores_text}, {len(times[GATHER_WAYS[0]])} questions) | {cells} |"
-
-
-# ---------------------------------------------------------------------------------------------
-# Part 2: synthetic indexes at scale
-# ---------------------------------------------------------------------------------------------
-
-
-async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: int) -> dict[str, Any]:
-    """Per question: the keyword search alone, both store searches, and the whole recall."""
-    from passageway.builtin.storage.keyword import match_terms
-    from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.query.recall import keyword_query, recall
-    from passageway.kernel.ranking import CANDIDATES
-
-    ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
-    embedder = GivenVectorEmbedder(dim)
-    embedder.next = asked[0][1]
-    await recall("warm up", [store], embedder, ranker)
-    result: dict[str, Any] = {"keyword": [], "searches": [], "recall": [], "lists": [], "hits": []}
-    for question, vector in asked:
-        embedder.next = vector
-        query = keyword_query(question)
-        started = time.perf_counter()  # the store alone, in this thread
-        found = store._keyword_search(match_terms(query), vector, CANDIDATES)
-        result["keyword"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        store.search(query, vector, CANDIDATES)  # both searches, as recall asks them
-        result["searches"].append(time.perf_counter() - started)
-        started = time.perf_counter()
-        answer = await recall(question, [store], embedder, ranker)
-        result["recall"].append(time.perf_counter() - started)
-        result["lists"].append([candidate.passage_key for candidate in found])
-        result["hits"].append([(hit.item_id, hit.heading) for hit in answer.hits])
-    return result
-
-
-async def scale_part(
-    sizes: Sequence[int], queries: int, keep: Path | None, budgets: Sequence[int], dim: int = 384,
-    compare_gather: bool = False,
-) -> list[str]:
-    rng = random.Random(11)
-    vocabulary = synthetic_vocabulary(rng)
-    lines = ["| Synthetic index | build s | store searches p50 / p95 ms | recall p50 ms | recall p95 ms "
-             "| target p95 | answered |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    sweeps: list[str] = []
-    gathers: list[str] = []
-    for size in sizes:
-        with contextlib.ExitStack() as stack:
-            if keep is None:
-                folder = Path(stack.enter_context(
-                    tempfile.TemporaryDirectory(prefix=f"passageway-bench-scale-{size}-")
-                ))
-            else:
-                folder = keep
-                folder.mkdir(parents=True, exist_ok=True)
-            store, build_seconds, samples = await scale_index(folder, size, dim, vocabulary)
-            asked = scale_questions(rng, vocabulary, samples, queries, dim)
-            measured = await measure_scale(store, asked, dim)
-            target = 0.020 if size <= 100_000 else 0.050
-            latencies, searches = measured["recall"], measured["searches"]
-            p95 = percentile(latencies, 0.95)
-            built = "reused" if build_seconds is None else f"{build_seconds:.0f}"
-            answered = sum(1 for hits in measured["hits"] if hits)
-            lines.append(
-                f"| {size:,} passages | {built} | {ms(percentile(searches, 0.5))} / "
-                f"{ms(percentile(searches, 0.95))} | {ms(percentile(latencies, 0.5))} | {ms(p95)} | "
-                f"{ms(target)} ({'met' if p95 <= target else 'NOT met'}) | {answered}/{queries} |"
-            )
-            if budgets:
-                sweeps += await budget_sweep(store, asked, dim, size, budgets)
-            if compare_gather:
-                log(f"  {size:,} passages: with and without the row cache ...")
-                gathers.append(await gather_rows(f"{size:,} passages", [store],
-                                           await compare_gather_ways([store], asked)))
-            await store.close()
-    if gathers:
-        sweeps += [*GATHER_HEADER, *gathers, ""]
-    return lines + (["", *sweeps] if sweeps else [])
-
-
-async def budget_sweep(
-    store: Any, asked: list[tuple[str, np.ndarray]], dim: int, size: int, budgets: Sequence[int]
-) -> list[str]:
-    """The keyword row budget's sweep: time against agreement with the unbudgeted search."""
-    from passageway.builtin.storage import row_budget
-
-    default = row_budget.KEYWORD_ROW_BUDGET
-    row_budget.KEYWORD_ROW_BUDGET = 0
-    log(f"  budget sweep on {size:,} passages: the unbudgeted search first ...")
-    exact = await measure_scale(store, asked, dim)
-    lines = [
-        f"Keyword row budget on {size:,} passages ({len(asked)} questions; 0 = no budget; "
-        f"\"top 50 kept\": the share of the unbudgeted keyword list's 50 passages still in it; "
-        f"\"same hits\": questions answered with the same passages or silent alike):",
-        "",
-        "| budget | keyword search p50 / p95 ms | recall p50 / p95 ms | top 50 kept | same hits | answered |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for budget in budgets:
-        row_budget.KEYWORD_ROW_BUDGET = budget
-        log(f"  budget {budget} ...")
-        result = exact if budget == 0 else await measure_scale(store, asked, dim)
-        kept = [
-            len(set(mine) & set(theirs)) / len(theirs)
-            for mine, theirs in zip(result["lists"], exact["lists"], strict=True) if theirs
-        ]
-        same = sum(mine == theirs for mine, theirs in zip(result["hits"], exact["hits"], strict=True))
-        answered = sum(1 for hits in result["hits"] if hits)
-        marker = " (default)" if budget == default else ""
-        lines.append(
-            f"| {budget:,}{marker} | {ms(percentile(result['keyword'], 0.5))} / "
-            f"{ms(percentile(result['keyword'], 0.95))} | {ms(percentile(result['recall'], 0.5))} / "
-            f"{ms(percentile(result['recall'], 0.95))} | {sum(kept) / max(1, len(kept)):.1%} | "
-            f"{same}/{len(asked)} | {answered}/{len(asked)} |"
-        )
-    row_budget.KEYWORD_ROW_BUDGET = default
-    return [*lines, ""]
 
 
 # ---------------------------------------------------------------------------------------------

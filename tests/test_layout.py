@@ -176,3 +176,38 @@ def test_nothing_subclasses_the_kernel():
                       and "Kernel" in ast.unparse(node.args[1])):
                     offenders.append(f"{path.relative_to(ROOT)}: type(...)")
     assert offenders == []
+
+
+LINE_CAP = 400
+"""The team rule: no module over about 400 lines. A longer one holds more than one responsibility
+(or one that wants a folder); split it by responsibility, never by cutting it in half."""
+
+STILL_SPLITTING = {
+    "kernel/query/prompt.py": "issue 30, the query path",
+    "builtin/embedders/models.py": "issue 30, the embedders",
+    "stores/postgres/passageway_store_postgres/store.py": "issue 30, the store schema",
+    "connectors/markdown/passageway_connector_markdown/connector.py": "issue 30, the markdown connector",
+}
+"""Modules over the cap while another change splits them; each entry goes when its split lands
+(the test below fails on an entry whose module is back under the cap, so none is forgotten)."""
+
+
+def _source_modules() -> list[Path]:
+    """Every Python module the project ships or runs, tests aside (a test module mirrors one)."""
+    folders = ("kernel", "builtin", "testing", "sdk", "connectors", "embedders", "stores", "plugins", "bench")
+    found = [ROOT / "passageway" / "__init__.py"]
+    for folder in folders:
+        found += [path for path in (ROOT / folder).rglob("*.py")
+                  if not {"tests", ".venv", "node_modules"} & set(path.relative_to(ROOT).parts)]
+    return sorted(found)
+
+
+def test_no_module_passes_the_line_cap():
+    lengths = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+               for path in _source_modules()}
+    assert len(lengths) > 100
+    over = {path: lines for path, lines in lengths.items()
+            if lines > LINE_CAP and path not in STILL_SPLITTING}
+    assert over == {}, f"split these by responsibility (at most {LINE_CAP} lines each): {over}"
+    stale = sorted(path for path in STILL_SPLITTING if lengths.get(path, 0) <= LINE_CAP)
+    assert stale == [], f"remove from STILL_SPLITTING in tests/test_layout.py, now split: {stale}"
