@@ -11,7 +11,6 @@ import pytest
 
 from passageway.kernel.connector.runner import ConnectorRunner
 from passageway.kernel.errors import DeletionRefused, PassagewayError, SyncError
-from passageway.kernel.index.reconcile_plan import deletion_refusal
 from passageway.kernel.index.sync import POLL_OVERLAP_SECONDS, SourceSync
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, stored_passages, write_items
@@ -102,18 +101,6 @@ async def test_a_poll_before_any_build_does_nothing(tmp_path):
         await sync.poll()
         assert runner.changed_calls == []
         assert (await sync.store.counts()) == (0, 0)
-
-
-def test_the_guard_rule():
-    assert deletion_refusal(10, 3, 0.3) is None
-    assert "4 of 10" in deletion_refusal(10, 4, 0.3)
-    assert "all 2 items" in deletion_refusal(2, 2, 0.3)
-    assert deletion_refusal(2, 1, 0.3) is None  # one item may always go
-    assert deletion_refusal(1, 1, 0.3) is None
-    assert deletion_refusal(100, 31, 0.3) is not None
-    assert deletion_refusal(100, 30, 0.3) is None
-    assert deletion_refusal(10, 9, 1.0) is None
-    assert deletion_refusal(10, 10, 1.0) is not None
 
 
 async def test_the_guard_refuses_31_percent_and_reports_it(tmp_path):
