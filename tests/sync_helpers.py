@@ -177,3 +177,13 @@ def stored_passages(store: SqliteStore, item_id: str) -> list[tuple[int, str | N
         rows = connection.execute(
             "SELECT ordinal, heading, text, digest FROM passages WHERE item = ? ORDER BY ordinal", (item_id,))
         return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+async def keyword_list(store: Any, question: str, vector: Any, limit: int) -> list[Any]:
+    """The keyword candidates of a sqlite store's search."""
+    return (await asyncio.to_thread(store.search, question, vector, limit))[0]  # type: ignore[no-any-return]
+
+
+async def vector_list(store: Any, vector: Any, limit: int) -> list[Any]:
+    """The vector candidates of a sqlite store's search."""
+    return (await asyncio.to_thread(store.search, "", vector, limit))[1]  # type: ignore[no-any-return]

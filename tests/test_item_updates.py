@@ -1,15 +1,18 @@
 """A fetched batch turned into store updates: vectors reused from the cache by digest, the rest
-embedded, and a store that takes vectors later handed what the cache lacks without them."""
+embedded in batches at unit length, and a store that takes vectors later handed what the cache
+lacks without them."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from passageway.kernel.errors import PassagewayError
 from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.index.item_updates import UpdateMaker
 from passageway.testing import MemoryVectorCache
-from passageway.testing.toy_embedder import ToyEmbedder
-from tests.sync_helpers import item
+from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
+from tests.sync_helpers import FakeRunner, Setup, item, keyword_list, vector_list
 
 
 class CountingEmbedder(ToyEmbedder):
@@ -46,3 +49,53 @@ async def test_a_store_that_takes_vectors_later_gets_the_uncached_items_without_
     updates, embedded = await later.prepare([item(1), item(2)], None)
     assert embedded == 0 and embedder.texts == calls  # nothing embedded now: the passes do it
     assert updates[0].vectors is not None and updates[1].vectors is None
+
+
+async def test_the_vector_cache_means_a_second_build_embeds_nothing(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(60)])
+    embedder = ToyEmbedder()
+    async with Setup(tmp_path, runner, embedder=embedder) as sync:
+        await sync.sync_once()
+        assert embedder.texts_embedded == 120
+        await sync.build()
+        assert embedder.texts_embedded == 120
+        assert sync.health().passages == 120
+    (tmp_path / "notes.db").unlink()
+    (tmp_path / "notes.usearch").unlink()
+    async with Setup(tmp_path, runner, embedder=embedder) as sync:
+        await sync.sync_once()
+        assert embedder.texts_embedded == 120  # a rebuilt source reuses every vector
+        assert sync.health().items == 60
+        assert len(await vector_list(sync.store, toy_vectors(["river"])[0], 200)) == 120
+
+
+async def test_embedding_is_batched(tmp_path):
+    runner = FakeRunner("notes", [item(n, sections=5) for n in range(20)])
+    embedder = ToyEmbedder()
+    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=32) as sync:
+        await sync.sync_once()
+    assert embedder.texts_embedded == 100
+    assert embedder.calls == 4  # 100 texts in 32 + 32 + 32 + 4
+
+
+async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_sync(tmp_path):
+    class Loud(ToyEmbedder):
+        async def embed(self, texts, kind):
+            return 3.0 * await super().embed(texts, kind)
+
+    runner = FakeRunner("notes", [item(n) for n in range(3)])
+    async with Setup(tmp_path, runner, embedder=Loud()) as sync:
+        await sync.sync_once()
+        # keyword candidates take the dot product of stored vectors: it is a cosine only at unit length
+        hits = await keyword_list(sync.store, "note", toy_vectors(["note"])[0], 10)
+        assert hits and all(-1.0001 <= hit.similarity <= 1.0001 for hit in hits)
+
+    class Short(ToyEmbedder):
+        async def embed(self, texts, kind):
+            return (await super().embed(texts, kind))[:-1]
+
+    runner = FakeRunner("other", [item(n) for n in range(3)])
+    async with Setup(tmp_path, runner, "other", embedder=Short(name="short")) as sync:
+        with pytest.raises(PassagewayError, match="shape"):
+            await sync.sync_once()
+        assert len(await sync.store.pending(10)) == 6  # stored for keywords, no vector stored

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -11,17 +10,18 @@ import pytest
 
 from passageway.kernel.connector.runner import ConnectorRunner
 from passageway.kernel.errors import DeletionRefused, PassagewayError, SyncError
-from passageway.kernel.index.sync import POLL_OVERLAP_SECONDS, SourceSync
+from passageway.kernel.index.sync import POLL_OVERLAP_SECONDS
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
-from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, stored_passages, write_items
-
-
-async def keyword_list(store, question, vector, limit):
-    return (await asyncio.to_thread(store.search, question, vector, limit))[0]
-
-
-async def vector_list(store, vector, limit):
-    return (await asyncio.to_thread(store.search, "", vector, limit))[1]
+from tests.sync_helpers import (
+    FakeRunner,
+    Setup,
+    fake_connector_settings,
+    item,
+    keyword_list,
+    stored_passages,
+    vector_list,
+    write_items,
+)
 
 
 def stamp(moment: datetime) -> str:
@@ -155,62 +155,6 @@ async def test_an_embedder_change_rebuilds_the_source(tmp_path):
         assert hits and sync.health().passages == 10
 
 
-async def test_a_batch_that_fails_once_is_fetched_one_by_one_and_nothing_is_missing(tmp_path):
-    runner = FakeRunner("notes", [item(n) for n in range(150)])
-    runner.fail_batches = {2}
-    async with Setup(tmp_path, runner) as sync:
-        await sync.sync_once()
-        health = sync.health()
-        assert health.state == "ok" and health.items == 150
-        assert (health.failed_batches, health.batches) == (1, 3)
-        assert runner.fetch_calls[2:52] == [[f"item-{n}"] for n in range(50, 100)]
-
-
-async def test_a_poisoned_record_costs_only_itself_and_is_fetched_last_at_the_next_sync(tmp_path):
-    # Issue 32.2: one bad record in each of two batches left 0 of 200 items indexed, for good.
-    runner = FakeRunner("notes", [item(n) for n in range(200)])
-    runner.fail_ids = {"item-10", "item-60"}
-    async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError, match="2 of 4 fetch batches failed") as raised:
-            await sync.sync_once()
-        assert "2 item(s) could not be stored" in str(raised.value)
-        assert "item-10: " in str(raised.value) and "item-60: " in str(raised.value)
-        health = sync.health()
-        assert health.state == "failing" and health.items == 198
-        assert health.full()["failed_items"] == 2 and "item-60" in health.full()["last_error"]
-        assert set(await sync.store.versions()) == {f"item-{n}" for n in range(200)} - runner.fail_ids
-        runner.fetch_calls.clear()
-        with pytest.raises(SyncError, match="item-10"):
-            await sync.reconcile()  # the bad ones alone and last; no batch is lost to them
-        assert runner.fetch_calls == [["item-10"], ["item-60"]]
-        runner.fail_ids = set()
-        await sync.reconcile()
-        assert sync.health().state == "ok" and sync.health().items == 200
-
-
-@pytest.mark.parametrize(("rule", "calls"), [("timeout", 3), ("exit status", 10)])
-async def test_a_source_that_is_down_costs_three_timeouts_or_ten_quick_calls(tmp_path, rule, calls):
-    runner = FakeRunner("notes", [item(n) for n in range(200)])
-    runner.fail_batches = set(range(2, 100))  # every call after the first
-    runner.fail_rule = rule
-    async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError, match="source looks down") as raised:
-            await sync.sync_once()
-        assert "1 of 4 fetch batches failed" in str(raised.value)
-        assert len(runner.fetch_calls) == 1 + calls  # a batch, then some of its ids alone
-        assert sync.health().items == 50
-
-
-async def test_a_bad_line_is_about_one_record_and_never_stops_the_fetch(tmp_path):
-    runner = FakeRunner("notes", [item(n) for n in range(100)])
-    runner.fail_ids = {f"item-{n}" for n in range(40, 60)}
-    runner.fail_rule = "malformed line"
-    async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError, match="20 item"):
-            await sync.sync_once()
-        assert sync.health().items == 80
-
-
 async def test_a_refused_protocol_keeps_the_old_index_serving(tmp_path):
     runner = FakeRunner("notes", [item(n) for n in range(5)])
     async with Setup(tmp_path, runner) as sync:
@@ -242,67 +186,6 @@ async def test_one_failing_source_leaves_the_other_ok_and_keeps_serving(tmp_path
         assert hits and all(hit.source == "bad" for hit in hits)
 
 
-async def test_health_views_hide_the_error_text_from_the_public(tmp_path):
-    runner = FakeRunner("notes", [item(1)])
-    runner.fail_all = True
-    async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(PassagewayError):
-            await sync.sync_once()
-        public, full = sync.health().public(), sync.health().full()
-        assert public["state"] == "failing" and public["failing"] is True
-        assert "last_error" not in public and "told to fail" in full["last_error"]
-
-
-async def test_a_good_poll_does_not_hide_a_failed_batch(tmp_path):
-    runner = FakeRunner("notes", [item(n) for n in range(100)])
-    runner.fail_ids = {"item-1"}
-    async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError):
-            await sync.sync_once()
-        await sync.poll()
-        assert sync.health().state == "failing"
-
-
-async def test_a_failed_poll_is_cleared_by_the_next_good_poll(tmp_path):
-    runner = FakeRunner("notes", [item(1)])
-    async with Setup(tmp_path, runner) as sync:
-        await sync.sync_once()
-        runner.fail_all = True
-        with pytest.raises(PassagewayError):
-            await sync.poll()
-        assert sync.health().state == "failing"
-        runner.fail_all = False
-        await sync.poll()
-        assert sync.health().state == "ok"
-
-
-async def test_the_vector_cache_means_a_second_build_embeds_nothing(tmp_path):
-    runner = FakeRunner("notes", [item(n) for n in range(60)])
-    embedder = ToyEmbedder()
-    async with Setup(tmp_path, runner, embedder=embedder) as sync:
-        await sync.sync_once()
-        assert embedder.texts_embedded == 120
-        await sync.build()
-        assert embedder.texts_embedded == 120
-        assert sync.health().passages == 120
-    (tmp_path / "notes.db").unlink()
-    (tmp_path / "notes.usearch").unlink()
-    async with Setup(tmp_path, runner, embedder=embedder) as sync:
-        await sync.sync_once()
-        assert embedder.texts_embedded == 120  # a rebuilt source reuses every vector
-        assert sync.health().items == 60
-        assert len(await vector_list(sync.store, toy_vectors(["river"])[0], 200)) == 120
-
-
-async def test_embedding_is_batched(tmp_path):
-    runner = FakeRunner("notes", [item(n, sections=5) for n in range(20)])
-    embedder = ToyEmbedder()
-    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=32) as sync:
-        await sync.sync_once()
-    assert embedder.texts_embedded == 100
-    assert embedder.calls == 4  # 100 texts in 32 + 32 + 32 + 4
-
-
 async def test_a_failing_embedder_fails_the_sync_and_leaves_passages_for_keywords(tmp_path):
     runner = FakeRunner("notes", [item(n) for n in range(10)])
     embedder = ToyEmbedder()
@@ -317,58 +200,6 @@ async def test_a_failing_embedder_fails_the_sync_and_leaves_passages_for_keyword
         await sync.sync_once()  # the next start embeds them
         assert await sync.store.pending(100) == []
         assert sync.health().state == "ok"
-
-
-class TickingEmbedder(ToyEmbedder):
-    """A toy embedder whose every call advances a fake clock by one second and records health."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 0.0
-        self.sync: SourceSync | None = None
-        self.seen: list[dict] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
-        if kind == "passage" and self.sync is not None:
-            self.seen.append(self.sync.health().public())
-        self.now += 1.0
-        return await super().embed(texts, kind)
-
-
-async def test_a_build_counts_passages_as_each_embedder_call_returns(tmp_path, caplog):
-    runner = FakeRunner("notes", [item(n) for n in range(200)])  # 2 passages each, 4 fetch batches
-    embedder = TickingEmbedder()
-    caplog.set_level(logging.INFO, logger="passageway.sync")
-    async with Setup(tmp_path, runner, embedder=embedder, progress_seconds=5.0, embed_batch=10,
-                     clock=embedder.clock) as sync:
-        embedder.sync = sync
-        await sync.sync_once()
-    seen = embedder.seen
-    first = seen[0]
-    assert first["state"] == "indexing" and first["of"] == 200 and first["ready"] == 0
-    # The first batch was fetched and stored (searchable by keywords) before the first call.
-    assert first["fetched"] >= 50 and first["stored"] >= 100
-    # Each call of 10 passages shows in health at once.
-    assert [entry["ready"] for entry in seen[:3]] == [0, 10, 20]
-    assert seen[-1]["fetched"] == 200 and seen[-1]["stored"] == 400
-    # Before every item was chunked the total is an estimate from the first batch: 2 passages an item.
-    assert first["expected"] == 400
-    # No rate in the first seconds, then one, and an estimate of the time left.
-    assert seen[1]["rate"] is None and seen[1]["eta_seconds"] is None
-    late = seen[20]
-    # 10 passages per fake second (in passages of the average length: the shortest go first)
-    assert late["rate"] == pytest.approx(10.0, rel=0.03)
-    assert late["eta_seconds"] == pytest.approx((400 - late["ready"]) / 10.0, rel=0.05)
-    lines = [record.getMessage() for record in caplog.records]
-    progress = [line for line in lines if "items fetched" in line]
-    assert 5 <= len(progress) <= 9  # at most one line per 5 fake seconds of a 40-second build
-    assert "passages/s" in progress[-1]
-    assert "source notes ready: 200 items, 400 passages in 40.0 s" in lines
-    health = sync.health().public()
-    assert health["state"] == "ok" and "fetched" not in health and not sync.health().building
 
 
 async def test_a_build_that_is_killed_keeps_the_vectors_of_every_finished_embedder_call(tmp_path):
@@ -396,28 +227,6 @@ async def test_a_build_that_is_killed_keeps_the_vectors_of_every_finished_embedd
         await sync.sync_once()
         assert sync.health().passages == 40
     assert embedder.texts_embedded - before == 20  # the two finished calls were not repeated
-
-
-async def test_a_first_build_has_a_note_for_answers_and_a_rebuild_of_a_built_source_too(tmp_path):
-    runner = FakeRunner("notes", [item(n) for n in range(20)])
-    embedder = TickingEmbedder()
-    notes: list[str | None] = []
-    original = embedder.embed
-
-    async def noting(texts, kind):  # type: ignore[no-untyped-def]
-        notes.append(sync.health().building_note())
-        return await original(texts, kind)
-
-    embedder.embed = noting  # type: ignore[method-assign]
-    async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
-        assert sync.health().building_note() is None
-        await sync.sync_once()
-        assert notes[:2] == ["notes: 0 of 40 passages indexed", "notes: 10 of 40 passages indexed"]
-        assert sync.health().building_note() is None
-        runner.set(item(3, "2"))
-        notes.clear()
-        await sync.reconcile()  # a reconcile is not a first build: answers carry no note
-        assert notes and set(notes) == {None}
 
 
 async def test_run_forever_polls_and_reconciles_on_schedule(tmp_path):
@@ -452,17 +261,6 @@ async def test_end_to_end_with_the_fake_connector(tmp_path):
         assert "item-0" not in versions and versions["item-5"] == "2" and "item-60" in versions
 
 
-async def test_end_to_end_a_failing_fetch_batch(tmp_path):
-    items_file = write_items(tmp_path / "items.json", [item(n) for n in range(120)])
-    settings = fake_connector_settings("notes", items_file, FAKE_FAIL="fetch:item-60")
-    runner = ConnectorRunner(settings, environ={"PATH": "/usr/bin:/bin"})
-    async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError, match="1 of 3 fetch batches failed") as raised:
-            await sync.sync_once()
-        assert sync.health().items == 119  # all but the one that fails alone
-        assert "item-60: " in str(raised.value)
-
-
 async def test_a_hanging_source_does_not_hold_up_another(tmp_path):
     quick_file = write_items(tmp_path / "quick.json", [item(n) for n in range(5)])
     slow_file = write_items(tmp_path / "slow.json", [item(n) for n in range(5)])
@@ -489,51 +287,6 @@ async def test_a_reconcile_of_a_new_index_builds_it(tmp_path):
         assert await sync.store.embedder() == ("toy-hash-64", 64)
 
 
-async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_sync(tmp_path):
-    class Loud(ToyEmbedder):
-        async def embed(self, texts, kind):
-            return 3.0 * await super().embed(texts, kind)
-
-    runner = FakeRunner("notes", [item(n) for n in range(3)])
-    async with Setup(tmp_path, runner, embedder=Loud()) as sync:
-        await sync.sync_once()
-        # keyword candidates take the dot product of stored vectors: it is a cosine only at unit length
-        hits = await keyword_list(sync.store, "note", toy_vectors(["note"])[0], 10)
-        assert hits and all(-1.0001 <= hit.similarity <= 1.0001 for hit in hits)
-
-    class Short(ToyEmbedder):
-        async def embed(self, texts, kind):
-            return (await super().embed(texts, kind))[:-1]
-
-    runner = FakeRunner("other", [item(n) for n in range(3)])
-    async with Setup(tmp_path, runner, "other", embedder=Short(name="short")) as sync:
-        with pytest.raises(PassagewayError, match="shape"):
-            await sync.sync_once()
-        assert len(await sync.store.pending(10)) == 6  # stored for keywords, no vector stored
-
-
-async def test_a_resync_counts_items_as_fetched_when_the_connector_has_answered(tmp_path):
-    # Issue 32.13: a re-sync of 200 changed items showed "0 of 200 items fetched" while half of
-    # their passages were ready, because an item counted only once its batch was written.
-    runner = FakeRunner("notes", [item(n) for n in range(200)])
-    async with Setup(tmp_path, runner) as sync:
-        await sync.sync_once()
-        for number in range(200):
-            runner.set(item(number, "2"))
-        seen: list[tuple[int | None, int]] = []
-        original = sync.store.apply
-
-        async def spy(updates, deletions):
-            seen.append((sync.health().fetched, sync.health().ready))
-            await original(updates, deletions)
-
-        sync.store.apply = spy  # type: ignore[method-assign]
-        await sync.reconcile()
-        # (the sqlite store takes the passages before their vectors: none is ready at the first write)
-        assert seen[0][0] is not None and seen[0][0] >= 50, seen
-        assert sync.health().items == 200 and sync.health().fetched is None
-
-
 async def test_a_listed_entry_left_out_keeps_the_source_from_saying_ok(tmp_path):
     # Issue 32.13: an entry the runner leaves out (an id that is not Unicode) was silent.
     runner = FakeRunner("notes", [item(n) for n in range(3)])
@@ -545,19 +298,3 @@ async def test_a_listed_entry_left_out_keeps_the_source_from_saying_ok(tmp_path)
         runner.left_out = []
         await sync.reconcile()
         assert sync.health().state == "ok"
-
-
-async def test_bad_records_are_remembered_across_a_restart_and_never_look_like_a_source_down(tmp_path):
-    # Five bad records, all that is left to fetch after a restart: each is tried alone and named,
-    # where three failing in a row would have looked like a source that is down.
-    runner = FakeRunner("notes", [item(n) for n in range(100)])
-    runner.fail_ids = {f"item-{n}" for n in (3, 4, 5, 6, 7)}
-    async with Setup(tmp_path, runner) as sync:
-        with pytest.raises(SyncError):
-            await sync.sync_once()
-    async with Setup(tmp_path, runner) as sync:  # a restart: a new sync over the same index
-        runner.fetch_calls.clear()
-        with pytest.raises(SyncError, match="5 item") as raised:
-            await sync.sync_once()
-        assert runner.fetch_calls == [[f"item-{n}"] for n in (3, 4, 5, 6, 7)]
-        assert "looks down" not in str(raised.value) and sync.health().items == 95

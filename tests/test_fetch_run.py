@@ -1,0 +1,93 @@
+"""The fetch in batches (kernel/index/fetch_run.py) as a sync drives it: a failing batch fetched one id at a
+time, poisoned records fetched last and remembered across restarts, a source that is down, bad lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from passageway.kernel.connector.runner import ConnectorRunner
+from passageway.kernel.errors import SyncError
+from tests.sync_helpers import FakeRunner, Setup, fake_connector_settings, item, write_items
+
+
+async def test_a_batch_that_fails_once_is_fetched_one_by_one_and_nothing_is_missing(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(150)])
+    runner.fail_batches = {2}
+    async with Setup(tmp_path, runner) as sync:
+        await sync.sync_once()
+        health = sync.health()
+        assert health.state == "ok" and health.items == 150
+        assert (health.failed_batches, health.batches) == (1, 3)
+        assert runner.fetch_calls[2:52] == [[f"item-{n}"] for n in range(50, 100)]
+
+
+async def test_a_poisoned_record_costs_only_itself_and_is_fetched_last_at_the_next_sync(tmp_path):
+    # Issue 32.2: one bad record in each of two batches left 0 of 200 items indexed, for good.
+    runner = FakeRunner("notes", [item(n) for n in range(200)])
+    runner.fail_ids = {"item-10", "item-60"}
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="2 of 4 fetch batches failed") as raised:
+            await sync.sync_once()
+        assert "2 item(s) could not be stored" in str(raised.value)
+        assert "item-10: " in str(raised.value) and "item-60: " in str(raised.value)
+        health = sync.health()
+        assert health.state == "failing" and health.items == 198
+        assert health.full()["failed_items"] == 2 and "item-60" in health.full()["last_error"]
+        assert set(await sync.store.versions()) == {f"item-{n}" for n in range(200)} - runner.fail_ids
+        runner.fetch_calls.clear()
+        with pytest.raises(SyncError, match="item-10"):
+            await sync.reconcile()  # the bad ones alone and last; no batch is lost to them
+        assert runner.fetch_calls == [["item-10"], ["item-60"]]
+        runner.fail_ids = set()
+        await sync.reconcile()
+        assert sync.health().state == "ok" and sync.health().items == 200
+
+
+@pytest.mark.parametrize(("rule", "calls"), [("timeout", 3), ("exit status", 10)])
+async def test_a_source_that_is_down_costs_three_timeouts_or_ten_quick_calls(tmp_path, rule, calls):
+    runner = FakeRunner("notes", [item(n) for n in range(200)])
+    runner.fail_batches = set(range(2, 100))  # every call after the first
+    runner.fail_rule = rule
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="source looks down") as raised:
+            await sync.sync_once()
+        assert "1 of 4 fetch batches failed" in str(raised.value)
+        assert len(runner.fetch_calls) == 1 + calls  # a batch, then some of its ids alone
+        assert sync.health().items == 50
+
+
+async def test_a_bad_line_is_about_one_record_and_never_stops_the_fetch(tmp_path):
+    runner = FakeRunner("notes", [item(n) for n in range(100)])
+    runner.fail_ids = {f"item-{n}" for n in range(40, 60)}
+    runner.fail_rule = "malformed line"
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="20 item"):
+            await sync.sync_once()
+        assert sync.health().items == 80
+
+
+async def test_end_to_end_a_failing_fetch_batch(tmp_path):
+    items_file = write_items(tmp_path / "items.json", [item(n) for n in range(120)])
+    settings = fake_connector_settings("notes", items_file, FAKE_FAIL="fetch:item-60")
+    runner = ConnectorRunner(settings, environ={"PATH": "/usr/bin:/bin"})
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="1 of 3 fetch batches failed") as raised:
+            await sync.sync_once()
+        assert sync.health().items == 119  # all but the one that fails alone
+        assert "item-60: " in str(raised.value)
+
+
+async def test_bad_records_are_remembered_across_a_restart_and_never_look_like_a_source_down(tmp_path):
+    # Five bad records, all that is left to fetch after a restart: each is tried alone and named,
+    # where three failing in a row would have looked like a source that is down.
+    runner = FakeRunner("notes", [item(n) for n in range(100)])
+    runner.fail_ids = {f"item-{n}" for n in (3, 4, 5, 6, 7)}
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError):
+            await sync.sync_once()
+    async with Setup(tmp_path, runner) as sync:  # a restart: a new sync over the same index
+        runner.fetch_calls.clear()
+        with pytest.raises(SyncError, match="5 item") as raised:
+            await sync.sync_once()
+        assert runner.fetch_calls == [[f"item-{n}"] for n in (3, 4, 5, 6, 7)]
+        assert "looks down" not in str(raised.value) and sync.health().items == 95
