@@ -67,14 +67,16 @@ async def test_a_bad_line_is_about_one_record_and_never_stops_the_fetch(tmp_path
 
 
 async def test_end_to_end_a_failing_fetch_batch(tmp_path):
-    items_file = write_items(tmp_path / "items.json", [item(n) for n in range(120)])
-    settings = fake_connector_settings("notes", items_file, FAKE_FAIL="fetch:item-60")
+    # Batches of 10, not 50: the failing batch is fetched again one id at a time, a connector
+    # process per id, and 50 of them made this the slowest test of the sync (24 s under load).
+    items_file = write_items(tmp_path / "items.json", [item(n) for n in range(30)])
+    settings = fake_connector_settings("notes", items_file, FAKE_FAIL="fetch:item-15")
     runner = ConnectorRunner(settings, environ={"PATH": "/usr/bin:/bin"})
-    async with Setup(tmp_path, runner) as sync:
+    async with Setup(tmp_path, runner, fetch_batch=10) as sync:
         with pytest.raises(SyncError, match="1 of 3 fetch batches failed") as raised:
             await sync.sync_once()
-        assert sync.health().items == 119  # all but the one that fails alone
-        assert "item-60: " in str(raised.value)
+        assert sync.health().items == 29  # all but the one that fails alone
+        assert "item-15: " in str(raised.value)
 
 
 async def test_bad_records_are_remembered_across_a_restart_and_never_look_like_a_source_down(tmp_path):
