@@ -20,8 +20,8 @@ linear in the page's size.
 
 from __future__ import annotations
 
-import itertools
 import re
+from collections.abc import Iterable
 
 import attrs
 from lxml import etree
@@ -64,7 +64,10 @@ _BLOCKS = frozenset({
 _MAX_DEPTH = 200
 """Deeper elements are read as plain text: no real page nests so far, and it bounds the stack."""
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
-_WHITESPACE = re.compile(r"\s+")
+_BACKTICKS = re.compile(r"`+")
+_FENCE_RUNS = re.compile(r"`{3,}")
+_OWN_FORMS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "ul", "ol", "blockquote", "hr"})
+"""The blocks :meth:`_Writer.block` writes in a form of their own; every other block holds blocks."""
 _MARKS = re.compile(r"[\\`*_\[\]]")
 _RISKY_MARKS = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
 """Marks that Markdown could read: ``_`` inside a word (``snake_case``) never is one."""
@@ -85,8 +88,6 @@ class HtmlPage:
     """Whether the file has neither a ``<title>`` nor an ``<h1>``: a template or a piece of a page
     (a theme's ``overrides/main.html`` copied into the build), not a page."""
     sections: list[SourceSection]
-    ids: set[str]
-    """Every ``id`` in the document, to check that anchors resolve."""
 
 
 def read_page(content: bytes) -> HtmlPage:
@@ -96,13 +97,11 @@ def read_page(content: bytes) -> HtmlPage:
     if document is None:
         document = etree.fromstring(b"<p/>", _PARSER)
     language = document.get("lang") or None
-    generator = " ".join(meta.get("content", "") for meta in document.xpath("//meta[@name='generator']"))
-    redirect = any(
-        (meta.get("http-equiv") or "").lower() == "refresh" for meta in document.xpath("//meta[@http-equiv]")
-    )
-    ids = {element.get("id") for element in document.iter() if element.get("id")}  # type: ignore[misc]
+    metas = _METAS(document)
+    generator = " ".join(meta.get("content", "") for meta in metas if meta.get("name") == "generator")
+    redirect = any((meta.get("http-equiv") or "").lower() == "refresh" for meta in metas)
     root = _main_content(document)
-    for element in [element for element in _OUTSIDE_CODE(root) if _is_chrome(element)]:
+    for element in _chrome(root):
         _drop(element)
     writer = _Writer()
     writer.blocks(root, 0)
@@ -110,7 +109,7 @@ def read_page(content: bytes) -> HtmlPage:
     title = writer.title or _title_of(document)
     fragment = document.find(".//title") is None and document.find(".//h1") is None
     return HtmlPage(title=title, language=language, generator=generator, redirect=redirect,
-                    fragment=fragment, sections=writer.sections, ids=ids)
+                    fragment=fragment, sections=writer.sections)
 
 
 def _matches(element: etree._Element, tag: str | None, name: str | None,
@@ -122,34 +121,59 @@ def _matches(element: etree._Element, tag: str | None, name: str | None,
     return attribute is None or element.get(attribute[0]) == attribute[1]
 
 
-_OUTSIDE_CODE = etree.XPath(".//*[not(ancestor::pre)]")
-"""The elements that may be chrome: a highlighted code block's hundreds of spans never are."""
-_CANDIDATES = etree.XPath("//*[self::article or self::div or self::main or self::body or @role='main']")
+_METAS = etree.XPath("//meta")
+_TAGS_OF_RULES = tuple(dict.fromkeys(tag for tag, _, _ in MAIN_CONTENT if tag is not None))
+_FIRST_RULE_FOR_ANY_TAG = min(rank for rank, (tag, _, _) in enumerate(MAIN_CONTENT) if tag is None)
 
 
 def _main_content(document: etree._Element) -> etree._Element:
     """The first element, in document order, of the first rule of :data:`MAIN_CONTENT` that any
-    element meets; one pass over the page."""
-    best: tuple[int, etree._Element] | None = None
-    for element in _CANDIDATES(document):
-        limit = len(MAIN_CONTENT) if best is None else best[0]
-        for rank in range(limit):
+    element meets.
+
+    libxml2 hands over only the elements of the tags the rules name (XPath predicates over every
+    element cost more than reading the page); every element is read only when no rule with a tag
+    matched before the first rule for any tag.
+    """
+    rank, found = _first_of_best_rule(document.iter(*_TAGS_OF_RULES))
+    if rank < _FIRST_RULE_FOR_ANY_TAG:
+        return found if found is not None else document
+    found = _first_of_best_rule(document.iter(etree.Element))[1]
+    return found if found is not None else document
+
+
+def _first_of_best_rule(elements: Iterable[etree._Element]) -> tuple[int, etree._Element | None]:
+    """The best rank of a rule that one of ``elements`` (in document order) meets, and the first
+    element meeting it."""
+    best: tuple[int, etree._Element | None] = (len(MAIN_CONTENT), None)
+    for element in elements:
+        for rank in range(best[0]):
             if _matches(element, *MAIN_CONTENT[rank]):
                 best = (rank, element)
                 break
-        if best is not None and best[0] == 0:
+        if best[0] == 0:
             break
-    return best[1] if best is not None else document
+    return best
+
+
+def _chrome(root: etree._Element) -> list[etree._Element]:
+    """The elements under ``root`` that :func:`_is_chrome` names, in document order, except inside
+    ``<pre>``: a highlighted code block's hundreds of spans are never chrome."""
+    found = []
+    for element in root.iter(etree.Element):
+        if element is not root and _is_chrome(element) and next(element.iterancestors("pre"), None) is None:
+            found.append(element)
+    return found
 
 
 def _is_chrome(element: etree._Element) -> bool:
-    tag = element.tag
-    if not isinstance(tag, str):
-        return False
-    if tag in CHROME_TAGS or element.get("role") == "tablist":
+    if element.tag in CHROME_TAGS:
         return True
-    names = (element.get("class") or "").split()
-    return any(name in CHROME_CLASSES for name in names) or (tag == "span" and "lang" in names)
+    names = element.get("class")
+    if names is not None:
+        words = names.split()
+        if not CHROME_CLASSES.isdisjoint(words) or (element.tag == "span" and "lang" in words):
+            return True
+    return element.get("role") == "tablist"
 
 
 def _drop(element: etree._Element) -> None:
@@ -173,7 +197,7 @@ def _text_of(element: etree._Element) -> str:
 
 def _title_of(document: etree._Element) -> str:
     found = document.find(".//title")
-    text = _WHITESPACE.sub(" ", _text_of(found)).strip() if found is not None else ""
+    text = " ".join(_text_of(found).split()) if found is not None else ""
     for separator in (" | ", " — ", " - ", " · "):
         if separator in text:
             return text.split(separator)[0].strip()
@@ -193,7 +217,7 @@ class _Writer:
     """The current section's blocks."""
 
     def end_section(self) -> None:
-        text = "\n\n".join(block for block in self.out if block.strip())
+        text = "\n\n".join([block for block in self.out if block.strip()])
         if self.level or text:
             self.sections.append(SourceSection(self.level, self.name, self.anchor, text))
         self.out = []
@@ -202,20 +226,26 @@ class _Writer:
         """Write the block-level content of ``element``: inline runs become paragraphs."""
         run: list[str] = [_text(element.text)]
         for child in element:
-            if not isinstance(child.tag, str):  # a comment or processing instruction
+            tag = child.tag
+            if not isinstance(tag, str):  # a comment or processing instruction
                 run.append(_text(child.tail))
                 continue
-            if child.tag in _BLOCKS:
+            if tag in _BLOCKS:
                 self._paragraph(run)
                 run = []
-                self.block(child, depth + 1)
+                if depth >= _MAX_DEPTH or tag in _OWN_FORMS:
+                    self.block(child, depth + 1)
+                else:  # a container: its blocks, written in place
+                    self.blocks(child, depth + 1)
             else:
                 run.append(_inline(child, depth + 1))
             run.append(_text(child.tail))
         self._paragraph(run)
 
     def _paragraph(self, run: list[str]) -> None:
-        text = _WHITESPACE.sub(" ", "".join(run)).strip()
+        # " ".join(split()) is re.sub(r"\s+", " ", ...).strip(), faster: both know white space
+        # by str.isspace().
+        text = " ".join("".join(run).split())
         if text:
             self.out.append(_escape_line_start(text))
 
@@ -279,12 +309,16 @@ def _inline(element: etree._Element, depth: int) -> str:
         return " "
     if tag == "img":
         return element.get("alt") or ""
-    inner = _text(element.text) + "".join(
-        _inline(child, depth + 1) + _text(child.tail) for child in element if isinstance(child.tag, str)
-    )
-    if tag == "a" and element.get("href") and inner.strip():
-        href = element.get("href", "").replace(" ", "%20").replace(")", "%29")
-        return f"[{inner.strip()}]({href})"
+    parts = [_text(element.text)]
+    for child in element:
+        if isinstance(child.tag, str):  # the tail of a comment is left out here
+            parts.append(_inline(child, depth + 1))
+            parts.append(_text(child.tail))
+    inner = "".join(parts)
+    if tag == "a":
+        href = element.get("href")
+        if href and inner.strip():
+            return f"[{inner.strip()}]({href.replace(' ', '%20').replace(')', '%29')})"
     return inner
 
 
@@ -295,38 +329,47 @@ def _inline_text(element: etree._Element, depth: int) -> str:
         if isinstance(child.tag, str):
             parts.append(_inline(child, depth + 1))
         parts.append(_text(child.tail))
-    return _WHITESPACE.sub(" ", "".join(parts)).strip()
+    return " ".join("".join(parts).split())
 
 
 def _text(text: str | None) -> str:
     """A text node as Markdown: marks escaped only where Markdown would read them as marks."""
     if not text:
         return ""
-    if not _RISKY_MARKS.search(text) or plain(text) == _WHITESPACE.sub(" ", text).strip():
+    if not _RISKY_MARKS.search(text) or plain(text) == " ".join(text.split()):
         return text
     return _MARKS.sub(r"\\\g<0>", text)
 
 
 def _code_span(text: str) -> str:
-    text = _WHITESPACE.sub(" ", text).strip()
+    text = " ".join(text.split())
     if not text:
         return ""
-    ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    ticks = "`" * (max(map(len, _BACKTICKS.findall(text)), default=0) + 1) if "`" in text else "`"
     padding = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{padding}{text}{padding}{ticks}"
 
 
 def _escape_line_start(text: str) -> str:
     """A backslash before a mark that would make a paragraph's first characters Markdown syntax."""
-    return _LINE_START_MARK.sub(lambda match: f"{match.group(1)}\\{match.group(2)}", text, count=1)
+    found = _LINE_START_MARK.match(text)
+    if found is None:
+        return text
+    return f"{text[: found.start(2)]}\\{text[found.start(2):]}"
 
 
 def _language(element: etree._Element) -> str:
-    for node in [element, *itertools.islice(element.iterancestors(), 3)]:
+    node: etree._Element | None = element
+    for _ in range(4):  # the element and three ancestors
+        if node is None:
+            break
         for name in (node.get("class") or "").split():
+            if "-" not in name:  # every prefix ends with one
+                continue
             for prefix in ("language-", "highlight-", "lang-"):
                 if name.startswith(prefix) and name[len(prefix):] not in ("", "default", "text"):
                     return name[len(prefix):]
+        node = node.getparent()
     code = element.find("code")
     return _language(code) if code is not None and code is not element else ""
 
@@ -335,7 +378,7 @@ def _fenced(element: etree._Element) -> str:
     for line_break in element.iter("br"):  # Docusaurus ends each highlighted line with <br>
         line_break.tail = "\n" + (line_break.tail or "")
     body = _text_of(element).strip("\n")
-    fence = "`" * max(3, max((len(run) for run in re.findall(r"`{3,}", body)), default=0) + 1)
+    fence = "`" * max(3, max(map(len, _FENCE_RUNS.findall(body)), default=0) + 1) if "```" in body else "```"
     return f"{fence}{_language(element)}\n{body}\n{fence}"
 
 
