@@ -112,66 +112,90 @@ def read_page(content: bytes) -> HtmlPage:
                     fragment=fragment, sections=writer.sections)
 
 
-def _matches(element: etree._Element, tag: str | None, name: str | None,
-             attribute: tuple[str, str] | None) -> bool:
-    if tag is not None and element.tag != tag:
-        return False
-    if name is not None and name not in (element.get("class") or "").split():
-        return False
-    return attribute is None or element.get(attribute[0]) == attribute[1]
-
-
 _METAS = etree.XPath("//meta")
-_TAGS_OF_RULES = tuple(dict.fromkeys(tag for tag, _, _ in MAIN_CONTENT if tag is not None))
-_FIRST_RULE_FOR_ANY_TAG = min(rank for rank, (tag, _, _) in enumerate(MAIN_CONTENT) if tag is None)
+_Rule = tuple[int, str | None, tuple[str, str] | None]
+_RULES_FOR_ANY_TAG: tuple[_Rule, ...] = tuple(
+    (rank, name, attribute) for rank, (tag, name, attribute) in enumerate(MAIN_CONTENT) if tag is None
+)
+_RULES_BY_TAG: dict[str, tuple[_Rule, ...]] = {
+    tag: tuple((rank, name, attribute) for rank, (rule_tag, name, attribute) in enumerate(MAIN_CONTENT)
+               if rule_tag in (tag, None))
+    for tag, _, _ in MAIN_CONTENT if tag is not None
+}
+"""For each tag a rule names, the rules (rank, class, attribute) an element of that tag may meet."""
 
 
 def _main_content(document: etree._Element) -> etree._Element:
     """The first element, in document order, of the first rule of :data:`MAIN_CONTENT` that any
     element meets.
 
-    libxml2 hands over only the elements of the tags the rules name (XPath predicates over every
-    element cost more than reading the page); every element is read only when no rule with a tag
-    matched before the first rule for any tag.
+    lxml hands over only the elements of the tags the rules name (its tag filter runs in C; XPath
+    predicates over every element cost more than parsing the page). Every element is read only
+    when no rule with a tag matched before the first rule for any tag.
     """
-    rank, found = _first_of_best_rule(document.iter(*_TAGS_OF_RULES))
-    if rank < _FIRST_RULE_FOR_ANY_TAG:
-        return found if found is not None else document
-    found = _first_of_best_rule(document.iter(etree.Element))[1]
+    rank, found = _first_of_best_rule(document.iter(*_RULES_BY_TAG))
+    if _RULES_FOR_ANY_TAG and rank > _RULES_FOR_ANY_TAG[0][0]:
+        rank, found = _first_of_best_rule(document.iter(etree.Element))
     return found if found is not None else document
 
 
 def _first_of_best_rule(elements: Iterable[etree._Element]) -> tuple[int, etree._Element | None]:
     """The best rank of a rule that one of ``elements`` (in document order) meets, and the first
-    element meeting it."""
-    best: tuple[int, etree._Element | None] = (len(MAIN_CONTENT), None)
+    element meeting it; each attribute is read at most once per element."""
+    best_rank, best = len(MAIN_CONTENT), None
     for element in elements:
-        for rank in range(best[0]):
-            if _matches(element, *MAIN_CONTENT[rank]):
-                best = (rank, element)
+        classes: list[str] | None = None
+        values: dict[str, str | None] = {}
+        for rank, name, attribute in _RULES_BY_TAG.get(element.tag, _RULES_FOR_ANY_TAG):
+            if rank >= best_rank:
                 break
-        if best[0] == 0:
+            if name is not None:
+                if classes is None:
+                    classes = (element.get("class") or "").split()
+                if name not in classes:
+                    continue
+            if attribute is not None:
+                key, wanted = attribute
+                if key not in values:
+                    values[key] = element.get(key)
+                if values[key] != wanted:
+                    continue
+            best_rank, best = rank, element
             break
-    return best
+        if best_rank == 0:
+            break
+    return best_rank, best
 
 
 def _chrome(root: etree._Element) -> list[etree._Element]:
-    """The elements under ``root`` that :func:`_is_chrome` names, in document order, except inside
-    ``<pre>``: a highlighted code block's hundreds of spans are never chrome."""
+    """The outermost elements under ``root`` that :func:`_is_chrome` names, in document order,
+    except inside ``<pre>``: a highlighted code block's hundreds of spans are never chrome.
+
+    Neither a ``<pre>`` nor a chrome element is entered (what is inside the one is kept, what is
+    inside the other goes with it), so the elements inside code blocks are never read.
+    """
+    if root.tag == "pre" or next(root.iterancestors("pre"), None) is not None:
+        return []
     found = []
-    for element in root.iter(etree.Element):
-        if element is not root and _is_chrome(element) and next(element.iterancestors("pre"), None) is None:
+    walker = etree.iterwalk(root, events=("start",))
+    next(walker)  # the main content itself, which stays
+    for _, element in walker:
+        if _is_chrome(element):
             found.append(element)
+            walker.skip_subtree()
+        elif element.tag == "pre":
+            walker.skip_subtree()
     return found
 
 
 def _is_chrome(element: etree._Element) -> bool:
-    if element.tag in CHROME_TAGS:
+    tag = element.tag
+    if tag in CHROME_TAGS:
         return True
     names = element.get("class")
     if names is not None:
         words = names.split()
-        if not CHROME_CLASSES.isdisjoint(words) or (element.tag == "span" and "lang" in words):
+        if not CHROME_CLASSES.isdisjoint(words) or (tag == "span" and "lang" in words):
             return True
     return element.get("role") == "tablist"
 
