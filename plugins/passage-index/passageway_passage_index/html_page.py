@@ -66,6 +66,7 @@ _MAX_DEPTH = 200
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
 _BACKTICKS = re.compile(r"`+")
 _FENCE_RUNS = re.compile(r"`{3,}")
+_CODE_TAGS = frozenset({"code", "kbd", "samp"})
 _OWN_FORMS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "ul", "ol", "blockquote", "hr"})
 """The blocks :meth:`_Writer.block` writes in a form of their own; every other block holds blocks."""
 _MARKS = re.compile(r"[\\`*_\[\]]")
@@ -113,6 +114,7 @@ def read_page(content: bytes) -> HtmlPage:
 
 
 _METAS = etree.XPath("//meta")
+_ROLES = etree.XPath("descendant::*/@role")
 _Rule = tuple[int, str | None, tuple[str, str] | None]
 _RULES_FOR_ANY_TAG: tuple[_Rule, ...] = tuple(
     (rank, name, attribute) for rank, (tag, name, attribute) in enumerate(MAIN_CONTENT) if tag is None
@@ -168,36 +170,35 @@ def _first_of_best_rule(elements: Iterable[etree._Element]) -> tuple[int, etree.
 
 
 def _chrome(root: etree._Element) -> list[etree._Element]:
-    """The outermost elements under ``root`` that :func:`_is_chrome` names, in document order,
-    except inside ``<pre>``: a highlighted code block's hundreds of spans are never chrome.
+    """The outermost elements under ``root`` that are chrome, in document order, except inside
+    ``<pre>``: a highlighted code block's hundreds of spans are never chrome.
 
     Neither a ``<pre>`` nor a chrome element is entered (what is inside the one is kept, what is
-    inside the other goes with it), so the elements inside code blocks are never read.
+    inside the other goes with it), so the elements inside code blocks are never read. An element
+    is chrome by its tag (:data:`CHROME_TAGS`), a class (:data:`CHROME_CLASSES`, or ``lang`` on a
+    ``<span>``) or ``role="tablist"``; the few ``role`` attributes are fetched in one query
+    instead of being asked of every element.
     """
     if root.tag == "pre" or next(root.iterancestors("pre"), None) is not None:
         return []
+    tablists = {role.getparent() for role in _ROLES(root) if role == "tablist"}
     found = []
     walker = etree.iterwalk(root, events=("start",))
     next(walker)  # the main content itself, which stays
     for _, element in walker:
-        if _is_chrome(element):
+        tag = element.tag
+        names = None if tag in CHROME_TAGS else element.get("class")
+        if (
+            tag in CHROME_TAGS
+            or (names is not None and (not CHROME_CLASSES.isdisjoint(words := names.split())
+                                       or (tag == "span" and "lang" in words)))
+            or (tablists and element in tablists)
+        ):
             found.append(element)
             walker.skip_subtree()
-        elif element.tag == "pre":
+        elif tag == "pre":
             walker.skip_subtree()
     return found
-
-
-def _is_chrome(element: etree._Element) -> bool:
-    tag = element.tag
-    if tag in CHROME_TAGS:
-        return True
-    names = element.get("class")
-    if names is not None:
-        words = names.split()
-        if not CHROME_CLASSES.isdisjoint(words) or (tag == "span" and "lang" in words):
-            return True
-    return element.get("role") == "tablist"
 
 
 def _drop(element: etree._Element) -> None:
@@ -248,23 +249,25 @@ class _Writer:
 
     def blocks(self, element: etree._Element, depth: int) -> None:
         """Write the block-level content of ``element``: inline runs become paragraphs."""
-        run: list[str] = [_text(element.text)]
-        for child in element:
+        text = element.text
+        run: list[str] = [_text(text)] if text else []
+        for child in element[:]:  # a slice costs less than an iterator
             tag = child.tag
-            if not isinstance(tag, str):  # a comment or processing instruction
-                run.append(_text(child.tail))
-                continue
             if tag in _BLOCKS:
-                self._paragraph(run)
-                run = []
+                if run:
+                    self._paragraph(run)
+                    run = []
                 if depth >= _MAX_DEPTH or tag in _OWN_FORMS:
                     self.block(child, depth + 1)
                 else:  # a container: its blocks, written in place
                     self.blocks(child, depth + 1)
-            else:
+            elif isinstance(tag, str):  # not a comment or processing instruction
                 run.append(_inline(child, depth + 1))
-            run.append(_text(child.tail))
-        self._paragraph(run)
+            tail = child.tail
+            if tail:
+                run.append(_text(tail))
+        if run:
+            self._paragraph(run)
 
     def _paragraph(self, run: list[str]) -> None:
         # " ".join(split()) is re.sub(r"\s+", " ", ...).strip(), faster: both know white space
@@ -327,17 +330,20 @@ def _inline(element: etree._Element, depth: int) -> str:
     tag = element.tag
     if depth > _MAX_DEPTH:
         return _text_of(element)
-    if tag == "code" or tag == "kbd" or tag == "samp":
+    if tag in _CODE_TAGS:
         return _code_span(_text_of(element))
     if tag == "br":
         return " "
     if tag == "img":
         return element.get("alt") or ""
-    parts = [_text(element.text)]
-    for child in element:
+    text = element.text
+    parts = [_text(text)] if text else []
+    for child in element[:]:
         if isinstance(child.tag, str):  # the tail of a comment is left out here
             parts.append(_inline(child, depth + 1))
-            parts.append(_text(child.tail))
+            tail = child.tail
+            if tail:
+                parts.append(_text(tail))
     inner = "".join(parts)
     if tag == "a":
         href = element.get("href")
@@ -348,11 +354,14 @@ def _inline(element: etree._Element, depth: int) -> str:
 
 def _inline_text(element: etree._Element, depth: int) -> str:
     """The inline Markdown of ``element`` with nested blocks read as text, on one line."""
-    parts = [_text(element.text)]
-    for child in element:
+    text = element.text
+    parts = [_text(text)] if text else []
+    for child in element[:]:
         if isinstance(child.tag, str):
             parts.append(_inline(child, depth + 1))
-        parts.append(_text(child.tail))
+        tail = child.tail
+        if tail:
+            parts.append(_text(tail))
     return " ".join("".join(parts).split())
 
 
@@ -360,6 +369,8 @@ def _text(text: str | None) -> str:
     """A text node as Markdown: marks escaped only where Markdown would read them as marks."""
     if not text:
         return ""
+    if not _MARKS.search(text):  # one character class: faster than the lookarounds below
+        return text
     if not _RISKY_MARKS.search(text) or plain(text) == " ".join(text.split()):
         return text
     return _MARKS.sub(r"\\\g<0>", text)
@@ -424,7 +435,7 @@ def _list(element: etree._Element, depth: int) -> str:
     """A list as Markdown; an item's nested blocks are indented under its marker."""
     lines: list[str] = []
     number = int(element.get("start") or 1) if (element.get("start") or "1").isdigit() else 1
-    for item in element:
+    for item in element[:]:
         if not isinstance(item.tag, str) or item.tag != "li":
             continue
         marker = f"{number}. " if element.tag == "ol" else "- "

@@ -131,6 +131,14 @@ def plain(text: str) -> str:
         return f"\x00{len(spans) - 1}\x00"
 
     if "`" in text:
+        if "\x00" not in text:
+            # split gives [outside, ticks, code, outside, ...]; with no emphasis or escape mark
+            # outside the code, the spans' placeholders would only be put back: skip them.
+            pieces = _CODE_SPAN.split(text)
+            if not any("*" in piece or "_" in piece or "\\" in piece for piece in pieces[::3]):
+                pieces[2::3] = [code.strip() for code in pieces[2::3]]
+                del pieces[1::3]
+                return " ".join("".join(pieces).split())
         text = _CODE_SPAN.sub(keep_span, text)  # code keeps its * and _
     if "*" in text or "_" in text:
         text = _without_emphasis(text)
