@@ -76,7 +76,7 @@ def read_site(site_dir: Path, *, strict: bool = False,
     if has_build_contract(site_dir):
         pages, headings = read_contract(site_dir, skip)
         return SiteReading(pages, headings, "contract", skipped)
-    pages, generator, _ = read_html_site(site_dir, skip)
+    pages, generator = read_html_site(site_dir, skip)
     if not pages:
         raise PassageIndexError(
             f"{site_dir} holds no documents.json and no HTML page with text; it reads a build contract "

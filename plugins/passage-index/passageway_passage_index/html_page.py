@@ -20,8 +20,8 @@ linear in the page's size.
 
 from __future__ import annotations
 
-import itertools
 import re
+from collections.abc import Iterable
 
 import attrs
 from lxml import etree
@@ -64,7 +64,11 @@ _BLOCKS = frozenset({
 _MAX_DEPTH = 200
 """Deeper elements are read as plain text: no real page nests so far, and it bounds the stack."""
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
-_WHITESPACE = re.compile(r"\s+")
+_BACKTICKS = re.compile(r"`+")
+_FENCE_RUNS = re.compile(r"`{3,}")
+_CODE_TAGS = frozenset({"code", "kbd", "samp"})
+_OWN_FORMS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "ul", "ol", "blockquote", "hr"})
+"""The blocks :meth:`_Writer.block` writes in a form of their own; every other block holds blocks."""
 _MARKS = re.compile(r"[\\`*_\[\]]")
 _RISKY_MARKS = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
 """Marks that Markdown could read: ``_`` inside a word (``snake_case``) never is one."""
@@ -85,8 +89,6 @@ class HtmlPage:
     """Whether the file has neither a ``<title>`` nor an ``<h1>``: a template or a piece of a page
     (a theme's ``overrides/main.html`` copied into the build), not a page."""
     sections: list[SourceSection]
-    ids: set[str]
-    """Every ``id`` in the document, to check that anchors resolve."""
 
 
 def read_page(content: bytes) -> HtmlPage:
@@ -96,13 +98,11 @@ def read_page(content: bytes) -> HtmlPage:
     if document is None:
         document = etree.fromstring(b"<p/>", _PARSER)
     language = document.get("lang") or None
-    generator = " ".join(meta.get("content", "") for meta in document.xpath("//meta[@name='generator']"))
-    redirect = any(
-        (meta.get("http-equiv") or "").lower() == "refresh" for meta in document.xpath("//meta[@http-equiv]")
-    )
-    ids = {element.get("id") for element in document.iter() if element.get("id")}  # type: ignore[misc]
+    metas = _METAS(document)
+    generator = " ".join(meta.get("content", "") for meta in metas if meta.get("name") == "generator")
+    redirect = any((meta.get("http-equiv") or "").lower() == "refresh" for meta in metas)
     root = _main_content(document)
-    for element in [element for element in _OUTSIDE_CODE(root) if _is_chrome(element)]:
+    for element in _chrome(root):
         _drop(element)
     writer = _Writer()
     writer.blocks(root, 0)
@@ -110,46 +110,95 @@ def read_page(content: bytes) -> HtmlPage:
     title = writer.title or _title_of(document)
     fragment = document.find(".//title") is None and document.find(".//h1") is None
     return HtmlPage(title=title, language=language, generator=generator, redirect=redirect,
-                    fragment=fragment, sections=writer.sections, ids=ids)
+                    fragment=fragment, sections=writer.sections)
 
 
-def _matches(element: etree._Element, tag: str | None, name: str | None,
-             attribute: tuple[str, str] | None) -> bool:
-    if tag is not None and element.tag != tag:
-        return False
-    if name is not None and name not in (element.get("class") or "").split():
-        return False
-    return attribute is None or element.get(attribute[0]) == attribute[1]
-
-
-_OUTSIDE_CODE = etree.XPath(".//*[not(ancestor::pre)]")
-"""The elements that may be chrome: a highlighted code block's hundreds of spans never are."""
-_CANDIDATES = etree.XPath("//*[self::article or self::div or self::main or self::body or @role='main']")
+_METAS = etree.XPath("//meta")
+_ROLES = etree.XPath("descendant::*/@role")
+_Rule = tuple[int, str | None, tuple[str, str] | None]
+_RULES_FOR_ANY_TAG: tuple[_Rule, ...] = tuple(
+    (rank, name, attribute) for rank, (tag, name, attribute) in enumerate(MAIN_CONTENT) if tag is None
+)
+_RULES_BY_TAG: dict[str, tuple[_Rule, ...]] = {
+    tag: tuple((rank, name, attribute) for rank, (rule_tag, name, attribute) in enumerate(MAIN_CONTENT)
+               if rule_tag in (tag, None))
+    for tag, _, _ in MAIN_CONTENT if tag is not None
+}
+"""For each tag a rule names, the rules (rank, class, attribute) an element of that tag may meet."""
 
 
 def _main_content(document: etree._Element) -> etree._Element:
     """The first element, in document order, of the first rule of :data:`MAIN_CONTENT` that any
-    element meets; one pass over the page."""
-    best: tuple[int, etree._Element] | None = None
-    for element in _CANDIDATES(document):
-        limit = len(MAIN_CONTENT) if best is None else best[0]
-        for rank in range(limit):
-            if _matches(element, *MAIN_CONTENT[rank]):
-                best = (rank, element)
+    element meets.
+
+    lxml hands over only the elements of the tags the rules name (its tag filter runs in C; XPath
+    predicates over every element cost more than parsing the page). Every element is read only
+    when no rule with a tag matched before the first rule for any tag.
+    """
+    rank, found = _first_of_best_rule(document.iter(*_RULES_BY_TAG))
+    if _RULES_FOR_ANY_TAG and rank > _RULES_FOR_ANY_TAG[0][0]:
+        rank, found = _first_of_best_rule(document.iter(etree.Element))
+    return found if found is not None else document
+
+
+def _first_of_best_rule(elements: Iterable[etree._Element]) -> tuple[int, etree._Element | None]:
+    """The best rank of a rule that one of ``elements`` (in document order) meets, and the first
+    element meeting it; each attribute is read at most once per element."""
+    best_rank, best = len(MAIN_CONTENT), None
+    for element in elements:
+        classes: list[str] | None = None
+        values: dict[str, str | None] = {}
+        for rank, name, attribute in _RULES_BY_TAG.get(element.tag, _RULES_FOR_ANY_TAG):
+            if rank >= best_rank:
                 break
-        if best is not None and best[0] == 0:
+            if name is not None:
+                if classes is None:
+                    classes = (element.get("class") or "").split()
+                if name not in classes:
+                    continue
+            if attribute is not None:
+                key, wanted = attribute
+                if key not in values:
+                    values[key] = element.get(key)
+                if values[key] != wanted:
+                    continue
+            best_rank, best = rank, element
             break
-    return best[1] if best is not None else document
+        if best_rank == 0:
+            break
+    return best_rank, best
 
 
-def _is_chrome(element: etree._Element) -> bool:
-    tag = element.tag
-    if not isinstance(tag, str):
-        return False
-    if tag in CHROME_TAGS or element.get("role") == "tablist":
-        return True
-    names = (element.get("class") or "").split()
-    return any(name in CHROME_CLASSES for name in names) or (tag == "span" and "lang" in names)
+def _chrome(root: etree._Element) -> list[etree._Element]:
+    """The outermost elements under ``root`` that are chrome, in document order, except inside
+    ``<pre>``: a highlighted code block's hundreds of spans are never chrome.
+
+    Neither a ``<pre>`` nor a chrome element is entered (what is inside the one is kept, what is
+    inside the other goes with it), so the elements inside code blocks are never read. An element
+    is chrome by its tag (:data:`CHROME_TAGS`), a class (:data:`CHROME_CLASSES`, or ``lang`` on a
+    ``<span>``) or ``role="tablist"``; the few ``role`` attributes are fetched in one query
+    instead of being asked of every element.
+    """
+    if root.tag == "pre" or next(root.iterancestors("pre"), None) is not None:
+        return []
+    tablists = {role.getparent() for role in _ROLES(root) if role == "tablist"}
+    found = []
+    walker = etree.iterwalk(root, events=("start",))
+    next(walker)  # the main content itself, which stays
+    for _, element in walker:
+        tag = element.tag
+        names = None if tag in CHROME_TAGS else element.get("class")
+        if (
+            tag in CHROME_TAGS
+            or (names is not None and (not CHROME_CLASSES.isdisjoint(words := names.split())
+                                       or (tag == "span" and "lang" in words)))
+            or (tablists and element in tablists)
+        ):
+            found.append(element)
+            walker.skip_subtree()
+        elif tag == "pre":
+            walker.skip_subtree()
+    return found
 
 
 def _drop(element: etree._Element) -> None:
@@ -173,7 +222,7 @@ def _text_of(element: etree._Element) -> str:
 
 def _title_of(document: etree._Element) -> str:
     found = document.find(".//title")
-    text = _WHITESPACE.sub(" ", _text_of(found)).strip() if found is not None else ""
+    text = " ".join(_text_of(found).split()) if found is not None else ""
     for separator in (" | ", " — ", " - ", " · "):
         if separator in text:
             return text.split(separator)[0].strip()
@@ -193,29 +242,37 @@ class _Writer:
     """The current section's blocks."""
 
     def end_section(self) -> None:
-        text = "\n\n".join(block for block in self.out if block.strip())
+        text = "\n\n".join([block for block in self.out if block.strip()])
         if self.level or text:
             self.sections.append(SourceSection(self.level, self.name, self.anchor, text))
         self.out = []
 
     def blocks(self, element: etree._Element, depth: int) -> None:
         """Write the block-level content of ``element``: inline runs become paragraphs."""
-        run: list[str] = [_text(element.text)]
-        for child in element:
-            if not isinstance(child.tag, str):  # a comment or processing instruction
-                run.append(_text(child.tail))
-                continue
-            if child.tag in _BLOCKS:
-                self._paragraph(run)
-                run = []
-                self.block(child, depth + 1)
-            else:
+        text = element.text
+        run: list[str] = [_text(text)] if text else []
+        for child in element[:]:  # a slice costs less than an iterator
+            tag = child.tag
+            if tag in _BLOCKS:
+                if run:
+                    self._paragraph(run)
+                    run = []
+                if depth >= _MAX_DEPTH or tag in _OWN_FORMS:
+                    self.block(child, depth + 1)
+                else:  # a container: its blocks, written in place
+                    self.blocks(child, depth + 1)
+            elif isinstance(tag, str):  # not a comment or processing instruction
                 run.append(_inline(child, depth + 1))
-            run.append(_text(child.tail))
-        self._paragraph(run)
+            tail = child.tail
+            if tail:
+                run.append(_text(tail))
+        if run:
+            self._paragraph(run)
 
     def _paragraph(self, run: list[str]) -> None:
-        text = _WHITESPACE.sub(" ", "".join(run)).strip()
+        # " ".join(split()) is re.sub(r"\s+", " ", ...).strip(), faster: both know white space
+        # by str.isspace().
+        text = " ".join("".join(run).split())
         if text:
             self.out.append(_escape_line_start(text))
 
@@ -273,60 +330,81 @@ def _inline(element: etree._Element, depth: int) -> str:
     tag = element.tag
     if depth > _MAX_DEPTH:
         return _text_of(element)
-    if tag == "code" or tag == "kbd" or tag == "samp":
+    if tag in _CODE_TAGS:
         return _code_span(_text_of(element))
     if tag == "br":
         return " "
     if tag == "img":
         return element.get("alt") or ""
-    inner = _text(element.text) + "".join(
-        _inline(child, depth + 1) + _text(child.tail) for child in element if isinstance(child.tag, str)
-    )
-    if tag == "a" and element.get("href") and inner.strip():
-        href = element.get("href", "").replace(" ", "%20").replace(")", "%29")
-        return f"[{inner.strip()}]({href})"
+    text = element.text
+    parts = [_text(text)] if text else []
+    for child in element[:]:
+        if isinstance(child.tag, str):  # the tail of a comment is left out here
+            parts.append(_inline(child, depth + 1))
+            tail = child.tail
+            if tail:
+                parts.append(_text(tail))
+    inner = "".join(parts)
+    if tag == "a":
+        href = element.get("href")
+        if href and inner.strip():
+            return f"[{inner.strip()}]({href.replace(' ', '%20').replace(')', '%29')})"
     return inner
 
 
 def _inline_text(element: etree._Element, depth: int) -> str:
     """The inline Markdown of ``element`` with nested blocks read as text, on one line."""
-    parts = [_text(element.text)]
-    for child in element:
+    text = element.text
+    parts = [_text(text)] if text else []
+    for child in element[:]:
         if isinstance(child.tag, str):
             parts.append(_inline(child, depth + 1))
-        parts.append(_text(child.tail))
-    return _WHITESPACE.sub(" ", "".join(parts)).strip()
+        tail = child.tail
+        if tail:
+            parts.append(_text(tail))
+    return " ".join("".join(parts).split())
 
 
 def _text(text: str | None) -> str:
     """A text node as Markdown: marks escaped only where Markdown would read them as marks."""
     if not text:
         return ""
-    if not _RISKY_MARKS.search(text) or plain(text) == _WHITESPACE.sub(" ", text).strip():
+    if not _MARKS.search(text):  # one character class: faster than the lookarounds below
+        return text
+    if not _RISKY_MARKS.search(text) or plain(text) == " ".join(text.split()):
         return text
     return _MARKS.sub(r"\\\g<0>", text)
 
 
 def _code_span(text: str) -> str:
-    text = _WHITESPACE.sub(" ", text).strip()
+    text = " ".join(text.split())
     if not text:
         return ""
-    ticks = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    ticks = "`" * (max(map(len, _BACKTICKS.findall(text)), default=0) + 1) if "`" in text else "`"
     padding = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{padding}{text}{padding}{ticks}"
 
 
 def _escape_line_start(text: str) -> str:
     """A backslash before a mark that would make a paragraph's first characters Markdown syntax."""
-    return _LINE_START_MARK.sub(lambda match: f"{match.group(1)}\\{match.group(2)}", text, count=1)
+    found = _LINE_START_MARK.match(text)
+    if found is None:
+        return text
+    return f"{text[: found.start(2)]}\\{text[found.start(2):]}"
 
 
 def _language(element: etree._Element) -> str:
-    for node in [element, *itertools.islice(element.iterancestors(), 3)]:
+    node: etree._Element | None = element
+    for _ in range(4):  # the element and three ancestors
+        if node is None:
+            break
         for name in (node.get("class") or "").split():
+            if "-" not in name:  # every prefix ends with one
+                continue
             for prefix in ("language-", "highlight-", "lang-"):
                 if name.startswith(prefix) and name[len(prefix):] not in ("", "default", "text"):
                     return name[len(prefix):]
+        node = node.getparent()
     code = element.find("code")
     return _language(code) if code is not None and code is not element else ""
 
@@ -335,7 +413,7 @@ def _fenced(element: etree._Element) -> str:
     for line_break in element.iter("br"):  # Docusaurus ends each highlighted line with <br>
         line_break.tail = "\n" + (line_break.tail or "")
     body = _text_of(element).strip("\n")
-    fence = "`" * max(3, max((len(run) for run in re.findall(r"`{3,}", body)), default=0) + 1)
+    fence = "`" * max(3, max(map(len, _FENCE_RUNS.findall(body)), default=0) + 1) if "```" in body else "```"
     return f"{fence}{_language(element)}\n{body}\n{fence}"
 
 
@@ -357,7 +435,7 @@ def _list(element: etree._Element, depth: int) -> str:
     """A list as Markdown; an item's nested blocks are indented under its marker."""
     lines: list[str] = []
     number = int(element.get("start") or 1) if (element.get("start") or "1").isdigit() else 1
-    for item in element:
+    for item in element[:]:
         if not isinstance(item.tag, str) or item.tag != "li":
             continue
         marker = f"{number}. " if element.tag == "ol" else "- "

@@ -54,14 +54,13 @@ def html_files(site_dir: Path) -> list[str]:
     return sorted(found)
 
 
-def read_html_site(site_dir: Path, skip: Skip) -> tuple[list[Page], str, dict[str, set[str]]]:
-    """The pages of a site read from its HTML, the generator that built it, and each page's ids.
+def read_html_site(site_dir: Path, skip: Skip) -> tuple[list[Page], str]:
+    """The pages of a site read from its HTML, and the generator that built it.
 
     A page that cannot be read goes to ``skip``.
     """
     pages: list[Page] = []
     generators: list[str] = []
-    ids_by_url: dict[str, set[str]] = {}
     taken: set[str] = set()
     for path in html_files(site_dir):
         file = site_dir / path
@@ -78,10 +77,8 @@ def read_html_site(site_dir: Path, skip: Skip) -> tuple[list[Page], str, dict[st
         generators.append(page.generator)
         if page.redirect or page.fragment or not any(section.text.strip() for section in page.sections):
             continue
-        url = _url_of(path)
-        ids_by_url[url] = page.ids
-        pages.append(_page(path, url, page, taken))
-    return pages, _generator(site_dir, generators), ids_by_url
+        pages.append(_page(path, _url_of(path), page, taken))
+    return pages, _generator(site_dir, generators)
 
 
 def _url_of(path: str) -> str:

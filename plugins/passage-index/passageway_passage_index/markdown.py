@@ -25,6 +25,7 @@ _LINK = re.compile(r"\[([^\[\]]{0,500})\]\([^()\[\]\n]{0,2000}\)")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]{1,2000})>")
 _CODE_SPAN = re.compile(r"(`+)(.{1,2000}?)\1")
 _MARK_RUN = re.compile(r"\*+|_+")
+_SPAN_MARK = re.compile(r"\x00(\d+)\x00")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")
 _NOT_SLUG = re.compile(r"[\W_]+", re.UNICODE)
 _ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[.\w-]+[ \t]+)*#([^\s}]+)[^{}]*\}[ \t]*$")
@@ -116,19 +117,35 @@ def heading(line: str) -> tuple[int, str] | None:
 def plain(text: str) -> str:
     """Inline Markdown as a reader sees it: link and image text kept, code and emphasis marks
     dropped, escapes undone, runs of white space made one space."""
-    text = _IMAGE.sub(r"\1", text)
-    text = _LINK.sub(r"\1", text)
-    text = _AUTOLINK.sub(r"\1", text)
+    # Each step runs only when its mark is in the text: a pattern that cannot match leaves the
+    # text as it is, and most text has no marks at all.
+    if "[" in text:
+        text = _IMAGE.sub(r"\1", text)
+        text = _LINK.sub(r"\1", text)
+    if "<" in text:
+        text = _AUTOLINK.sub(r"\1", text)
     spans: list[str] = []
 
     def keep_span(match: re.Match[str]) -> str:
         spans.append(match.group(2).strip())
         return f"\x00{len(spans) - 1}\x00"
 
-    text = _CODE_SPAN.sub(keep_span, text)  # code keeps its * and _
-    text = _without_emphasis(text)
-    text = _ESCAPE.sub(r"\1", text)
-    text = re.sub(r"\x00(\d+)\x00", lambda match: spans[int(match.group(1))], text)
+    if "`" in text:
+        if "\x00" not in text:
+            # split gives [outside, ticks, code, outside, ...]; with no emphasis or escape mark
+            # outside the code, the spans' placeholders would only be put back: skip them.
+            pieces = _CODE_SPAN.split(text)
+            if not any("*" in piece or "_" in piece or "\\" in piece for piece in pieces[::3]):
+                pieces[2::3] = [code.strip() for code in pieces[2::3]]
+                del pieces[1::3]
+                return " ".join("".join(pieces).split())
+        text = _CODE_SPAN.sub(keep_span, text)  # code keeps its * and _
+    if "*" in text or "_" in text:
+        text = _without_emphasis(text)
+    if "\\" in text:
+        text = _ESCAPE.sub(r"\1", text)
+    if "\x00" in text:
+        text = _SPAN_MARK.sub(lambda match: spans[int(match.group(1))], text)
     return " ".join(text.split())
 
 

@@ -151,8 +151,9 @@ def _paragraphs(lines: list[str]) -> list[str]:
     found: list[str] = []
     current: list[str] = []
     for line in lines:
-        unquoted = _QUOTE.sub("", line)
-        title = heading(unquoted)
+        # Without a ">" there is no quote mark, without a "#" no heading: the patterns are skipped.
+        unquoted = _QUOTE.sub("", line) if ">" in line else line
+        title = heading(unquoted) if "#" in unquoted else None
         if title is not None:
             found.append(" ".join(current))
             current = []
