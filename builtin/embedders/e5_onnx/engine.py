@@ -112,6 +112,9 @@ class ConvertedEngine:
         if device == "coreml":
             raise ModelError('the built-in model runs with device = "auto", "cpu" or "cuda", not "coreml"')
         providers = providers_for(device)
+        self.passages = passages or passage_kernel()
+        if self.passages not in PASSAGE_GRAPHS:
+            raise ModelError(f"the passages' graph is int8 or fp32, not {self.passages!r}")
         if verify:
             problem = folder_problem(folder, weights=weights)
             if problem is not None:
@@ -129,9 +132,6 @@ class ConvertedEngine:
         # The passages' session shares the word table with the questions' one (54 MB not held twice).
         self._shared = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
                         for name, array in _initializers(folder / MODEL, SHARED).items()}
-        self.passages = passages or passage_kernel()
-        if self.passages not in PASSAGE_GRAPHS:
-            raise ModelError(f"the passages' graph is int8 or fp32, not {self.passages!r}")
         graph = folder / PASSAGE_GRAPHS[self.passages]
         if graph.is_file():
             self.passage_session = self._session(onnxruntime, graph, threads, providers, self._shared)

