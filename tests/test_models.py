@@ -14,9 +14,10 @@ import attrs
 import numpy as np
 import pytest
 
-from passageway.builtin.embedders import models, onnx_factory
+from passageway.builtin.embedders import model_files, models, onnx_factory
 from passageway.builtin.embedders.in_process import OnnxEmbedder
-from passageway.builtin.embedders.models import MARKER, ModelFile, Preset, folder_problem, model_folder
+from passageway.builtin.embedders.model_files import MARKER, folder_problem
+from passageway.builtin.embedders.models import ModelFile, Preset, model_folder
 from passageway.kernel.cli import main
 from passageway.kernel.config import EmbedderSettings, parse_config_text
 from passageway.kernel.embedder import EmbedderContext
@@ -197,7 +198,7 @@ async def test_an_interrupted_download_leaves_nothing_valid_and_the_next_try_suc
 
 async def test_a_damaged_file_is_fetched_again(tmp_path, hub, preset):
     folder = tmp_path / "shared" / "models" / "tiny-test"
-    models.download_preset(preset, folder, hub.url, log=lambda line: None)
+    model_files.download_preset(preset, folder, hub.url, log=lambda line: None)
     damaged = bytearray((folder / "model.onnx").read_bytes())
     damaged[100] ^= 0xFF
     (folder / "model.onnx").write_bytes(bytes(damaged))
@@ -219,7 +220,9 @@ async def test_offline_with_download_false_names_the_command(tmp_path, hub, pres
 
 def test_an_unreachable_hub_is_a_clear_error(tmp_path, preset):
     with pytest.raises(ModelError, match=r"cannot download .*set download = false"):
-        models.download_preset(preset, tmp_path / "m", "http://127.0.0.1:9", log=lambda line: None, timeout=2)
+        model_files.download_preset(
+            preset, tmp_path / "m", "http://127.0.0.1:9", log=lambda line: None, timeout=2
+        )
 
 
 def test_only_the_built_in_model_has_a_cross_language_offset():

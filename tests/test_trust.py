@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 HTTPS_CLIENTS = (
-    "builtin/embedders/models.py",
+    "builtin/embedders/model_files.py",
     "kernel/commands/instance.py",
     "connectors/wikipedia/passageway_connector_wikipedia/api.py",
     "connectors/trilium/passageway_connector_trilium/etapi.py",

@@ -21,10 +21,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from passageway.builtin.embedders.models import (
-    Preset,
-    ensure_model_sync,
-)
+from passageway.builtin.embedders.model_files import ensure_model_sync
+from passageway.builtin.embedders.models import Preset
 from passageway.kernel.embedder import BaseEmbedder, approx_model_tokens
 from passageway.kernel.errors import EmbedderError, ModelError
 

