@@ -40,7 +40,8 @@ RANK_WEIGHTS = "{%s}" % ", ".join(  # noqa: UP031 (an array literal's braces)
     str(COLUMN_WEIGHTS[part] / 2) for part in ("text", "path", "heading", "title"))
 """``ts_rank_cd``'s weights of D (text), C (path), B (heading) and A (title): half of
 :data:`COLUMN_WEIGHTS`, since ``ts_rank_cd`` takes none above 1."""
-COLUMNS = "p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated"
+COLUMNS = ("p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated,"
+           " p.anchor")
 """What a candidate needs from a passage row and its item's row (this schema's names, the columns
 the sqlite store reads too), in the order ``PostgresStore._candidate`` unpacks them."""
 K1 = 1.2

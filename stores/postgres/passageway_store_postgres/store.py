@@ -248,8 +248,8 @@ class PostgresStore:
                   list(u.item.path), list(u.item.labels), list(u.item.links), u.item.updated)
                  for u in updates])
             insert = sql.SQL(
-                "WITH p AS (INSERT INTO {} (item, ordinal, heading, text, digest, vector) "
-                "VALUES (%s, %s, %s, %s, %s, %s::vector) RETURNING key) "
+                "WITH p AS (INSERT INTO {} (item, ordinal, heading, text, digest, vector, anchor) "
+                "VALUES (%s, %s, %s, %s, %s, %s::vector, %s) RETURNING key) "
                 "INSERT INTO {} (key, words) SELECT key, {} FROM p").format(
                     names.passages, names.words, self._words)
             rows = []
@@ -259,7 +259,8 @@ class PostgresStore:
                 path = keyword.words_text(PATH_SEPARATOR.join(item.path))
                 for passage, vector in zip(update.passages, update.vectors, strict=True):
                     rows.append((item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
-                                 vector_literal(vector), title, keyword.words_text(passage.heading or ""),
+                                 vector_literal(vector), passage.anchor, title,
+                                 keyword.words_text(passage.heading or ""),
                                  path, keyword.words_text(passage.text)))
             if rows:
                 cursor.executemany(insert, rows)
@@ -269,11 +270,11 @@ class PostgresStore:
     # -- searches -----------------------------------------------------------------------------
 
     def _candidate(self, row: Sequence[Any], rank: int, keyword_score: float, similarity: float) -> Candidate:
-        key, item_id, heading, text, title, url, weight, path, labels, links, updated = row
+        key, item_id, heading, text, title, url, weight, path, labels, links, updated, anchor = row
         return Candidate(
             self.source, int(key), item_id, title, url, heading, text, float(similarity), rank,
             float(keyword_score), float(weight), tuple(path or ()), tuple(labels or ()),
-            tuple(links or ()), updated,
+            tuple(links or ()), updated, anchor,
         )
 
     def _keyword_query(self, connection: psycopg.Connection[Any], question: str, vector: str,
