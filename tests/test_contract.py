@@ -209,7 +209,7 @@ def test_the_command_accepts_sections_with_anchors_and_names_a_bad_one(tmp_path,
                      *fake_connector.command()])
     out = capsys.readouterr().out
     assert code == 1
-    [line] = [line for line in out.splitlines() if line.strip().startswith("FAIL  fetch returns every listed")]
+    [line] = [line for line in out.splitlines() if line.strip().startswith("FAIL  fetch returns every")]
     assert ("item 'guide' is not valid: sections/0/anchor: '#install me' is not a heading id: give the id "
             "without '#', with no spaces") in line
 
