@@ -269,14 +269,6 @@ class PostgresStore:
 
     # -- searches -----------------------------------------------------------------------------
 
-    def _candidate(self, row: Sequence[Any], rank: int, keyword_score: float, similarity: float) -> Candidate:
-        key, item_id, heading, text, title, url, weight, path, labels, links, updated, anchor = row
-        return Candidate(
-            self.source, int(key), item_id, title, url, heading, text, float(similarity), rank,
-            float(keyword_score), float(weight), tuple(path or ()), tuple(labels or ()),
-            tuple(links or ()), updated, anchor,
-        )
-
     def _keyword_query(self, connection: psycopg.Connection[Any], question: str, vector: str,
                        limit: int) -> tuple[sql.Composed, dict[str, object]] | None:
         """The BM25 search of :mod:`.keyword` for the question's terms within the row budget, or
@@ -306,13 +298,14 @@ class PostgresStore:
         return [] if query is None else self._keyword_candidates(connection.execute(*query).fetchall())
 
     def _keyword_candidates(self, rows: list[Any]) -> list[Candidate]:
-        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(rows)]
+        source = self.source
+        return [keyword.candidate(source, row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(rows)]
 
     def _vector_rows(self, connection: psycopg.Connection[Any], vector: str, limit: int) -> list[Candidate]:
         return self._vector_candidates(connection.execute(*self._vector_query(vector, limit)).fetchall())
 
     def _vector_candidates(self, rows: list[Any]) -> list[Candidate]:
-        return [self._candidate(row[:-1], rank, 0.0, row[-1]) for rank, row in enumerate(rows)]
+        return [keyword.candidate(self.source, row[:-1], rank, 0.0, row[-1]) for rank, row in enumerate(rows)]
 
     def _both_rows(self, connection: psycopg.Connection[Any], question: str, vector: str, limit: int
                    ) -> tuple[list[Candidate], list[Candidate]]:
