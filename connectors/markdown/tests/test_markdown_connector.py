@@ -152,7 +152,7 @@ def test_only_notes_whose_headings_may_have_ids_get_a_new_version(notes, monkeyp
     from passageway_connector_markdown import connector as module
 
     notes.write("ids.md", "# Title\n\n## Install { #install }\n\nRun it.\n")
-    notes.write("plain.md", "# Title\n\n## Install\n\nRun it. {#not-a-heading}\n")
+    notes.write("plain.md", "# Title {.wide}\n\n## Install\n\nRun `x {y}`, see issue #12.\n")
     now = module.MarkdownConnector({"FOLDER": str(notes.root)}).versions()
     monkeypatch.setattr(module, "_HEADING_WITH_ID", module.re.compile(rb"(?!)"))
     before = module.MarkdownConnector({"FOLDER": str(notes.root)}).versions()
