@@ -27,10 +27,13 @@ PROTOCOL_VERSION = "1"
 
 @attrs.frozen
 class Section:
-    """A part of an item: its heading (or trail of headings) and its text."""
+    """A part of an item: its heading (or trail of headings), its text, and the id of its heading
+    in the page (``anchor``, from ``## Install {#install}``), which the answer links the section
+    with: the item's url with ``#anchor``. ``None`` when the heading has no id."""
 
     text: str
     heading: str | None = None
+    anchor: str | None = None
 
 
 @attrs.frozen
@@ -115,7 +118,8 @@ class Passage:
     """A piece of an item small enough to embed: one section, or part of an oversize one.
 
     ``embedding_input`` is ``title › path › heading: text``; ``digest`` is its SHA-256, so a stored
-    vector is reused exactly when that text is unchanged.
+    vector is reused exactly when that text is unchanged. ``anchor`` is its section's (not part of
+    the embedding input: the same text under another id keeps its vector).
     """
 
     item_id: str
@@ -124,6 +128,7 @@ class Passage:
     text: str
     embedding_input: str
     digest: str
+    anchor: str | None = None
 
 
 @attrs.frozen
@@ -144,6 +149,8 @@ class Hit:
     links: tuple[str, ...] = ()
     also_in: tuple[str, ...] = ()
     """Other sources holding the same content, left out so it fills one slot (kernel/query/duplicates.py)."""
+    anchor: str | None = None
+    """The id of the passage's section in its page: the answer links ``url#anchor``."""
 
 
 @attrs.frozen
@@ -200,13 +207,26 @@ def _validator(schema_name: str, definition: str) -> Any:
     return jsonschema.Draft202012Validator(sub)
 
 
+PATTERN_HINTS = {
+    "anchor": "is not a heading id: give the id without '#', with no spaces (letters, digits, "
+              "- _ . : ~ and escapes such as %20), or leave anchor out",
+    "updated": "is not an ISO 8601 date or time such as 2026-10-28 or 2026-10-28T09:00:00Z",
+}
+"""What a value that breaks a field's ``pattern`` is, and what to send instead, by field name:
+the schema's regular expression itself tells a connector author little."""
+
+
 def schema_errors(schema_name: str, definition: str, value: Any) -> list[str]:
     """Every way ``value`` breaks ``$defs/<definition>`` of a schema, as short readable lines."""
     validator = _validator(schema_name, definition)
     messages = []
     for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(part) for part in error.absolute_path) or "the record"
-        messages.append(f"{where}: {_short(error.message)}")
+        field = error.absolute_path[-1] if error.absolute_path else None
+        if error.validator == "pattern" and field in PATTERN_HINTS:
+            messages.append(f"{where}: {_short(repr(error.instance), 80)} {PATTERN_HINTS[str(field)]}")
+        else:
+            messages.append(f"{where}: {_short(error.message)}")
     return messages
 
 
@@ -234,7 +254,12 @@ def item_to_json(item: Item) -> dict[str, Any]:
     full = converter.unstructure(item)
     defaults: dict[str, Any] = {"weight": 1.0, "path": [], "links": [], "labels": [], "updated": None}
     record = {key: value for key, value in full.items() if key not in defaults or value != defaults[key]}
-    record["sections"] = [
-        {"heading": section.heading, "text": section.text} for section in item.sections
-    ]
+    record["sections"] = [_section_json(section) for section in item.sections]
+    return record
+
+
+def _section_json(section: Section) -> dict[str, Any]:
+    record: dict[str, Any] = {"heading": section.heading, "text": section.text}
+    if section.anchor is not None:
+        record["anchor"] = section.anchor
     return record

@@ -27,7 +27,8 @@ class Candidate:
     for keyword candidates too, so that every ranker can apply the same gate; it is NaN for a
     keyword candidate whose vector is not made yet (during a build, see :class:`LaterVectors`):
     the gate then judges it by its words alone. ``rank`` is the position (0-based) in the list
-    that found it.
+    that found it. ``anchor`` is the passage's section anchor as the connector sent it
+    (:attr:`~passageway.kernel.records.Section.anchor`), ``None`` when it sent none.
     """
 
     source: str
@@ -45,6 +46,7 @@ class Candidate:
     labels: tuple[str, ...] = ()
     links: tuple[str, ...] = ()
     updated: str | None = None
+    anchor: str | None = None
 
     def at_rank(self, rank: int) -> Candidate:
         """This candidate with another ``rank`` (a plain constructor call: ``attrs.evolve``
@@ -54,7 +56,7 @@ class Candidate:
         return Candidate(
             self.source, self.passage_key, self.item_id, self.title, self.url, self.heading,
             self.text, self.similarity, rank, self.keyword_score, self.weight, self.path,
-            self.labels, self.links, self.updated,
+            self.labels, self.links, self.updated, self.anchor,
         )
 
 

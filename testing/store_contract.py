@@ -33,12 +33,14 @@ from passageway.testing.toy_embedder import toy_vectors
 
 __all__ = [
     "DIM",
+    "anchored",
     "doc",
     "keyword_hits",
     "numbered",
     "question_vector",
     "test_a_closed_store_refuses_searches_and_lookups",
     "test_a_failing_apply_leaves_the_index_as_it_was",
+    "test_a_sections_anchor_comes_back_with_each_of_its_passages",
     "test_apply_stores_versions_counts_items_and_deletes",
     "test_cjk_text_is_found_by_words_inside_a_run",
     "test_every_keyword_candidate_gets_its_own_cosine",
@@ -359,3 +361,32 @@ async def test_passage_texts_pages_through_every_passage(contract_store):
         seen.extend(text for _, text in rows)
         after = rows[-1][0]
     assert sorted(seen) == sorted(p.text for n in range(3) for p in passages_for(numbered(n)))
+
+
+def anchored() -> Item:
+    """An item whose first section has an anchor and is long enough to be split in two passages."""
+    cranes = "\n\n".join(f"The harbour crane {n} lifts containers onto ships at the quay." for n in range(24))
+    return Item(id="guide", title="Guide", url="https://example.test/guide", version="1", sections=(
+        Section(cranes, "Cranes", anchor="cranes"),
+        Section("The lighthouse keeper logs every ship.", "Keepers"),
+    ))
+
+
+async def test_a_sections_anchor_comes_back_with_each_of_its_passages(contract_store):
+    """The anchor a connector sent with a section (``{#id}`` of its heading) is on every candidate
+    of the section's passages, by keywords and by vector, and on no other; a store that takes
+    passages before their vectors keeps it on those too."""
+    store = contract_store
+    passages = passages_for(anchored())
+    assert [p.anchor for p in passages] == ["cranes", "cranes", None]
+    await store.apply([update_for(anchored())], [])
+    vector = question_vector("harbour crane containers")
+    by_keyword = await keyword_hits(store, "crane lighthouse", vector, 10)
+    by_vector = await vector_hits(store, vector, 10)
+    for found in (by_keyword, by_vector):
+        assert sorted((hit.heading or "", hit.anchor or "") for hit in found) == [
+            ("Cranes", "cranes"), ("Cranes", "cranes"), ("Keepers", "")]
+        assert {hit.url for hit in found} == {"https://example.test/guide"}  # the item's, unchanged
+    if isinstance(store, LaterVectors):
+        await store.apply([ItemUpdate(anchored(), passages, None)], [])
+        assert [p.anchor for p in await store.pending(10)] == ["cranes", "cranes", None]

@@ -195,6 +195,25 @@ def test_a_record_nested_200000_deep_is_a_failed_rule_not_a_crash(capsys):
     assert "FAIL  fetch returns every listed item" in out and "nested too deep" in out
 
 
+def test_the_command_accepts_sections_with_anchors_and_names_a_bad_one(tmp_path, capsys):
+    good = [item("guide", sections=[{"heading": "Install", "text": "Run it.", "anchor": "install"},
+                                    {"heading": "Über uns", "text": "Wir.", "anchor": "über-uns"}])]
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    code = cli_main(["check-connector", "--env", f"FAKE_ITEMS={tmp_path / 'good.json'}", "--",
+                     *fake_connector.command()])
+    assert code == 0, capsys.readouterr().out
+    capsys.readouterr()
+    bad = [item("guide", sections=[{"heading": "Install", "text": "Run it.", "anchor": "#install me"}])]
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    code = cli_main(["check-connector", "--env", f"FAKE_ITEMS={tmp_path / 'bad.json'}", "--",
+                     *fake_connector.command()])
+    out = capsys.readouterr().out
+    assert code == 1
+    [line] = [line for line in out.splitlines() if line.strip().startswith("FAIL  fetch returns every")]
+    assert ("item 'guide' is not valid: sections/0/anchor: '#install me' is not a heading id: give the id "
+            "without '#', with no spaces") in line
+
+
 def test_the_command_prints_json(capsys):
     code = cli_main(["check-connector", "--json", "--env", "BREAK=version-mismatch", "--",
                      sys.executable, str(MISBEHAVING / "contract_breaker.py")])

@@ -52,6 +52,15 @@ async def test_a_long_item_is_cut_at_the_limit_and_names_its_sections():
     assert "more characters. Pass `section` to read one section: Setup; Setup › Linux; Usage." in text
 
 
+async def test_an_item_named_with_a_sections_anchor_is_read_as_the_item():
+    """An answer names a section whose heading has an id as ``guide.md#linux``."""
+    text = await read_item(STORES, "docs", "guide.md#linux", "Setup › Linux")
+    assert text.startswith("**Guide › Setup › Linux** (docs: guide.md)")
+    assert "On Linux, use the package." in text
+    with pytest.raises(ReadError, match=re.escape("holds no item 'other.md#linux'")):
+        await read_item(STORES, "docs", "other.md#linux")
+
+
 @pytest.mark.parametrize(("source", "item", "section", "message"), [
     ("wiki", "guide.md", None, "no source 'wiki'; pass a source an answer named (configured: docs)"),
     ("docs", "other.md", None, "source 'docs' holds no item 'other.md'"),

@@ -407,6 +407,42 @@ def test_a_clear_leader_gets_the_larger_share_and_file_addresses_give_way_to_the
     assert abs(len(even.hits[0].text) - len(even.hits[1].text)) < 20
 
 
+async def test_a_sections_anchor_goes_on_the_link_of_its_hits(tmp_path):
+    """From the connector's section to the answer: the web page's address with #anchor, or the
+    item with #anchor where the address is a file; a section without one links as before."""
+    def guide(item_id: str, url: str, where: str) -> Item:
+        return Item(id=item_id, title="Guide", url=url, version="1", sections=(
+            Section(f"Install the turbine tool {where} with pip.", "Install", anchor="install"),
+            Section(f"Turbine blades are inspected every spring {where}.", "Care"),
+        ))
+
+    store = await build_store(tmp_path, "docs", [guide("web", "https://docs.example/guide/", "online"),
+                                                 guide("guide.md", "file:///srv/docs/guide.md", "locally")])
+    try:
+        answer = await recall("How do I install the turbine tool with pip?", [store],
+                              ToyEmbedder(min_similarity=0.99), FusionRanker("hybrid"))
+        care = await recall("When are turbine blades inspected in spring?", [store],
+                            ToyEmbedder(min_similarity=0.99), FusionRanker("hybrid"))
+    finally:
+        await store.close()
+    assert {(hit.item_id, hit.anchor) for hit in answer.hits} == {("web", "install"), ("guide.md", "install")}
+    text = render_answer(answer)
+    assert "docs: web · https://docs.example/guide/#install" in text
+    assert "docs: guide.md#install\n" in text and "file://" not in text
+    assert {hit.anchor for hit in care.hits} == {None}
+    assert "#" not in render_answer(care).replace("**", "")
+
+
+def test_an_anchor_replaces_the_fragment_of_an_address_and_marks_an_item_named_by_its_address():
+    from passageway.kernel.records import Hit
+
+    hit = Hit("site", "https://x/page#top", "Page", "https://x/page#top", "Install", "Text.", 1.0, 0.9,
+              anchor="install")
+    assert "site: https://x/page#top#install" in render_answer(Answer((hit,)))
+    other = attrs.evolve(hit, item_id="page")
+    assert "site: page · https://x/page#install" in render_answer(Answer((other,)))
+
+
 def test_render_answer_lists_related_items():
     from passageway.kernel.records import Hit
 

@@ -151,3 +151,35 @@ def test_nan_and_infinity_are_not_json():
         with pytest.raises(LineProblem) as caught:
             parse_lines([line], 1, "fetch")
         assert caught.value.rule == "malformed line"
+
+
+def test_a_refused_pattern_says_what_to_send_and_the_line_names_the_item():
+    """A value that breaks a ``pattern`` (the anchor, the date) reads as what it is not and what
+    to send, not as the regular expression; the SDK words it the same way, for every pattern."""
+    from passageway_sdk.schema import PATTERN_HINTS as SDK_HINTS
+    from passageway_sdk.schema import message_errors
+
+    from passageway.kernel.connector.lines import LineProblem
+    from passageway.kernel.records import PATTERN_HINTS
+
+    patterned = {name for name, part in _properties(load("connector-protocol")) if "pattern" in part}
+    assert patterned == set(PATTERN_HINTS) and SDK_HINTS == PATTERN_HINTS
+    record = {"id": "guide.md", "title": "G", "url": "", "version": "1",
+              "sections": [{"text": "x", "anchor": "custom id"}]}
+    expected = f"sections/0/anchor: 'custom id' {PATTERN_HINTS['anchor']}"
+    assert validate_connector_message("item", record) == [expected]
+    assert message_errors("item", record) == [expected.replace("'custom id'", '"custom id"')]
+    with pytest.raises(LineProblem) as caught:
+        parse_lines([json.dumps(record).encode()], 1, "fetch")
+    assert str(caught.value) == f"item 'guide.md' is not valid: {expected}"
+    assert "give the id without '#'" in str(caught.value)
+
+
+def _properties(schema: dict) -> list[tuple[str, dict]]:
+    """Every ``(name, subschema)`` of a property in the schema, with ``$ref`` targets followed."""
+    found = []
+    for definition in schema["$defs"].values():
+        for name, part in definition.get("properties", {}).items():
+            target = part["$ref"].rsplit("/", 1)[-1] if "$ref" in part else None
+            found.append((name, schema["$defs"][target] if target else part))
+    return found

@@ -91,6 +91,43 @@ async def test_a_new_index_is_wal_migrated_and_records_no_embedder(tmp_path):
     connection.close()
 
 
+async def test_an_index_from_before_anchors_is_migrated_and_keeps_anchors_across_a_restart(tmp_path):
+    """A file at schema 2 (no anchor column: made here by dropping it from a fresh one, which
+    leaves the tables exactly as schema 2 wrote them) opens, its passages search as before with no
+    anchor, and an item written again keeps its sections' anchors after a restart."""
+    path = tmp_path / "old.db"
+    before = SqliteStore(path, "old")
+    await before.open()
+    await before.reset("toy-hash-64", DIM)
+    plain = doc("mill", "The old mill", "The mill grinds grain.")
+    await before.apply([update_for(plain)], [])
+    await before.close()
+    connection = sqlite3.connect(path)
+    connection.execute("ALTER TABLE passages DROP COLUMN anchor")
+    connection.execute("PRAGMA user_version = 2")
+    connection.close()
+
+    store = SqliteStore(path, "old")
+    await store.open()
+    try:
+        [hit] = await store_contract.keyword_hits(store, "mill grain", question_vector("mill"), 5)
+        assert (hit.item_id, hit.anchor) == ("mill", None)
+        await store.apply([update_for(store_contract.anchored())], [])
+    finally:
+        await store.close()
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
+    connection.close()
+    again = SqliteStore(path, "old")
+    await again.open()
+    try:
+        found = await store_contract.vector_hits(again, question_vector("harbour crane"), 10)
+    finally:
+        await again.close()
+    assert sorted((hit.item_id, hit.anchor or "") for hit in found) == [
+        ("guide", ""), ("guide", "cranes"), ("guide", "cranes"), ("mill", "")]
+
+
 async def test_a_newer_schema_or_a_broken_file_is_a_store_error(tmp_path):
     newer = tmp_path / "newer.db"
     connection = sqlite3.connect(newer)

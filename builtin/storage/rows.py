@@ -19,7 +19,8 @@ from typing import Any
 
 from passageway.kernel.store import Candidate
 
-COLUMNS = "p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated"
+COLUMNS = ("p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated,"
+           " p.anchor")
 """What a candidate needs from a passage row and its item's row, in :func:`candidate`'s order."""
 
 ROW_CACHE_LIMIT = 10_000
@@ -28,11 +29,11 @@ ROW_CACHE_LIMIT = 10_000
 
 def candidate(source: str, row: Sequence[Any], rank: int, keyword_score: float, similarity: float
               ) -> Candidate:
-    key, item_id, heading, text, title, url, weight, path, labels, links, updated = row
+    key, item_id, heading, text, title, url, weight, path, labels, links, updated, anchor = row
     # Positional: keyword arguments cost measurably here, with up to 200 candidates a question.
     return Candidate(
         source, key, item_id, title, url, heading, text, similarity, rank, keyword_score,
-        float(weight), _strings(path), _strings(labels), _strings(links), updated,
+        float(weight), _strings(path), _strings(labels), _strings(links), updated, anchor,
     )
 
 

@@ -5,10 +5,12 @@ thread for writes). ``PRAGMA user_version`` is the number of the last migration 
 :data:`MIGRATIONS`:
 
 * ``items(id, title, url, version, weight, path, labels, links, updated)``; the tuples are JSON.
-* ``passages(key, item, ordinal, heading, text, digest, vector)``; ``key`` is the passage's
+* ``passages(key, item, ordinal, heading, text, digest, vector, anchor)``; ``key`` is the passage's
   stable number (never reused), used as the usearch key and the FTS rowid; ``vector`` is
   little-endian float32 of unit length, or an empty blob while the passage waits for its vector
-  (it is searchable by keywords meanwhile; ``passages_pending`` indexes those).
+  (it is searchable by keywords meanwhile; ``passages_pending`` indexes those); ``anchor`` is the
+  id of the passage's section in its page, or NULL (and NULL in every row an index written before
+  migration 3 holds, until its item is written again).
 * ``passage_words`` (FTS5, ``unicode61 remove_diacritics 2``) over title, path, heading and text.
 * ``state(key, value)``: ``embedder_name``, ``embedder_dim``, ``generation`` (raised by every
   write), ``usearch_generation`` / ``usearch_size`` / ``usearch_checksum`` (the saved vector file,
@@ -65,6 +67,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 2: the passages stored before their vector (an empty blob until it is set), found fast
     ("CREATE INDEX passages_pending ON passages (key) WHERE length(vector) = 0",),
+    # 3: the section's anchor (the id of its heading), which the answer links the passage with;
+    # a nullable column added without a default, so SQLite rewrites no row
+    ("ALTER TABLE passages ADD COLUMN anchor TEXT",),
 )
 
 _CHUNK = 500  # ids per statement, below SQLite's bound-parameter limit
@@ -182,10 +187,10 @@ def write(connection: sqlite3.Connection, updates: Sequence[ItemUpdate], deletio
                 else np.asarray(update.vectors, dtype="<f4"))
             for passage, vector in zip(update.passages, vectors, strict=True):
                 cursor = connection.execute(
-                    "INSERT INTO passages (item, ordinal, heading, text, digest, vector)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO passages (item, ordinal, heading, text, digest, vector, anchor)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
-                     b"" if vector is None else vector.tobytes()),
+                     b"" if vector is None else vector.tobytes(), passage.anchor),
                 )
                 key = int(cursor.lastrowid or 0)
                 connection.execute(
@@ -222,17 +227,19 @@ def set_vectors(connection: sqlite3.Connection, vectors: Sequence[tuple[str, int
 
 
 PENDING = (
-    "SELECT p.item, p.ordinal, p.heading, p.text, p.digest, i.title, i.path FROM passages p"
+    "SELECT p.item, p.ordinal, p.heading, p.text, p.digest, i.title, i.path, p.anchor FROM passages p"
     " JOIN items i ON i.id = p.item WHERE length(p.vector) = 0 ORDER BY p.key LIMIT ?"
 )
 
 
 def pending(connection: sqlite3.Connection, limit: int) -> list[Passage]:
     """Up to ``limit`` passages stored without a vector, oldest first."""
+    rows = connection.execute(PENDING, (limit,))
     return [
         Passage(item_id=item_id, ordinal=ordinal, heading=heading, text=text,
-                embedding_input=embedding_input(title, json.loads(path), heading, text), digest=digest)
-        for item_id, ordinal, heading, text, digest, title, path in connection.execute(PENDING, (limit,))
+                embedding_input=embedding_input(title, json.loads(path), heading, text), digest=digest,
+                anchor=anchor)
+        for item_id, ordinal, heading, text, digest, title, path, anchor in rows
     ]
 
 

@@ -99,9 +99,8 @@ def _parse_line(line: bytes, number: int, mode: str) -> tuple[int, bytes, Any, s
             )
     errors = [] if is_valid(definition, value) else validate_connector_message(definition, value)
     if errors:
-        raise LineProblem(
-            "invalid record", number, f"not a valid {definition}: {'; '.join(errors[:3])}", line
-        )
+        problems = "; ".join(errors[:3])
+        raise LineProblem("invalid record", number, f"{_what(definition, value)}: {problems}", line)
     try:
         record = converter.structure(value, record_type)
     except RecursionError:
@@ -109,6 +108,14 @@ def _parse_line(line: bytes, number: int, mode: str) -> tuple[int, bytes, Any, s
     except Exception as error:  # the schema and the records disagree: report, never crash
         raise LineProblem("invalid record", number, f"not a valid {definition}: {error}", line) from None
     return (number, line, record, note)
+
+
+def _what(definition: str, value: dict[str, Any]) -> str:
+    """What a refused line is, naming its item when it has an id a reader can find it by."""
+    item_id = value.get("id")
+    if definition == "item" and isinstance(item_id, str) and item_id:
+        return f"item {item_id[:200]!r} is not valid"
+    return f"not a valid {definition}"
 
 
 def _refuse_constant(name: str) -> Any:

@@ -12,7 +12,7 @@ passage each. A section longer than the size cap is split between its blocks, ne
   passage of its own that exceeds the cap;
 * a section with no text (only whitespace) gives no passage.
 
-A passage keeps its section's heading. Its embedding input is the item's title, its path and the
+A passage keeps its section's heading and anchor. Its embedding input is the item's title, its path and the
 heading joined by `` › ``, then ``: `` and the text; a missing path or heading is left out with
 its separator (``Title: text`` when both are missing). The digest is the SHA-256 of that input
 (UTF-8, lower-case hex), so a stored vector is reused exactly when the input is unchanged.
@@ -64,6 +64,7 @@ def passages_for(item: Item, cap: int = DEFAULT_CAP) -> list[Passage]:
                     text=text,
                     embedding_input=full,
                     digest=digest_of(full),
+                    anchor=section.anchor,
                 )
             )
     return passages

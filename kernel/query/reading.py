@@ -10,6 +10,9 @@ Markdown, line breaks and code blocks kept), within :data:`READ_CHARS` character
   (``Linux``), or with the item's title in front (``Guide › Setup › Linux``), ignoring case;
 * without: the whole item, from its first passage.
 
+An item named with a section's anchor (``guide.md#install``, as an answer shows a section whose
+heading has an id) is read as the item before the ``#`` when no item has the whole name.
+
 Only what the index holds is read, so the same sources, items and text that ``recall`` may show
 are the ones ``read`` shows; an unknown source, item or section is an error that says what to
 pass instead.
@@ -61,8 +64,12 @@ async def read_item(stores: Mapping[str, Store], source: str, item_id: str, sect
         known = ", ".join(sorted(stores)) or "none"
         raise ReadError(f"no source {source!r}; pass a source an answer named (configured: {known})")
     found = await store.items([item_id])
+    if not found and "#" in item_id:
+        # An answer names a section with an anchor as ``item#anchor``: the item is before the #.
+        found = await store.items([item_id.rsplit("#", 1)[0]])
     if not found:
         raise ReadError(f"source {source!r} holds no item {item_id!r}; pass the item an answer named")
+    item_id = found[0].item_id
     item = found[0]
     rows = sorted(await store.passages_of(item_id))
     if section is not None and section.strip():

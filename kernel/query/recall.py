@@ -278,6 +278,7 @@ def _hit(entry: Ranked) -> Hit:
         labels=candidate.labels,
         updated=candidate.updated,
         links=candidate.links,
+        anchor=candidate.anchor,
     )
 
 

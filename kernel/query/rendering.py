@@ -8,7 +8,8 @@ How the budget is spent (:func:`fit_budget`), answers first:
 
 1. **The fixed parts are short.** A hit's header is its title and heading; its second line names
    the source and the item (what the ``read`` tool takes), the address only when it is one a
-   reader can open (``file://`` addresses are left out: the item names the file), the breadcrumb
+   reader can open (``file://`` addresses are left out: the item names the file), either of them
+   with ``#anchor`` when the section has one, the breadcrumb
    only when the item does not already spell it, and the date without its time.
 2. **The excerpts share what remains by need.** A hit whose passage is shorter than its share
    takes only what it needs, and the rest goes to the others (so a short passage never wastes
@@ -118,9 +119,13 @@ def _openable(url: str) -> bool:
 
 
 def _meta(hit: Hit) -> list[str]:
-    meta = [f"{hit.source}: {hit.item_id}"]
+    # The section's anchor goes on the address when one is shown (https://…/page#install), else
+    # on the item (notes: guide.md#install), which is then the only place the answer names.
+    anchor = f"#{hit.anchor}" if hit.anchor else ""
     if _openable(hit.url) and hit.url != hit.item_id:
-        meta.append(hit.url)
+        meta = [f"{hit.source}: {hit.item_id}", hit.url.split("#", 1)[0] + anchor if anchor else hit.url]
+    else:
+        meta = [f"{hit.source}: {hit.item_id}{anchor}"]
     if hit.path and not hit.item_id.startswith("/".join(hit.path) + "/"):
         meta.append(" / ".join(hit.path))
     if hit.updated:

@@ -33,6 +33,15 @@ _ASSERTIONS = frozenset(
 )  # fmt: skip
 
 
+PATTERN_HINTS = {
+    "anchor": "is not a heading id: give the id without '#', with no spaces (letters, digits, "
+              "- _ . : ~ and escapes such as %20), or leave anchor out",
+    "updated": "is not an ISO 8601 date or time such as 2026-10-28 or 2026-10-28T09:00:00Z",
+}
+"""What a value that breaks a field's ``pattern`` is, and what to send instead, by field name (the
+core words it the same way): the regular expression itself tells a connector author little."""
+
+
 class SchemaKeywordError(RuntimeError):
     """The schema uses a keyword this validator does not implement."""
 
@@ -174,7 +183,8 @@ def _errors(schema: Any, value: Any, path: _Path, root: Mapping[str, Any]) -> It
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             yield path, f"{_describe(value)} is longer than {schema['maxLength']} characters"
         if "pattern" in schema and not re.search(schema["pattern"], value):
-            yield path, f"{_describe(value)} does not match {schema['pattern']!r}"
+            hint = PATTERN_HINTS.get(str(path[-1])) if path else None
+            yield path, f"{_describe(value)} {hint or 'does not match ' + repr(schema['pattern'])}"
 
     if _is_type(value, "number"):
         if isinstance(value, float) and not math.isfinite(value):

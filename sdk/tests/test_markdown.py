@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from passageway_sdk import first_h1, heading_id, split_markdown, strip_code
+from passageway_sdk import first_h1, heading_id, message_errors, split_markdown, strip_code
+from passageway_sdk.markdown import MAX_ANCHOR_LENGTH
 
 
 def md(text: str) -> str:
@@ -102,13 +103,47 @@ def test_a_heading_attribute_block_is_left_out_of_the_heading_and_gives_its_id()
         three
     """)
     assert split_markdown(text) == [
-        {"heading": "Create a Project", "text": "one"},
-        {"heading": "Create a Project › Learn More", "text": "two"},
+        {"heading": "Create a Project", "text": "one", "anchor": "create-a-project"},
+        {"heading": "Create a Project › Learn More", "text": "two", "anchor": "learn-more"},
         {"heading": "Keep {braces} and {this one}", "text": "three"},
     ]
     assert heading_id("## Create a Project { #create-a-project }") == "create-a-project"
     assert heading_id("### Learn More {.wide #learn-more}") == "learn-more"
     assert heading_id("## Keep {braces}") is None and heading_id("plain {#x}") is None
+
+
+def test_a_sections_anchor_is_its_own_headings_id_and_always_one_the_protocol_accepts():
+    text = md(f"""
+        # Guide {{#guide}}
+        Welcome.
+        ## Über uns {{ #über-uns }}
+        us
+        ### Team
+        no id of its own: no anchor, not the parent's
+        ### Quoted {{title="a #b" #real}}
+        q
+        ```md
+        ## In code {{#code}}
+        ```
+        ## Far {{#{"x" * (MAX_ANCHOR_LENGTH + 1)}}}
+        too long an id
+        ## Pandoc {{#sec:intro.part_1}}
+        p
+    """)
+    sections = split_markdown(text, skip_first_h1=True)
+    assert [(section["heading"], section.get("anchor")) for section in sections] == [
+        (None, None),  # the title's text: the page's top, no anchor
+        ("Über uns", "über-uns"),
+        ("Über uns › Team", None),
+        ("Über uns › Quoted", "real"),
+        ("Far", None),
+        ("Pandoc", "sec:intro.part_1"),
+    ]
+    assert "## In code {#code}" in sections[3]["text"]
+    assert split_markdown("# Guide {#guide}\nWelcome.")[0]["anchor"] == "guide"
+    record = {"id": "a", "title": "A", "url": "", "version": "1", "sections": sections}
+    assert message_errors("item", record) == []
+    assert heading_id('## Title {title="a #b"}') is None
 
 
 def test_fences_of_both_kinds_and_lengths_hide_headings():

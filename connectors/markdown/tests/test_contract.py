@@ -18,7 +18,9 @@ def test_a_folder_of_notes_passes_the_contract(tmp_path):
     (tmp_path / "ops" / "certs.md").write_text(
         "---\ntitle: Certificates\ntags: [ops]\n---\n# Certificates\n\nRotate yearly.\n\n## Steps\n\n"
         "See [[Deploy]].\n", encoding="utf-8")
-    (tmp_path / "ops" / "deploy.md").write_text("# Deploy\n\nShip it.\n", encoding="utf-8")
+    (tmp_path / "ops" / "deploy.md").write_text(
+        "# Deploy\n\nShip it.\n\n## Roll back { #roll-back .warning }\n\nRevert.\n\n"
+        "## Über uns {#über-uns}\n\nWir.\n", encoding="utf-8")
     (tmp_path / "binary.md").write_bytes(b"\x00\x01")
     report = contract.check_connector(contract.Connector("notes", COMMAND, env={"FOLDER": str(tmp_path)}))
     assert report.failed_rules == []

@@ -113,7 +113,51 @@ def test_heading_attribute_blocks_stay_out_of_titles_and_trails(notes):
     """)
     item = notes.item("venv.md")
     assert item["title"] == "Virtual Environments"
-    assert item["sections"] == [{"heading": "Create a Project", "text": "Make a folder."}]
+    assert item["sections"] == [
+        {"heading": "Create a Project", "text": "Make a folder.", "anchor": "create-a-project"}]
+
+
+def test_a_headings_id_is_its_sections_anchor_and_passes_the_protocol(notes):
+    notes.write("guide.md", """
+        ---
+        url: https://docs.example/guide/
+        ---
+        # Guide {#guide}
+
+        Intro.
+
+        ## Install {#install .tabbed}
+
+        pip install it
+
+        ### On Linux
+
+        apt install it
+
+        ## Über uns { #über-uns }
+
+        Wir.
+    """)
+    result = notes.run("fetch", ids=["guide.md"])
+    assert result.code == 0 and result.stderr == "", result.stderr
+    [item] = result.records
+    assert [(section["heading"], section.get("anchor")) for section in item["sections"]] == [
+        (None, None), ("Install", "install"), ("Install › On Linux", None), ("Über uns", "über-uns")]
+    assert item["url"] == "https://docs.example/guide/"
+
+
+def test_only_notes_whose_headings_may_have_ids_get_a_new_version(notes, monkeypatch):
+    """The version of a note with heading ids changes once (so an index built before anchors
+    fetches it again and gets them); a note without keeps the version it had."""
+    from passageway_connector_markdown import connector as module
+
+    notes.write("ids.md", "# Title\n\n## Install { #install }\n\nRun it.\n")
+    notes.write("plain.md", "# Title {.wide}\n\n## Install\n\nRun `x {y}`, see issue #12.\n")
+    now = module.MarkdownConnector({"FOLDER": str(notes.root)}).versions()
+    monkeypatch.setattr(module, "_HEADING_WITH_ID", module.re.compile(rb"(?!)"))
+    before = module.MarkdownConnector({"FOLDER": str(notes.root)}).versions()
+    assert now["ids.md"] != before["ids.md"]
+    assert now["plain.md"] == before["plain.md"]
 
 
 def test_front_matter_values_stay_text(notes):
@@ -462,6 +506,7 @@ def test_site_generator_dates_become_utc(notes):
 def test_an_unreadable_folder_fails_instead_of_listing_nothing(notes, monkeypatch):
     # Run in-process: as root (CI) a folder cannot be made unreadable, so the refusal is simulated.
     from passageway_connector_markdown import connector as module
+    from passageway_connector_markdown import folder
 
     notes.write("a.md", "text\n")
     real_scandir = os.scandir
@@ -471,7 +516,7 @@ def test_an_unreadable_folder_fails_instead_of_listing_nothing(notes, monkeypatc
             raise PermissionError(13, "Permission denied")
         return real_scandir(path)
 
-    monkeypatch.setattr(module.os, "scandir", refusing_scandir)
+    monkeypatch.setattr(folder.os, "scandir", refusing_scandir)
     out, err = io.StringIO(), io.StringIO()
     code = module.MarkdownConnector.run(["list"], {"FOLDER": str(notes.root)}, io.StringIO(), out, err)
     assert (code, out.getvalue()) == (1, "")

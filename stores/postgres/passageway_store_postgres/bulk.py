@@ -34,7 +34,7 @@ _STAGING = sql.Identifier("passageway_bulk_passages")
 _STAGING_COLUMNS = (
     ("item", "text"), ("ordinal", "int4"), ("heading", "text"), ("text", "text"), ("digest", "text"),
     ("vector", "vector"), ("title_words", "text"), ("heading_words", "text"), ("path_words", "text"),
-    ("text_words", "text"),
+    ("text_words", "text"), ("anchor", "text"),
 )
 _ITEM_TYPES = ["text", "text", "text", "text", "float8", "text[]", "text[]", "text[]", "text"]
 
@@ -118,13 +118,14 @@ class BulkLoad:
                     for passage, vector in zip(update.passages, update.vectors, strict=True):
                         copy.write_row((item.id, passage.ordinal, passage.heading, passage.text,
                                         passage.digest, vector_bytes(vector), title,
-                                        words_text(passage.heading or ""), path, words_text(passage.text)))
+                                        words_text(passage.heading or ""), path, words_text(passage.text),
+                                        passage.anchor))
                         self.passages += 1
             words = schema.words_expression(self._text_config, [sql.Identifier(name) for name in (
                 "title_words", "heading_words", "path_words", "text_words")])
             cursor.execute(sql.SQL(  # the passages, then their words under the keys just given
-                "WITH p AS (INSERT INTO {passages} (item, ordinal, heading, text, digest, vector) "
-                "SELECT item, ordinal, heading, text, digest, vector FROM {staging} "
+                "WITH p AS (INSERT INTO {passages} (item, ordinal, heading, text, digest, vector, anchor) "
+                "SELECT item, ordinal, heading, text, digest, vector, anchor FROM {staging} "
                 "RETURNING key, item, ordinal) "
                 "INSERT INTO {words} (key, words) SELECT p.key, {expression} FROM p "
                 "JOIN {staging} s USING (item, ordinal) ORDER BY p.key").format(

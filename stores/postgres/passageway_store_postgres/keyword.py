@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
+from typing import Any
 
 from psycopg import sql
 
-from passageway import BM25_WEIGHTS, CJK_CHARACTER, index_text
+from passageway import BM25_WEIGHTS, CJK_CHARACTER, Candidate, index_text
 
 COLUMN_WEIGHTS = dict(zip(("title", "path", "heading", "text"), BM25_WEIGHTS, strict=True))
 """BM25 weight of a word in each part of a passage: ``passageway.BM25_WEIGHTS``, as the sqlite store
@@ -40,9 +42,10 @@ RANK_WEIGHTS = "{%s}" % ", ".join(  # noqa: UP031 (an array literal's braces)
     str(COLUMN_WEIGHTS[part] / 2) for part in ("text", "path", "heading", "title"))
 """``ts_rank_cd``'s weights of D (text), C (path), B (heading) and A (title): half of
 :data:`COLUMN_WEIGHTS`, since ``ts_rank_cd`` takes none above 1."""
-COLUMNS = "p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated"
+COLUMNS = ("p.key, p.item, p.heading, p.text, i.title, i.url, i.weight, i.path, i.labels, i.links, i.updated,"
+           " p.anchor")
 """What a candidate needs from a passage row and its item's row (this schema's names, the columns
-the sqlite store reads too), in the order ``PostgresStore._candidate`` unpacks them."""
+the sqlite store reads too), in the order :func:`candidate` unpacks them."""
 K1 = 1.2
 B = 0.75
 
@@ -103,3 +106,14 @@ def bm25_parameters(terms: list[str], rows: float, average: float, vector: str, 
     """The parameters of :func:`bm25_statement`."""
     return {"terms": terms, "weights": RANK_WEIGHTS, "k1": K1, "b": B, "rows": float(rows),
             "average": float(average), "vector": vector, "limit": limit}
+
+
+def candidate(source: str, row: Sequence[Any], rank: int, keyword_score: float, similarity: float
+              ) -> Candidate:
+    """The candidate of one search row (its :data:`COLUMNS`) at ``rank`` in its list."""
+    key, item_id, heading, text, title, url, weight, path, labels, links, updated, anchor = row
+    return Candidate(
+        source, int(key), item_id, title, url, heading, text, float(similarity), rank,
+        float(keyword_score), float(weight), tuple(path or ()), tuple(labels or ()),
+        tuple(links or ()), updated, anchor,
+    )

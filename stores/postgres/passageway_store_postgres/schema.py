@@ -12,7 +12,8 @@ Everything lives in one schema (``[store] schema``, default ``passageway``):
   (no stemming, no stopwords: German and English alike) after ``unaccent``, so case and accents
   do not matter (``Über`` finds ``uber``).
 * per source, ``"items:<source>"``, ``"passages:<source>"`` and ``"words:<source>"``. A passage's
-  ``key`` is its stable number (never reused); ``vector`` is a pgvector column, fixed to the
+  ``key`` is its stable number (never reused); ``anchor`` the id of its section's heading in the
+  page, or NULL; ``vector`` is a pgvector column, fixed to the
   embedder's dimension by :func:`reset_statements` together with its HNSW index (cosine). Its
   words live in the narrow table ``"words:<source>"`` (one row per passage, deleted with it):
   ``words`` is the weighted ``tsvector`` of title (A), heading (B), path (C) and text (D), with a
@@ -96,6 +97,9 @@ SOURCE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ANALYZE {words}",
         "ALTER TABLE {passages} DROP COLUMN length, DROP COLUMN words",
     ),
+    # 4: the section's anchor (the id of its heading), which the answer links the passage with;
+    # nullable without a default, so PostgreSQL only changes the catalogue, not the rows
+    ("ALTER TABLE {passages} ADD COLUMN anchor text",),
 )
 
 AFTER_SOURCE_MIGRATION = {3: "VACUUM {words}"}

@@ -248,8 +248,8 @@ class PostgresStore:
                   list(u.item.path), list(u.item.labels), list(u.item.links), u.item.updated)
                  for u in updates])
             insert = sql.SQL(
-                "WITH p AS (INSERT INTO {} (item, ordinal, heading, text, digest, vector) "
-                "VALUES (%s, %s, %s, %s, %s, %s::vector) RETURNING key) "
+                "WITH p AS (INSERT INTO {} (item, ordinal, heading, text, digest, vector, anchor) "
+                "VALUES (%s, %s, %s, %s, %s, %s::vector, %s) RETURNING key) "
                 "INSERT INTO {} (key, words) SELECT key, {} FROM p").format(
                     names.passages, names.words, self._words)
             rows = []
@@ -259,7 +259,8 @@ class PostgresStore:
                 path = keyword.words_text(PATH_SEPARATOR.join(item.path))
                 for passage, vector in zip(update.passages, update.vectors, strict=True):
                     rows.append((item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
-                                 vector_literal(vector), title, keyword.words_text(passage.heading or ""),
+                                 vector_literal(vector), passage.anchor, title,
+                                 keyword.words_text(passage.heading or ""),
                                  path, keyword.words_text(passage.text)))
             if rows:
                 cursor.executemany(insert, rows)
@@ -267,14 +268,6 @@ class PostgresStore:
         self._set_state(connection, "generation", str(generation))
 
     # -- searches -----------------------------------------------------------------------------
-
-    def _candidate(self, row: Sequence[Any], rank: int, keyword_score: float, similarity: float) -> Candidate:
-        key, item_id, heading, text, title, url, weight, path, labels, links, updated = row
-        return Candidate(
-            self.source, int(key), item_id, title, url, heading, text, float(similarity), rank,
-            float(keyword_score), float(weight), tuple(path or ()), tuple(labels or ()),
-            tuple(links or ()), updated,
-        )
 
     def _keyword_query(self, connection: psycopg.Connection[Any], question: str, vector: str,
                        limit: int) -> tuple[sql.Composed, dict[str, object]] | None:
@@ -305,13 +298,14 @@ class PostgresStore:
         return [] if query is None else self._keyword_candidates(connection.execute(*query).fetchall())
 
     def _keyword_candidates(self, rows: list[Any]) -> list[Candidate]:
-        return [self._candidate(row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(rows)]
+        source = self.source
+        return [keyword.candidate(source, row[:-2], rank, row[-2], row[-1]) for rank, row in enumerate(rows)]
 
     def _vector_rows(self, connection: psycopg.Connection[Any], vector: str, limit: int) -> list[Candidate]:
         return self._vector_candidates(connection.execute(*self._vector_query(vector, limit)).fetchall())
 
     def _vector_candidates(self, rows: list[Any]) -> list[Candidate]:
-        return [self._candidate(row[:-1], rank, 0.0, row[-1]) for rank, row in enumerate(rows)]
+        return [keyword.candidate(self.source, row[:-1], rank, 0.0, row[-1]) for rank, row in enumerate(rows)]
 
     def _both_rows(self, connection: psycopg.Connection[Any], question: str, vector: str, limit: int
                    ) -> tuple[list[Candidate], list[Candidate]]:

@@ -1,4 +1,5 @@
-"""A bulk load fills an index exactly as the sync's writes do, with both indexes built after."""
+"""A bulk load fills an index exactly as the sync's writes do (sections' anchors included), with both
+indexes built after."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from passageway_store_postgres.testing import fresh_schema
 
 from passageway import StoreError
 from passageway.testing import DIM, doc, question_vector, update_for
+from passageway.testing.store_contract import anchored
 
 ITEMS = [doc("mill", "The old mill", "The mill grinds grain.", "Grain came by boat.", path=("Guides",)),
          doc("river", "Rivers", "A river carries boats to the mill."),
-         doc("bakery", "Bäckerei", "Brot aus Mehl von der Mühle.")]
+         doc("bakery", "Bäckerei", "Brot aus Mehl von der Mühle."), anchored()]
 
 
 def test_vector_bytes_are_pgvectors_binary_form():
@@ -36,16 +38,16 @@ async def test_a_bulk_load_gives_the_same_searches_as_apply(dsn):
         await asyncio.to_thread(bulk.begin)
         try:
             await asyncio.to_thread(bulk.add, [update_for(item) for item in ITEMS[:2]])
-            await asyncio.to_thread(bulk.add, [update_for(ITEMS[2])])
+            await asyncio.to_thread(bulk.add, [update_for(item) for item in ITEMS[2:]])
             await asyncio.to_thread(bulk.finish)
         finally:
             bulk.close()
-        assert bulk.passages == 4
-        assert await loaded.counts() == await applied.counts() == (3, 4)
-        for question in ("mill grain", "muhle brot", "boats"):
+        assert bulk.passages == 7
+        assert await loaded.counts() == await applied.counts() == (4, 7)
+        for question in ("mill grain", "muhle brot", "boats", "harbour crane"):
             found = [await asyncio.to_thread(store.search, question, question_vector(question), 5)
                      for store in (applied, loaded)]
-            as_rows = [[[(c.item_id, c.text, round(c.keyword_score, 6), round(c.similarity, 6))
+            as_rows = [[[(c.item_id, c.text, c.anchor, round(c.keyword_score, 6), round(c.similarity, 6))
                          for c in listed] for listed in both] for both in found]
             assert as_rows[0][0], question
             assert as_rows[1] == as_rows[0], question

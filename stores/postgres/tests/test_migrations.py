@@ -1,5 +1,5 @@
-"""An index written at source migration version 2 (words and length in the passages table) is
-upgraded in place to version 3 (a words table of their own) and then searches as one built at 3."""
+"""Indexes written by earlier source migrations upgrade in place: version 2 (words and length in
+the passages table) to a words table of their own, version 3 to passages with an anchor."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from passageway_store_postgres.testing import fresh_schema
 from psycopg import sql
 
 from passageway.testing import DIM, doc, question_vector, update_for
+from passageway.testing.store_contract import anchored
 
 ITEMS = [doc("mill", "The old mill", "The mill grinds grain.", "Grain came by boat.", path=("Guides",)),
          doc("river", "Rivers", "A river carries boats to the mill, boats and boats."),
@@ -80,7 +81,7 @@ async def test_an_index_of_version_2_upgrades_in_place_and_searches_the_same(dsn
             columns = {row[0] for row in connection.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
                 "AND table_name = 'passages:notes'", (old_schema,))}
-        assert versions == [(1,), (2,), (3,)]
+        assert versions == [(1,), (2,), (3,), (4,)]
         assert "words" not in columns and "length" not in columns
         assert visible == (1,)  # vacuumed after the migration: its one page is all-visible
         assert await upgraded.counts() == await built.counts() == (3, 4)
@@ -94,3 +95,34 @@ async def test_an_index_of_version_2_upgrades_in_place_and_searches_the_same(dsn
     finally:
         await upgraded.close()
         await built.close()
+
+
+async def test_an_index_of_version_3_gets_anchors_and_keeps_them_across_a_restart(dsn):
+    """A version 3 index (no anchor column: made by dropping it from a fresh one) opens, searches
+    its old passages without anchors, and keeps the anchors of an item written after it."""
+    schema_name = fresh_schema()
+    old = PostgresStore(dsn, "notes", schema_name=schema_name)
+    await old.open()
+    await old.reset("toy-hash-64", DIM)
+    await old.apply([update_for(ITEMS[0])], [])
+    await old.close()
+    with psycopg.connect(dsn) as connection:
+        connection.execute(old.names.format("ALTER TABLE {passages} DROP COLUMN anchor"))
+        connection.execute(f"DELETE FROM {schema_name}.migrations WHERE scope = 'notes' AND version = 4")
+
+    upgraded = PostgresStore(dsn, "notes", schema_name=schema_name)
+    await upgraded.open()
+    try:
+        hits, _ = await asyncio.to_thread(upgraded.search, "mill grain", question_vector("mill"), 5)
+        assert {(hit.item_id, hit.anchor) for hit in hits} == {("mill", None)}
+        await upgraded.apply([update_for(anchored())], [])
+    finally:
+        await upgraded.close()
+    restarted = PostgresStore(dsn, "notes", schema_name=schema_name)
+    await restarted.open()
+    try:
+        _, nearest = await asyncio.to_thread(restarted.search, "", question_vector("harbour crane"), 10)
+    finally:
+        await restarted.close()
+    assert sorted((hit.item_id, hit.anchor or "") for hit in nearest) == [
+        ("guide", ""), ("guide", "cranes"), ("guide", "cranes"), ("mill", ""), ("mill", "")]
