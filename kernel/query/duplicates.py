@@ -57,6 +57,7 @@ other's nearest (:func:`mutual`). With the article's passages as the pool, every
 sample corpus is its paragraph's mutual nearest and no different pair is, at floors from 0.84 to
 0.86 (``bench/duplicate_cut.py``)."""
 
+
 def _duplicates(a: str, b: str, vectors: dict[str, np.ndarray], cut: float) -> bool:
     if a == b:
         return True
