@@ -242,7 +242,7 @@ async def recall(
     if len(hits) == 1 or leads_clearly(hits):
         # A lone hit, or a clear leader with its larger share, has room for a second passage of
         # its item (kernel/query/excerpts.py, kernel/query/rendering.py).
-        parts[0] = with_neighbour(ranked[0].candidate, candidates)
+        parts[0] = with_neighbour(ranked[0].candidate, [*by_vector, *keyword])
         hits = (attrs.evolve(hits[0], text=joined(parts[0])), *hits[1:])
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
