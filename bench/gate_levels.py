@@ -106,19 +106,10 @@ async def slots(asked: Sequence[Asked], embedder, ranker, cache, threshold: floa
 
     merged: list[tuple[Candidate, Candidate]] = []
 
-    async def recorded(rank, question, vectors, **options):  # type: ignore[no-untyped-def]
+    async def recorded(ranked_list, question, vectors, **options):  # type: ignore[no-untyped-def]
         """The real rule, noting each (kept, left out) pair of passages."""
-        seen: dict[tuple[str, str], Candidate] = {}
-
-        def spy(left_out):  # type: ignore[no-untyped-def]
-            found = rank(left_out)
-            for entry in found:
-                seen.setdefault((entry.candidate.source, entry.candidate.item_id), entry.candidate)
-            return found
-
-        for entry in options.get("first") or ():
-            seen.setdefault((entry.candidate.source, entry.candidate.item_id), entry.candidate)
-        ranked, copies = await distinct(spy, question, vectors, **options)
+        seen = {(entry.candidate.source, entry.candidate.item_id): entry.candidate for entry in ranked_list}
+        ranked, copies = await distinct(ranked_list, question, vectors, **options)
         kept = {(entry.candidate.source, entry.candidate.item_id): entry.candidate for entry in ranked}
         for key, sources in copies.items():
             for (source, item_id), candidate in seen.items():
@@ -126,8 +117,8 @@ async def slots(asked: Sequence[Asked], embedder, ranker, cache, threshold: floa
                     merged.append((kept[key], candidate))
         return ranked, copies
 
-    def off(rank, question, vectors, **options):  # type: ignore[no-untyped-def]
-        return distinct(rank, question, vectors, cut=2.0, across=2.0, **{**options, "pool": None})
+    def off(ranked_list, question, vectors, **options):  # type: ignore[no-untyped-def]
+        return distinct(ranked_list, question, vectors, cut=2.0, across=2.0, **{**options, "pool": None})
 
     print("\n## Two slots on one content (the default threshold, every question)\n")
     print("| Duplicate rule | Answers with two or more hits | of them spending two slots on one paragraph "

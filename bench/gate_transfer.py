@@ -140,7 +140,7 @@ def study(recorded: Sequence[Recorded], offset: float) -> None:
             if not entry.case.answerable or not entry.question:
                 continue
             gate = Gate(0.80, offset)
-            hits = ranker.rank(entry.question, entry.vector, entry.keyword, entry.by_vector, gate)
+            hits = ranker.rank(entry.question, entry.vector, entry.keyword, entry.by_vector, gate)[:3]
             ok = [accepts(entry.case, item_id=h.candidate.item_id, title=h.candidate.title,
                           heading=h.candidate.heading, url=h.candidate.url) for h in hits]
             counts = first[entry.held_out]

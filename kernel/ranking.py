@@ -1,9 +1,12 @@
 """The ranking contract: what a ranker receives and returns, and the gate it applies.
 
 A ranker (registered through ``passageway_register_rankers``) fuses the keyword and vector
-candidates of every source and applies the relevance gate: at most :data:`MAX_HITS`
-:class:`Ranked`, or none, which is silence. The :class:`Gate` holds the numbers that belong to
-the model rather than to the ranker. Plugin authors import these names from ``passageway``.
+candidates of every source and applies the relevance gate: it returns the passages that passed,
+best first, or none, which is silence. Recall asks it once per question and reads the first
+:data:`DEPTH` of its list: :data:`MAX_HITS` for the answer, the rest to take the place of copies
+that the duplicate rule filters out (``kernel/query/duplicates.py``). The :class:`Gate` holds the
+numbers that belong to the model rather than to the ranker. Plugin authors import these names from
+``passageway``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ CANDIDATES = 50
 
 MAX_HITS = 3
 """At most this many passages in an answer."""
+
+DEPTH = 9
+"""How many of a ranker's passages recall reads: the :data:`MAX_HITS` of an answer and six more,
+so that up to six copies of content already in the answer (another source's translation, a
+mirrored page) can be filtered out and their slots still filled. Six is how often the duplicate
+rule used to ask the ranker again at most, so the answers it can fill stayed the same."""
 
 
 @attrs.frozen
@@ -68,9 +77,12 @@ class Ranker(Protocol):
 
     ``rank`` receives the merged keyword and vector lists (each at most :data:`CANDIDATES`, ranks
     renumbered from 0 across sources, ``similarity`` filled for both) and the :class:`Gate` of the
-    embedder (its ``min_similarity`` and ``cross_language_offset``). It returns at most three
-    :class:`Ranked`, best first, at most one per item, each of which passed the gate; or an empty
-    list, which means silence. It must not do I/O: it runs on the event loop.
+    embedder (its ``min_similarity`` and ``cross_language_offset``). It returns the
+    :class:`Ranked` that passed the gate, best first, at most one per item; an empty list means
+    silence. Recall calls it once per question and reads the first :data:`DEPTH` entries (a
+    ranker may stop there): the answer is the first :data:`MAX_HITS` that are not copies of one
+    another, so a shorter list only leaves fewer passages to stand in for copies. It must not do
+    I/O: it runs on the event loop.
     """
 
     name: str

@@ -11,9 +11,11 @@ from passageway.kernel.query.duplicates import (
     DUPLICATE_COSINE,
     MUTUAL_FLOOR,
     candidate_digest,
+    distinct,
 )
 from passageway.kernel.query.recall import recall
 from passageway.kernel.query.rendering import render_answer
+from passageway.kernel.ranking import Ranked
 from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
 from tests.test_excerpts import DictCache, unit
@@ -153,3 +155,57 @@ async def test_a_pair_below_the_cut_is_two_contents_when_another_candidate_is_ne
     below = cache_with(MUTUAL_FLOOR - 0.01)  # each other's nearest, but under the floor
     answer = await ask(ENGLISH_QUESTION, below, ENGLISH, GERMAN, OTHER)
     assert [hit.source for hit in answer.hits] == ["corpus-en", "corpus-de", "corpus-en"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The rule as a filter over the ranker's list
+# ---------------------------------------------------------------------------------------------
+
+COPY = Candidate("corpus-de", 6, "copied-steam.md", ENGLISH.title, "https://elsewhere/steam", None,
+                 ENGLISH.text, 0.925, 2)
+"""The English passage copied word for word into another item of another source."""
+BOILER = Candidate("corpus-en", 3, "boiler.md", "Boiler", "https://w/boiler", None,
+                   "A boiler heats water.", 0.88, 4)
+PUMP = Candidate("corpus-en", 7, "pump.md", "Pump", "https://w/pump", None, "A pump moves water.", 0.87, 5)
+
+
+def listed(*candidates: Candidate) -> list[Ranked]:
+    """A ranker's list: the candidates in the given order, each having passed the gate."""
+    return [Ranked(candidate, 1.0 - place / 100) for place, candidate in enumerate(candidates)]
+
+
+async def test_the_filter_fills_three_slots_when_the_top_of_the_list_is_copies():
+    cache = cache_with(DUPLICATE_ACROSS + 0.01)
+    for seed, extra in enumerate((BOILER, PUMP), start=5):
+        cache.vectors[candidate_digest(extra)] = unit(seed)
+    ranked = listed(ENGLISH, GERMAN, COPY, OTHER, BOILER, PUMP)
+    hits, copies = await distinct(ranked, ENGLISH_QUESTION, cache)
+    assert [entry.candidate.item_id for entry in hits] == ["steam.md", "turbine.md", "boiler.md"]
+    assert hits == [ranked[0], ranked[3], ranked[4]]  # the ranker's entries, in its order
+    assert copies == {("corpus-en", "steam.md"): ("corpus-de",)}
+
+
+async def test_the_filter_keeps_the_questions_language_in_the_place_the_list_gives_it():
+    ranked = listed(ENGLISH, OTHER, GERMAN, BOILER)
+    hits, copies = await distinct(ranked, GERMAN_QUESTION, cache_with(DUPLICATE_ACROSS + 0.01))
+    assert [entry.candidate.item_id for entry in hits] == ["turbine.md", "steam.md", "boiler.md"]
+    assert hits[1].candidate.source == "corpus-de"
+    assert copies == {("corpus-de", "steam.md"): ("corpus-en",)}
+
+
+async def test_without_copies_the_filter_reads_and_looks_up_only_the_first_three():
+    cache = cache_with(DUPLICATE_ACROSS - 0.05)
+    cache.vectors[candidate_digest(BOILER)] = unit(5)
+    ranked = listed(ENGLISH, GERMAN, OTHER, BOILER, PUMP)
+    hits, copies = await distinct(ranked, ENGLISH_QUESTION, cache)
+    assert hits == ranked[:3] and copies == {}
+    assert cache.asked == [[candidate_digest(entry.candidate) for entry in ranked[:3]]]
+
+
+async def test_copies_beyond_the_list_leave_fewer_hits_and_a_list_of_one_needs_no_lookup():
+    cache = cache_with(DUPLICATE_ACROSS + 0.01)
+    hits, _ = await distinct(listed(ENGLISH, GERMAN, COPY), ENGLISH_QUESTION, cache)
+    assert [entry.candidate.item_id for entry in hits] == ["steam.md"]
+    cache.asked.clear()
+    hits, copies = await distinct(listed(OTHER), ENGLISH_QUESTION, cache)
+    assert hits == listed(OTHER) and copies == {} and cache.asked == []

@@ -17,7 +17,7 @@ from passageway.kernel.query.stopwords import (
     matched_words,
     words,
 )
-from passageway.kernel.ranking import Gate, Ranker
+from passageway.kernel.ranking import DEPTH, Gate, Ranker
 from passageway.kernel.store import Candidate
 
 VECTOR = np.zeros(4, dtype=np.float32)
@@ -155,11 +155,11 @@ def test_weight_multiplies_the_score():
     assert ranked_items(result) == ["heavy", "light"]
 
 
-def test_only_the_best_passage_of_an_item_competes_and_at_most_three_hits():
+def test_only_the_best_passage_of_an_item_competes_and_the_list_stops_at_the_depth_recall_reads():
     passages = [candidate("same", f"alpha part {i}", 0.95 - i / 100) for i in range(3)]
-    others = [candidate(f"other{i}", "alpha", 0.80 - i / 100) for i in range(4)]
+    others = [candidate(f"other{i}", "alpha", 0.80 - i / 100) for i in range(DEPTH + 2)]
     result = FusionRanker("hybrid").rank("alpha", VECTOR, [], [*passages, *others], OPEN)
-    assert ranked_items(result) == ["same", "other0", "other1"]
+    assert ranked_items(result) == ["same", *(f"other{i}" for i in range(DEPTH - 1))]
     assert result[0].candidate.text == "alpha part 0"
 
 

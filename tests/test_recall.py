@@ -10,6 +10,7 @@ import attrs
 import numpy as np
 import pytest
 
+import passageway
 from passageway.builtin.ranking import FusionRanker
 from passageway.builtin.storage import SqliteStore
 from passageway.kernel.errors import EmbedderError, StoreError
@@ -27,6 +28,7 @@ from passageway.kernel.ranking import Gate, Ranked
 from passageway.kernel.records import Answer, Item, Related, Section
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
+from tests import test_duplicates as duplicate_cases
 
 LONG = " ".join(
     f"Sentence {n} talks about ordinary matters of the day and nothing that matters here." for n in range(40)
@@ -547,3 +549,36 @@ async def test_the_names_of_a_paste_join_the_keyword_search_but_not_the_embedded
 
     await recall(paste, [store], embedder, FusionRanker("hybrid"))
     assert store.asked == ["wrong importstringerror"] and embedder.embedded == ["What is wrong?"]
+
+
+class CountingRanker:
+    """A plugin author's ranker, written against the public door alone: cosine order, the gate's
+    bar, one passage per item; it counts how often recall asks it."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def rank(self, question: str, question_vector: np.ndarray, keyword: list[passageway.Candidate],
+             vector: list[passageway.Candidate], gate: passageway.Gate) -> list[passageway.Ranked]:
+        self.calls += 1
+        best: dict[tuple[str, str], passageway.Ranked] = {}
+        for candidate in sorted([*keyword, *vector], key=lambda c: (-c.similarity, c.item_id)):
+            if candidate.similarity >= gate.min_similarity:
+                entry = passageway.Ranked(candidate, candidate.similarity)
+                best.setdefault((candidate.source, candidate.item_id), entry)
+        return list(best.values())
+
+
+async def test_the_ranker_is_asked_once_even_when_copies_fill_the_top_of_its_list():
+    # The two top candidates after the first are copies of it: a translation and a word-for-word copy.
+    case = duplicate_cases
+    candidates = (case.ENGLISH, case.GERMAN, case.COPY, case.OTHER, case.BOILER, case.PUMP)
+    ranker = CountingRanker()
+    assert isinstance(ranker, passageway.Ranker)
+    answer = await recall(case.ENGLISH_QUESTION, case.stores(*candidates), ToyEmbedder(min_similarity=0.5),
+                          ranker, vector_cache=case.cache_with(case.DUPLICATE_ACROSS + 0.01))
+    assert ranker.calls == 1
+    assert [hit.item_id for hit in answer.hits] == ["steam.md", "turbine.md", "boiler.md"]
+    assert answer.hits[0].also_in == ("corpus-de",)

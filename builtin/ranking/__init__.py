@@ -18,7 +18,8 @@ almost none of its words: its keyword list is noise, its coverage is near zero, 
 falls back to the vector ranking instead of being dragged down by it. ``vector`` orders by cosine
 alone, ``keyword`` by keyword rank alone (candidates only the vector search found come after, by
 cosine). The score is multiplied by the item's ``weight``, and only each item's best passage
-competes.
+competes. The ranker returns the first :data:`~passageway.kernel.ranking.DEPTH` passages that pass
+the gate (below); recall answers with the first three that are not copies of one another.
 
 **The gate** (the same for all three). A passage passes when
 
@@ -60,7 +61,7 @@ import numpy as np
 
 from passageway import hookimpl
 from passageway.kernel.query.stopwords import content_words, language_of, language_of_words, words
-from passageway.kernel.ranking import MAX_HITS, Gate, Ranked
+from passageway.kernel.ranking import DEPTH, Gate, Ranked
 from passageway.kernel.store import Candidate
 
 from . import signals
@@ -240,7 +241,7 @@ class FusionRanker:
             reason = self.passes(entry, evidence, gate)
             if reason is not None:
                 ranked.append(Ranked(entry.candidate, entry.score, len(entry.matched), reason))
-                if len(ranked) == MAX_HITS:
+                if len(ranked) == DEPTH:  # recall reads no further
                     break
         return ranked
 

@@ -3,7 +3,9 @@
 The same content often lives in two places: a page and its translation, a page mirrored into two
 tools, a note copied into another folder. Both copies match a question equally well, so without
 this rule an answer spends two of its three slots (and two shares of its 400 tokens) on one
-paragraph. Recall applies it to the ranker's hits before they are final (:func:`distinct`):
+paragraph. Recall applies it to the ranker's list before the hits are final (:func:`distinct`), as a
+filter: the ranker is asked once, for up to :data:`~passageway.kernel.ranking.DEPTH` passages best
+first, and the answer is the first three of them that are not copies of one another:
 
 1. Two hits are *duplicates* when their passages have the same digest (the same embedding input),
    or when the cosine between their passage vectors reaches the cut: :data:`DUPLICATE_ACROSS` for
@@ -17,8 +19,9 @@ paragraph. Recall applies it to the ranker's hits before they are final (:func:`
    works; a hit whose vector is missing is compared by digest only.
 2. Of two duplicates, the one in the question's language stays (English and German told apart
    by their stopwords, as the gate does); when both or neither are, the better-ranked one stays.
-   The other one's item is left out and the ranker asked again, so its slot goes to the next
-   passage that passes the gate, and a duplicate of that one is treated the same way.
+   The other one is left out and its slot goes to the next passage of the ranker's list (one that
+   passed the gate), and a duplicate of that one is treated the same way. The list is read as the
+   ranker ordered it with every candidate present: a copy left out does not reorder the rest.
 3. Nothing is hidden: the kept hit names the sources of the copies it stands for
    (:attr:`~passageway.kernel.records.Hit.also_in`), and the rendered answer says
    "also in: corpus-de".
@@ -26,13 +29,14 @@ paragraph. Recall applies it to the ranker's hits before they are final (:func:`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from passageway.kernel.index.windows import VectorLookup
 from passageway.kernel.query.excerpts import candidate_digest
 from passageway.kernel.query.stopwords import language_of
+from passageway.kernel.ranking import MAX_HITS, Ranked
 from passageway.kernel.store import Candidate
 
 DUPLICATE_COSINE = 0.97
@@ -52,9 +56,6 @@ MUTUAL_FLOOR = 0.85
 other's nearest (:func:`mutual`). With the article's passages as the pool, every translation of the
 sample corpus is its paragraph's mutual nearest and no different pair is, at floors from 0.84 to
 0.86 (``bench/duplicate_cut.py``)."""
-
-MAX_ROUNDS = 6
-"""How often the ranker is asked again at most: each round removes one copy."""
 
 
 def _duplicates(a: str, b: str, vectors: dict[str, np.ndarray], cut: float) -> bool:
@@ -113,64 +114,81 @@ async def mutual(a: np.ndarray, a_language: str | None, b: np.ndarray, b_languag
 
 
 async def distinct(
-    rank: Callable[[frozenset[tuple[str, str]]], Sequence],
+    ranked: Sequence[Ranked],
     question: str,
     cache: VectorLookup | None,
     *,
     cut: float = DUPLICATE_COSINE,
     across: float = DUPLICATE_ACROSS,
-    first: Sequence | None = None,
     pool: Pool | None = None,
-) -> tuple[list, dict[tuple[str, str], tuple[str, ...]]]:
-    """The hits of ``rank`` with no two duplicates, and the sources each kept hit stands for.
+    limit: int = MAX_HITS,
+) -> tuple[list[Ranked], dict[tuple[str, str], tuple[str, ...]]]:
+    """The first ``limit`` entries of ``ranked`` with no two duplicates, and the sources each kept
+    hit stands for. A filter: ``ranked`` is read in its order and never reordered.
 
-    :param rank: the ranker's hits (``Ranked``, best first) with the given ``(source, item_id)``
-        pairs left out.
-    :param first: ``rank(frozenset())`` when the caller has it already.
+    Each entry is compared with the hits kept so far, in their order. A duplicate of one of them
+    either goes (and the next entry is read) or, in the question's language when the kept one is
+    not, takes that one's place and is compared with the rest. This is the rule of asking again
+    with the copy left out, on a list whose order does not change when a copy leaves it.
+
+    :param ranked: the ranker's passages, best first, at most one per item (recall passes the first
+        :data:`~passageway.kernel.ranking.DEPTH`).
+    :param cache: the passages' vectors by digest; a passage without one is compared by digest.
     :param pool: the question's candidate passages (both searches, every source), for the mutual
         rule across languages; without it only the cuts apply.
     :returns: the hits, and ``(source, item_id)`` of a kept hit → the sources of its dropped
         copies, in the order they were dropped.
     """
-    left_out: set[tuple[str, str]] = set()
-    also: dict[tuple[str, str], list[str]] = {}
-    vectors: dict[str, np.ndarray] = {}
     language = language_of(question)
-    ranked = list(first) if first is not None else list(rank(frozenset()))
-    for _ in range(MAX_ROUNDS):
-        if len(ranked) < 2:
+    # Worked out as the entries are reached: without copies, only the first ``limit`` are.
+    digests: list[str] = []
+    languages: list[str | None] = []
+    vectors: dict[str, np.ndarray] = {}
+    also: dict[tuple[str, str], list[str]] = {}
+    kept: list[int] = []  # indexes into ranked, in its order
+
+    async def same(one: int, other: int) -> bool:
+        a, b = digests[one], digests[other]
+        return _duplicates(a, b, vectors, _cut(languages[one], languages[other], cut, across)) or (
+            pool is not None and a in vectors and b in vectors
+            and await mutual(vectors[a], languages[one], vectors[b], languages[other], pool))
+
+    for index in range(len(ranked)):
+        if len(kept) == limit:
             break
-        digests = [candidate_digest(entry.candidate) for entry in ranked]
-        languages = [language_of(entry.candidate.text) for entry in ranked]
-        wanted = [digest for digest in digests if digest not in vectors]
-        if cache is not None and wanted:
-            vectors.update({digest: np.asarray(vector, dtype=np.float32)
-                            for digest, vector in (await cache.get_many(wanted)).items()})
-        pair = None
-        for first_hit, second in _pairs(len(ranked)):
-            if _duplicates(digests[first_hit], digests[second], vectors,
-                           _cut(languages[first_hit], languages[second], cut, across)) or (
-                    pool is not None and digests[first_hit] in vectors and digests[second] in vectors
-                    and await mutual(vectors[digests[first_hit]], languages[first_hit],
-                                     vectors[digests[second]], languages[second], pool)):
-                pair = (first_hit, second)
+        if index == len(digests):
+            # The next entries for as many slots as are free, their vectors in one lookup:
+            # without copies that is the first ``limit`` entries and nothing more.
+            reached = ranked[index:index + limit - len(kept)]
+            digests += [candidate_digest(entry.candidate) for entry in reached]
+            languages += [language_of(entry.candidate.text) for entry in reached]
+            wanted = [digest for digest in digests[index:] if digest not in vectors]
+            if cache is not None and wanted and len(ranked) > 1:
+                vectors.update({digest: np.asarray(vector, dtype=np.float32)
+                                for digest, vector in (await cache.get_many(wanted)).items()})
+        staying = True
+        for other in list(kept):
+            if not await same(other, index):
+                continue
+            keep, drop = _choice(languages, (other, index), language)
+            _merge(also, ranked[keep].candidate, ranked[drop].candidate)
+            if drop == index:
+                staying = False
                 break
-        if pair is None:
-            break
-        keep, drop = _choice(languages, pair, language)
-        kept, dropped = ranked[keep].candidate, ranked[drop].candidate
-        dropped_key = (dropped.source, dropped.item_id)
-        left_out.add(dropped_key)
-        names = also.setdefault((kept.source, kept.item_id), [])
-        for name in (dropped.source, *also.pop(dropped_key, ())):
-            if name != kept.source and name not in names:
-                names.append(name)
-        ranked = list(rank(frozenset(left_out)))
-    return ranked, {key: tuple(names) for key, names in also.items() if names}
+            kept.remove(other)
+        if staying:
+            kept.append(index)
+    hits = [ranked[index] for index in kept]
+    return hits, {key: tuple(names) for key, names in also.items() if names}
 
 
-def _pairs(count: int) -> list[tuple[int, int]]:
-    return [(first, second) for second in range(count) for first in range(second)]
+def _merge(also: dict[tuple[str, str], list[str]], kept: Candidate, dropped: Candidate) -> None:
+    """Note ``dropped``'s source, and the sources it stood for, under ``kept``."""
+    dropped_key = (dropped.source, dropped.item_id)
+    names = also.setdefault((kept.source, kept.item_id), [])
+    for name in (dropped.source, *also.pop(dropped_key, ())):
+        if name != kept.source and name not in names:
+            names.append(name)
 
 
 def _choice(languages: Sequence[str | None], pair: tuple[int, int], language: str | None

@@ -23,9 +23,12 @@
 3. **Session rules** (hook endpoint): ``exclude_items`` drop items already shown in this session;
    ``boost_words`` raise the ``weight`` of items whose title, path or labels contain one of them
    by :data:`BOOST`.
-4. **Rank and gate** with the configured :class:`Ranker`: at most three hits, or none. The
+4. **Rank and gate** with the configured :class:`Ranker`, asked once: the passages that pass,
+   best first, of which recall reads the first :data:`~passageway.kernel.ranking.DEPTH`. The
    :class:`Gate` it applies is the embedder's (the model's): its ``min_similarity`` and its
    ``cross_language_offset``, because similarity scales differ between models.
+   **One slot per content**: the duplicate rule (:mod:`passageway.kernel.query.duplicates`)
+   filters that list down to at most three hits, none a copy of another; none is silence.
 5. **The answer**: the hits' passages as excerpts plus up to three related items (the hits'
    ``links`` that are indexed), trimmed to the 400-token budget and rendered by
    :mod:`passageway.kernel.query.rendering`.
@@ -51,7 +54,7 @@ from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
 from passageway.kernel.query.question_queue import yielding
 from passageway.kernel.query.rendering import fit_budget, leads_clearly
 from passageway.kernel.query.stopwords import content_words, words
-from passageway.kernel.ranking import CANDIDATES, MAX_HITS, Gate, Ranked, Ranker
+from passageway.kernel.ranking import CANDIDATES, DEPTH, MAX_HITS, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.store import Candidate, Store
 
@@ -223,17 +226,11 @@ async def recall(
         keyword = [_boosted(c, boost) for c in keyword if (c.source, c.item_id) not in excluded]
         by_vector = [_boosted(c, boost) for c in by_vector if (c.source, c.item_id) not in excluded]
 
-    def rank(left_out: frozenset[tuple[str, str]]) -> list[Ranked]:
-        kept_keyword, kept_vector = keyword, by_vector
-        if left_out:  # copies of a better hit (kernel/query/duplicates.py)
-            kept_keyword = [c for c in keyword if (c.source, c.item_id) not in left_out]
-            kept_vector = [c for c in by_vector if (c.source, c.item_id) not in left_out]
-        return ranker.rank(question, vector, kept_keyword, kept_vector, gate)[:MAX_HITS]
-
-    first = rank(frozenset())
-    lookup = await prefetch(vector_cache, [entry.candidate for entry in first], [*by_vector, *keyword])
-    ranked, copies = await distinct(rank, question, lookup, first=first,
-                                    pool=Pool([*by_vector, *keyword], vector_cache))
+    # The ranker is asked once; the duplicate rule filters its list (kernel/query/duplicates.py).
+    ordered = list(ranker.rank(question, vector, keyword, by_vector, gate))[:DEPTH]
+    candidates = [*by_vector, *keyword]
+    lookup = await prefetch(vector_cache, [entry.candidate for entry in ordered[:MAX_HITS]], candidates)
+    ranked, copies = await distinct(ordered, question, lookup, pool=Pool(candidates, vector_cache))
     if not ranked:
         return Answer()
     related = await _related(ranked, stores)
