@@ -92,7 +92,11 @@ def test_german_and_english_prose_around_a_paste():
         "Ich habe das Log von gestern angehängt.\n\n" + LOG + "\n\n"
         f"Der Server lief die ganze Nacht. {FRAGE} And what carbon does the Amazon store?"
     )
-    assert asked(prompt).text == f"{FRAGE} And what carbon does the Amazon store?"
+    # Beside a paste the sentence before a question goes with it (it says what went wrong); the
+    # lead-in of its own paragraph does not, and neither does a question's second question.
+    assert asked(prompt).text == (
+        f"Der Server lief die ganze Nacht. {FRAGE} And what carbon does the Amazon store?"
+    )
 
 
 def test_a_short_prose_prompt_is_taken_whole_even_without_a_question_mark():
@@ -157,6 +161,8 @@ def test_fit_to_tokens_keeps_whole_sentences_then_cuts_the_first_at_a_word():
 
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+sys.path.insert(0, str(CORPUS))
+from long_prompts import LEAD_INS  # noqa: E402  (the script that writes the set)
 
 
 def test_the_published_long_prompt_set_is_what_its_script_writes(tmp_path):
@@ -175,7 +181,10 @@ def test_every_long_prompt_reduces_to_its_bare_question_and_every_paste_to_nothi
             assert result.silent, result.text
         else:
             (question,) = [text for text in bare if text in case["query"]]
-            assert result.text == question
+            # A lead-in written in the question's own paragraph goes with it (beside a paste the
+            # sentence before a question is kept); the question itself comes out as asked bare.
+            lead_in = result.text.removesuffix(question).strip()
+            assert result.text.endswith(question) and lead_in in ("", *LEAD_INS["en"], *LEAD_INS["de"])
     for question in bare:  # a bare question is never changed
         assert asked(question).text == question
 
@@ -205,7 +214,8 @@ RuntimeError: Directory 'static' does not exist"""
 def test_the_names_in_a_paste_go_with_its_question_as_terms():
     result = asked(f"{TRACE_IN_APP}\n\nWhat's going on with the StaticFiles mount?")
     assert result.text == "What's going on with the StaticFiles mount?"
-    assert result.terms == ("HTTPException", "--reload", "--port", "starlette", "starlette.staticfiles")
+    assert result.terms == ("HTTPException", "--reload", "--port", "starlette", "starlette.staticfiles",
+                            "starlette.exceptions.HTTPException")
     config = asked("[server]\nallow_origins = ['*']\nDATABASE_URL=postgres://db\n\nWhy are cookies not sent?")
     assert config.terms == ("server", "allow_origins", "DATABASE_URL")
 
