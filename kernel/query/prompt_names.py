@@ -105,7 +105,7 @@ def known_names(terms: Iterable[str], candidates: Iterable[Candidate]) -> tuple[
         return ()
     code = " ".join(shown_as_code(candidate.text) for candidate in candidates)
     known = [name for name in wanted
-             if re.search(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-])", code)]
+             if re.search(r"(?<![\w.-])" + re.escape(name) + r"(?![\w-]|\.\w)", code)]
     return tuple(known[:MAX_EVIDENCE])
 
 
