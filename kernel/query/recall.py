@@ -6,9 +6,10 @@
 0. **What is asked.** A prompt is reduced to its question sentences first
    (:func:`passageway.kernel.query.prompt.asked`: a pasted file, log or trace is not searched), and cut
    to the embedder's input limit in its tokens; the names in a paste around the question join
-   the keyword search (``Asked.terms``). A prompt that asks nothing is silence, without
-   embedding or searching anything. Every later step, the gate's word counts included, sees only
-   the reduced question.
+   the keyword search (``Asked.terms``), and those a candidate shows as code are embedded with
+   the question for a second search (:mod:`passageway.kernel.query.prompt_names`). A prompt
+   that asks nothing is silence, without embedding or searching anything. Every later step, the
+   gate's word counts included, sees only the reduced question.
 1. **Embed** the question (``kind="query"``). An embedder failure raises :class:`EmbedderError`:
    an error must never look like "the sources have nothing" (V6).
 2. **Candidates.** Every store is asked for its 50 best passages by keywords and by vector
@@ -51,6 +52,7 @@ from passageway.kernel.index.windows import VectorLookup
 from passageway.kernel.query.duplicates import Pool, distinct
 from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
 from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
+from passageway.kernel.query.prompt_names import known_names, with_names
 from passageway.kernel.query.question_queue import yielding
 from passageway.kernel.query.rendering import fit_budget, leads_clearly
 from passageway.kernel.query.stopwords import content_words, words
@@ -201,24 +203,19 @@ async def recall(
     question = reduced.text
     if not question:
         return Answer()
-    try:
-        # A question cut out of a longer prompt lets typed questions go first (question_queue).
-        with yielding() if reduced.why == "questions" else contextlib.nullcontext():
-            vectors = await embedder.embed([question], "query")
-    except EmbedderError:
-        raise
-    except Exception as error:  # an embedder plugin's bug must not read as silence either
-        raise EmbedderError(
-            f"the embedder failed on the question: {type(error).__name__}: {error}"
-        ) from error
-    vector = np.asarray(vectors, dtype=np.float32).reshape(-1)
+    vector = await _embedded(question, embedder, reduced.why == "questions")
     if not stores:
         return Answer()
 
-    # The names of a paste around the question are evidence for the keyword search only
-    # (kernel/query/prompt.py, rule 5); the vector, the ranker and the gate see the question.
+    # The names of a paste around the question join the keyword search; those a candidate shows
+    # as code are embedded with the question for a second search (kernel/query/prompt_names.py).
+    # The ranker and the gate still read the question alone.
     searched = " ".join((question, *reduced.terms))
     keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
+    names = known_names(reduced.terms, [*keyword, *by_vector])
+    if names:
+        vector = await _embedded(with_names(question, names), embedder, True)
+        keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
 
     excluded = {(source, item_id) for source, item_id in exclude_items}
     boost = frozenset(word for text in boost_words for word in words(text) if len(word) > 2)
@@ -246,6 +243,24 @@ async def recall(
         hits = (attrs.evolve(hits[0], text=joined(parts[0])), *hits[1:])
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
+
+
+async def _embedded(text: str, embedder: Embedder, pasted: bool) -> np.ndarray:
+    """``text``'s query vector; a question cut out of a longer prompt (``pasted``) lets typed
+    questions go first (question_queue).
+
+    :raises EmbedderError: the embedder failed, whatever it raised.
+    """
+    try:
+        with yielding() if pasted else contextlib.nullcontext():
+            vectors = await embedder.embed([text], "query")
+    except EmbedderError:
+        raise
+    except Exception as error:  # an embedder plugin's bug must not read as silence either
+        raise EmbedderError(
+            f"the embedder failed on the question: {type(error).__name__}: {error}"
+        ) from error
+    return np.asarray(vectors, dtype=np.float32).reshape(-1)
 
 
 def question_for(prompt: str | Asked, embedder: Embedder) -> Asked:

@@ -1,0 +1,163 @@
+"""Prose or material: which lines of a prompt the user wrote, and which they pasted.
+
+The first step of the prompt reducer (:mod:`passageway.kernel.query.prompt`, rule 1): each line
+is ``"prose"``, ``"material"`` (code, a log, a stack trace, a diff, data) or ``"blank"``. Only
+prose can hold the question; the material is where the paste's names come from
+(:mod:`passageway.kernel.query.prompt_names`). The tests are plain regular expressions and counts,
+so that a newcomer can predict them and 20,000 characters are read in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from passageway.kernel.query.prompt_sentences import LETTER_WORD, LIST_ITEM, is_question_sentence
+
+ASKING_WORDS = 3
+"""Plain words (outside inline code) that a line which asks needs to be prose whatever it quotes."""
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+TRACE = re.compile(
+    r"^\s*(Traceback \(most recent call last\)|Exception in thread |\S*(Exception|Error)\b"
+    r"|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"
+    r"|at .+:\d+(:\d+)?\)?$|Caused by: |\.\.\. \d+ more|goroutine \d+ \[|panic: |thread '.+' panicked"
+    r"|\^+$|[\w.]*(Error|Exception|Warning|Interrupt|Exit)(\[\w+\])?(: |:?$))"
+)
+"""A line of a stack trace (Python, Java, JavaScript, Go, Rust) or an exception's own line."""
+_LOG = re.compile(
+    r"^\s*(\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}"
+    r"|\[?(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|SEVERE)\]?[:\s]"
+    r"|\d{1,3}(\.\d{1,3}){3} \S+ \S+ \[|[EWIDF]\d{4} \d{2}:)"
+)
+_DIFF_HEAD = re.compile(r"^(diff --git |index [0-9a-f]+\.\.|@@ |\+\+\+ |--- [ab/])")
+_DIFF_LINE = re.compile(r"^[+\- ]")
+_DIFF_CHANGE = re.compile(r"^[+-](?![+-])")
+_DIFF_INDENTED = re.compile(r"^[+-]( {2,}|\t)")
+CODE_START = re.compile(
+    r"^\s*(def |class |import |from [\w.]+ import |return\b|if .*:$|elif |else:|for .* in .*:$|while .*:$"
+    r"|try:|except\b|finally:|with .*:$|raise |yield |async |await |lambda |assert |pass$|break$"
+    r"|continue$|const |let |var |function\b|export |module\.|require\(|public |private |protected "
+    r"|static |final |void |int |fn |pub |impl |struct |enum |match |use [\w:]+|package |func |type \w+ "
+    r"|#include|#define|#!|using |namespace |template<|SELECT |INSERT |UPDATE \w+ SET|CREATE |DROP "
+    r"|\$ |>>> |\.\.\. |PS> |sudo |pip |npm |uv |git |cd |ls |curl |docker |kubectl |echo )"
+)
+"""A line that opens a statement of some language, or a shell command."""
+_CODE_END = re.compile(r"([{};]|\)\s*:|=>|->|\(\)|\[\]|,)\s*$")
+_CALL = re.compile(r"[\w\]\)]\(|\w\.\w+\(|\w\[\w")
+_IDENT = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z][a-zA-Z]+\b|\b\w+\.\w+\.\w+\b|\w::\w|\$\w+")
+_DATA = re.compile(
+    r"^\s*([{\[\]}],?$|\"[^\"]*\"\s*:|\|.*\|\s*$|[\w.-]+\s*[:=]\s*\S+$|[\w.-]+:\s*$|(\S*/){2,}\S*$"
+    r"|[0-9a-f]{7,}\b|- [\w.-]+:)"
+)
+_COMMENT = re.compile(r"^\s*(#|//|/\*|\*/?|--|;;|<!--|%)")
+_SYMBOLS = re.compile(r"[{}\[\]()<>=;|&*/\\$@^~`+]")
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+INLINE_CODE = re.compile(r"`[^`\n]*`")
+_INDENT = re.compile(r"^(    |\t)")
+_HEADING = re.compile(r"^#{1,6} [^\s#]")
+
+
+def line_kinds(lines: list[str]) -> list[str]:
+    """``"prose"``, ``"material"`` or ``"blank"`` for each line.
+
+    Fenced blocks are material whole. Outside them a line is material when it looks like code, a
+    log line, a stack trace, a diff or data; a comment line is material inside material; a line
+    that asks in at least :data:`ASKING_WORDS` plain words is prose whatever code it quotes.
+    """
+    kinds = ["blank" if not line.strip() else "" for line in lines]
+    fenced = False
+    for number, line in enumerate(lines):
+        if _FENCE.match(line):
+            kinds[number] = "material"
+            fenced = not fenced
+        elif fenced and kinds[number] != "blank":
+            kinds[number] = "material"
+    for start, end in _blocks(kinds):
+        in_diff = _is_diff(lines[start:end])
+        for number in range(start, end):
+            if kinds[number]:
+                continue
+            line = lines[number]
+            if in_diff and _DIFF_LINE.match(line):
+                kinds[number] = "material"
+            elif _COMMENT.match(line) and not LIST_ITEM.match(line):
+                kinds[number] = "comment"
+            elif _asks(line):
+                kinds[number] = "prose"
+            else:
+                kinds[number] = "material" if _is_material(line) else "prose"
+    _settle_comments(lines, kinds)
+    return kinds
+
+
+def _blocks(kinds: list[str]) -> list[tuple[int, int]]:
+    """Runs of non-blank lines, as ``(start, end)`` index pairs."""
+    blocks, start = [], None
+    for number, kind in enumerate([*kinds, "blank"]):
+        if kind == "blank":
+            if start is not None:
+                blocks.append((start, number))
+            start = None
+        elif start is None:
+            start = number
+    return blocks
+
+
+def _is_diff(block: list[str]) -> bool:
+    """A diff: a header line (``@@``, ``diff --git``, ``+++``), or added and removed lines both,
+    three or more, or a changed line indented as code (a list item has one space after ``-``)."""
+    if any(_DIFF_HEAD.match(line) for line in block):
+        return True
+    if any(_DIFF_INDENTED.match(line) for line in block):
+        return True
+    changes = [line[0] for line in block if _DIFF_CHANGE.match(line)]
+    return len(changes) >= 3 and "+" in changes and "-" in changes
+
+
+def _is_material(line: str) -> bool:
+    """Whether one line outside a fence looks like code, a log, a trace or data."""
+    if TRACE.match(line) or _LOG.match(line) or CODE_START.match(line) or _DATA.match(line):
+        return True
+    if _INDENT.match(line) and not LIST_ITEM.match(line):
+        return True
+    bare = LIST_ITEM.sub("", INLINE_CODE.sub(" code ", line)).strip()
+    letter_words = LETTER_WORD.findall(bare)
+    tokens = bare.split()
+    if not letter_words or not tokens:
+        return True
+    if _CODE_END.search(bare) and (len(letter_words) < 8 or _CALL.search(bare)):
+        return True
+    symbols = len(_SYMBOLS.findall(bare))
+    odd = len(_IDENT.findall(bare)) + len(_CALL.findall(bare))
+    plain = sum(1 for token in tokens if _PLAIN_WORD.fullmatch(token.strip(".,;:!?\"'()«»„“”")))
+    return symbols > 0.06 * len(bare) + 1 or odd >= 2 or plain < 0.6 * len(tokens)
+
+
+def _asks(line: str) -> bool:
+    """A line that asks in words while quoting code: "How do I pass --reload to uv run?"."""
+    if TRACE.match(line) or _LOG.match(line) or _INDENT.match(line):
+        return False
+    if not is_question_sentence(INLINE_CODE.sub("code", line.strip())):
+        return False
+    bare = INLINE_CODE.sub(" ", line)
+    plain = [token for token in bare.split() if _PLAIN_WORD.fullmatch(token.strip(".,;:!?\"'()«»„“”"))]
+    return len(plain) >= ASKING_WORDS and len(plain) >= 0.5 * len(bare.split())
+
+
+def _settle_comments(lines: list[str], kinds: list[str]) -> None:
+    """A comment line is material, unless it reads as a Markdown heading (``# Short title``)
+    and the nearest other lines of its block are not material."""
+    for number, kind in enumerate(kinds):
+        if kind != "comment":
+            continue
+        line = lines[number].strip()
+        heading = (bool(_HEADING.match(line)) and len(line.split()) <= 11
+                   and not line.endswith((".", ",", ";")))
+        neighbour = "prose" if heading else "material"
+        for step in (-1, 1):
+            other = number + step
+            while 0 <= other < len(kinds) and kinds[other] == "comment":
+                other += step
+            if 0 <= other < len(kinds) and kinds[other] == "material":
+                neighbour = "material"
+        kinds[number] = neighbour

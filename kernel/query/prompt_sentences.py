@@ -1,0 +1,130 @@
+"""Sentences and questions: which sentences of a prompt's prose ask something.
+
+The prompt reducer (:mod:`passageway.kernel.query.prompt`) hands over the prose lines of a prompt
+(:mod:`passageway.kernel.query.prompt_lines` told them from pasted material); this module cuts them
+into sentences and keeps the ones that ask, each with the sentence before it that says what it is
+about. The words that make a question are English and German, lower-cased.
+"""
+
+from __future__ import annotations
+
+import re
+
+from passageway.kernel.query.stopwords import content_words
+
+MIN_CONTENT_WORDS = 3
+"""A question of a prompt without pasted material borrows the sentence before it in its paragraph
+only when it has fewer content words than this ("Any idea why?", "How do I hide it?"). Beside a
+paste a question always borrows it (:func:`questions`)."""
+
+LETTER_WORD = re.compile(r"[^\W\d_]{2,}")
+LIST_ITEM = re.compile(r"^\s*([-*•]|\d+[.)])\s+")
+_SENTENCE_GAP = re.compile(r"[.!?…？！][\"')\]»“”]*\s+|:\s+(?=[A-ZÄÖÜ])")
+_ABBREVIATIONS = frozenset(
+    ("mr", "mrs", "ms", "dr", "st", "vs", "ca", "nr", "bzw", "chr", "etc", "usw", "prof", "jr", "sr", "no",
+     "vgl", "ggf")
+)
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+INTERROGATIVES = _word_set(
+    """
+    what which who whom whose when where why how is are was were do does did can could should would
+    will shall may might has have had whats what's who's how's where's
+    was welche welcher welches welchen wer wem wen wessen wann wo woher wohin warum wieso weshalb
+    wozu wie ist sind war waren wird werden kann konnen können gibt gab hat haben hatte darf soll
+    sollte
+    """
+)
+"""Words that open a question in English or German (lower-cased): a sentence they open is a
+question unless it ends with a full stop or a colon ("When I run it, it fails.")."""
+
+REQUESTS = _word_set(
+    """
+    tell explain describe show list find give name summarize summarise compare define
+    erklare erkläre erklär erklar beschreibe zeige zeig nenne liste finde gib fasse vergleiche
+    nennen erklären erklaren beschreiben zeigen geben finden vergleichen
+    """
+)
+"""Words that open a request ("Explain the Black Death."), whatever its last character."""
+
+
+def prose_sentences(lines: list[str], kinds: list[str]) -> list[list[str]]:
+    """The prose, as paragraphs (runs of ``"prose"`` lines; each list item one of its own) cut
+    into sentences."""
+    paragraphs: list[list[str]] = []
+    current: list[str] = []
+    for line, kind in [*zip(lines, kinds, strict=True), ("", "blank")]:
+        if kind == "prose":
+            if LIST_ITEM.match(line) and current:
+                paragraphs.append(current)
+                current = []
+            current.append(line.strip())
+        elif current:
+            paragraphs.append(current)
+            current = []
+    return [sentences(" ".join(paragraph)) for paragraph in paragraphs]
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences: after ``.``, ``!``, ``?`` and a space when no small letter
+    follows, but not after one letter ("y. pestis", "H. Garrison"), a number of one or two digits
+    (German ordinals, "am 12. Mai") or a common abbreviation ("Mr.", "bzw."); and after a colon
+    that a capital follows ("Here is the log: What …")."""
+    pieces, start = [], 0
+    for gap in _SENTENCE_GAP.finditer(text):
+        following = text[gap.end() : gap.end() + 1]
+        if following.islower():
+            continue
+        if text[gap.start()] == ".":
+            before = text[: gap.start()].split()
+            word = before[-1].lstrip("(\"'„“«") if before else ""
+            if len(word) == 1 or (word.isdigit() and len(word) <= 2) or word.lower() in _ABBREVIATIONS:
+                continue
+            if "." in word and len(word) <= 5:  # "U.S.", "z.B."
+                continue
+        pieces.append(text[start : gap.start() + 1].strip())
+        start = gap.end()
+    pieces.append(text[start:].strip())
+    return [piece for piece in pieces if piece]
+
+
+def is_question_sentence(sentence: str) -> bool:
+    """A question mark at the end, a request word at the start, or a question word at the start
+    of a sentence that does not end as a statement (English and German)."""
+    stripped = sentence.rstrip(" \"')]»“”")
+    if stripped.endswith(("?", "？")):
+        return True
+    first = LETTER_WORD.search(LIST_ITEM.sub("", sentence, count=1))
+    if not first or first.start() > 2:
+        return False
+    word = first.group(0).lower()
+    return word in REQUESTS or (word in INTERROGATIVES and not stripped.endswith((".", ":", "!")))
+
+
+def questions(paragraphs: list[list[str]], *, beside_paste: bool = False) -> list[str]:
+    """The question sentences of ``paragraphs``, each after the sentence before it in its
+    paragraph when it needs that one to be understood.
+
+    A question needs it when it has fewer than :data:`MIN_CONTENT_WORDS` content words; beside a
+    paste (``beside_paste``) always, because there the sentence before the question is the one
+    that says what went wrong ("Chrome always downloads the PDF. How do I make it open in the
+    tab?"), while the paste itself is left out. A sentence that ends with a colon announces the
+    paste ("Here is the log:") and is never borrowed.
+    """
+    kept: list[str] = []
+    for paragraph in paragraphs:
+        for number, sentence in enumerate(paragraph):
+            if not is_question_sentence(sentence):
+                continue
+            if number:
+                before = paragraph[number - 1]
+                needed = beside_paste or len(content_words(sentence)) < MIN_CONTENT_WORDS
+                if needed and not before.rstrip().endswith(":") and before not in kept:
+                    kept.append(before)
+            if sentence not in kept:
+                kept.append(sentence)
+    return kept

@@ -1,0 +1,145 @@
+"""The names of a paste (kernel/query/prompt_names.py): collected, checked against the sources,
+embedded with the question only when a source shows them as code."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import ClassVar
+
+from passageway.builtin.ranking import FusionRanker
+from passageway.kernel.query.prompt import asked
+from passageway.kernel.query.prompt_names import (
+    MAX_EVIDENCE,
+    known_names,
+    paste_terms,
+    shown_as_code,
+    with_names,
+)
+from passageway.kernel.query.recall import recall
+from passageway.kernel.store import Candidate
+from passageway.testing.toy_embedder import ToyEmbedder
+
+TYPER_PASTE = """class Network(str, Enum):
+    simple = "simple"
+
+@app.callback()
+def main(ctx: typer.Context, version: bool = typer.Option(None, callback=version_callback)):
+    ...
+$ python main.py --network CONV
+Error: Invalid value for '--network': 'CONV' is not one of 'simple', 'conv'."""
+
+WEBSOCKET_PASTE = """async def ws(websocket):
+    await websocket.accept()
+ERROR:    Exception in ASGI application
+starlette.websockets.WebSocketDisconnect: 1001"""
+
+
+def passage(text: str, key: int = 0) -> Candidate:
+    return Candidate("docs", key, f"page-{key}", "Page", "", None, text, 0.5, key)
+
+
+def test_the_names_of_code_and_of_a_trace_are_collected_in_their_kinds_order():
+    terms = paste_terms(TYPER_PASTE.split("\n"), "How do I accept CONV as well?")
+    # flags, then names of the code (base class, decorator, annotation, dotted call), then keyword
+    # arguments and settings keys; not the generic "str", nor what the question already says
+    assert terms == ("--network", "Enum", "app.callback", "typer.Context", "typer.Option", "main.py",
+                     "simple", "callback")
+
+
+def test_the_exception_of_a_trace_comes_first_and_generic_ones_not_at_all():
+    trace = 'File "app.py", line 3, in main\nValueError: no\nstarlette.exceptions.HTTPException: 404'
+    assert paste_terms(trace.split("\n")) == ("HTTPException", "starlette.exceptions.HTTPException")
+    assert paste_terms(WEBSOCKET_PASTE.split("\n")) == (
+        "websocket.accept", "starlette.websockets.WebSocketDisconnect")
+
+
+def test_a_name_is_known_when_a_passage_shows_it_as_code():
+    candidates = [
+        passage("Declare a parameter of type `typer.Context` to get the context.", 0),
+        passage("An Enum gives a fixed set of choices.\n\n```python\nclass Network(str, Enum):\n```", 1),
+        passage("The callback runs before the command. Exit with typer.Exit.", 2),
+    ]
+    assert shown_as_code(candidates[0].text) == "`typer.Context`"
+    # typer.Exit is in prose only; a longer name does not count for a shorter one
+    known = known_names(["typer.Exit", "typer", "typer.Context", "Enum"], candidates)
+    assert known == ("typer.Context", "Enum")
+    assert known_names(["ImportStringError", "shard_0"], candidates) == ()
+    names = [f"name_{n}" for n in range(6)]
+    assert len(known_names(names, [passage(" ".join(f"`{name}`" for name in names))])) == MAX_EVIDENCE
+
+
+class RecordingStore:
+    """A store that returns ``passages`` to every search and records the keyword queries."""
+
+    source = "docs"
+
+    def __init__(self, passages: list[Candidate]) -> None:
+        self.passages = passages
+        self.asked: list[str] = []
+
+    def search(self, question, vector, limit):  # type: ignore[no-untyped-def]
+        self.asked.append(question)
+        return list(self.passages), list(self.passages)
+
+    async def items(self, item_ids):  # type: ignore[no-untyped-def]
+        return []
+
+
+class RecordingEmbedder(ToyEmbedder):
+    embedded: ClassVar[list[str]] = []
+
+    async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
+        if kind == "query":
+            self.embedded.extend(texts)
+        return await super().embed(texts, kind)
+
+
+class RecordingRanker(FusionRanker):
+    questions: ClassVar[list[str]] = []
+
+    def rank(self, question, question_vector, keyword, vector, gate):  # type: ignore[no-untyped-def]
+        self.questions.append(question)
+        return super().rank(question, question_vector, keyword, vector, gate)
+
+
+PROMPT = f"{WEBSOCKET_PASTE}\nwhat's the right way to notice that the client went away?"
+QUESTION = "what's the right way to notice that the client went away?"
+
+
+async def test_the_names_a_source_shows_as_code_are_embedded_with_the_question():
+    shown = passage("After `websocket.accept()`, catch `WebSocketDisconnect` to stop the loop.")
+    store, embedder, ranker = RecordingStore([shown]), RecordingEmbedder(), RecordingRanker()
+    embedder.embedded.clear()
+    ranker.questions.clear()
+    await recall(PROMPT, [store], embedder, ranker)
+    assert embedder.embedded == [QUESTION, with_names(QUESTION, ["websocket.accept"])]
+    assert set(ranker.questions) == {QUESTION}  # the ranker and its gate read the question alone
+    assert len(store.asked) == 2 and "websocketdisconnect" in store.asked[0]
+
+
+async def test_names_no_source_shows_change_nothing():
+    prose_only = passage("Call websocket.accept first; when the client goes away, the loop ends.")
+    store, embedder = RecordingStore([prose_only]), RecordingEmbedder()
+    embedder.embedded.clear()
+    await recall(PROMPT, [store], embedder, FusionRanker())
+    assert embedder.embedded == [QUESTION] and len(store.asked) == 1
+
+
+async def test_a_pure_paste_stays_silent_however_well_the_sources_know_its_names():
+    shown = passage("Catch `WebSocketDisconnect` and `websocket.accept` as shown.")
+    store, embedder = RecordingStore([shown]), RecordingEmbedder()
+    embedder.embedded.clear()
+    assert (await recall(WEBSOCKET_PASTE, [store], embedder, FusionRanker())).silent
+    assert embedder.embedded == [] and store.asked == []
+
+
+DOCS = Path(__file__).resolve().parent.parent / "corpus" / "docs"
+
+
+def test_the_pastes_of_the_documentation_set_that_ask_nothing_reduce_to_nothing():
+    cases = tomllib.loads((DOCS / "pastes.toml").read_text("utf-8"))["case"]
+    alone = [case["query"] for case in cases if case["group"] == "paste-only"]
+    assert len(alone) == 10 and all(asked(query).silent for query in alone)
+    questions = [case["query"] for case in cases if case["group"] != "paste-only"]
+    assert len(questions) == 30 and not any(asked(query).silent for query in questions)
