@@ -273,7 +273,6 @@ _INCLUDE = re.compile(r"\{\*.*?\*\}|\{%.*?%\}|--8<-- ?\"[^\"]*\"")
 _ADMONITION = re.compile(r"(?:^| )(/{3,}|:{3,}|!{3}|\?{3}\+?)(?= |$)")
 _CODE_TAG = re.compile(r"</?(?:font|b|i|span)(?: [^<>]*)?>")
 _RULE = re.compile(r"([-─━═_=*])\1{3,}")
-_DELIMITER_ROW = re.compile(r"\|(?: ?:?-{3,}:? ?\|)+")
 
 
 def _noise(kind: str, text: str) -> list[tuple[int, int]]:
