@@ -11,7 +11,7 @@ cross-language block asks them.
 
 Rules (``limit`` is the hit's share of the 400-token budget in characters):
 
-* ``word``: no windows, the sentence with the most of the question's content words;
+* ``word``: no windows, the unit chosen by the question's words alone;
 * ``lead=X``: the best window, then earlier sentences while the excerpt starts at most
   ``X · limit`` before it (``X = 0``: at the best window);
 * ``current``: what recall does.
@@ -42,26 +42,26 @@ from passageway.kernel.index import windows
 from passageway.kernel.query import excerpts
 from passageway.kernel.query.recall import gather_candidates, question_for, recall
 
-Rule = Callable[[str, str, int, int | None], str]
+Rule = Callable[[str, str, int, "excerpts.Windows | None"], str]
 
 
 def lead_rule(lead: float, words_only: bool = False) -> Rule:
-    """The excerpt starts at the sentence furthest before the best window (or, ``words_only``, the
-    word rule's sentence) that is at most ``lead · limit`` before it."""
-    def excerpt(text: str, question: str, limit: int, anchor: int | None) -> str:
-        text = windows.flat(text)
-        if len(text) <= limit:
-            return text
-        if anchor is None or words_only:
-            anchor = excerpts.word_start(text, question, limit)
-        return excerpts.cut(text, anchor, limit, lead)
+    """The excerpt starts at the sentence furthest before the best unit (``words_only``: chosen by
+    the question's words alone, :func:`excerpts.best_start`) that is at most ``lead · limit``
+    before it."""
+    def excerpt(text: str, question: str, limit: int, found: excerpts.Windows | None) -> str:
+        flat_text = windows.flat(text)
+        if len(flat_text) <= limit:
+            return flat_text
+        anchor = excerpts.best_start(text, question, None if words_only else found)
+        return excerpts.cut(flat_text, anchor, limit, lead, starts=excerpts.unit_starts(text))
     return excerpt
 
 
 _EXCERPT = rendering_module.excerpt
 
 
-def word_rule(text: str, question: str, limit: int, anchor: int | None) -> str:
+def word_rule(text: str, question: str, limit: int, found: excerpts.Windows | None) -> str:
     return _EXCERPT(text, question, limit, None)
 
 

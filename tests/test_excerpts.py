@@ -154,7 +154,7 @@ async def test_embed_windows_embeds_only_what_the_cache_lacks_shortest_first():
     assert [len(text) for text in embedded[0]] == sorted(len(text) for text in embedded[0])
 
 
-async def test_a_lone_hit_shows_its_items_next_passage_in_the_items_order():
+async def test_every_hit_shows_its_items_next_passage_in_the_items_order():
     first = Candidate("corpus-en", 7, "tesla", "Tesla", "u", None, "Tesla was born in Smiljan.", 0.9, 0)
     second = Candidate("corpus-en", 8, "tesla", "Tesla", "u", None, "He funded his work by patents.", 0.8, 1)
     other = Candidate("corpus-en", 9, "edison", "Edison", "v", None, "Edison funded his own lab.", 0.85, 2)
@@ -168,7 +168,7 @@ async def test_a_lone_hit_shows_its_items_next_passage_in_the_items_order():
     close = OneStore([second, first, attrs.evolve(other, similarity=0.89)])
     several = await recall("Tesla born", [close], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
     assert [hit.item_id for hit in several.hits] == ["tesla", "edison"]
-    assert several.hits[0].text == first.text  # two close hits share the budget: one passage each
+    assert several.hits[0].text == f"{first.text} {second.text}"  # every hit, not only a leader
 
 
 def test_an_initial_or_an_ordinal_does_not_end_a_sentence():
@@ -240,38 +240,88 @@ def test_cuts_fall_between_lines_of_code_and_rows_of_tables():
     assert unit_starts(prose) == sentence_starts(prose)  # prose alone is cut as before
 
 
-def test_the_line_of_a_code_block_that_holds_the_questions_words_is_the_anchor():
+def _doc_windows(intro: float, rest: float) -> tuple[tuple[int, float], ...]:
+    """Two windows of DOC_PAGE: the introduction and everything from the code block on."""
+    return ((0, intro), (flat(DOC_PAGE).index("```python"), rest))
+
+
+def test_the_line_of_a_code_block_that_holds_the_questions_rare_words_is_the_anchor():
     from passageway.kernel.query.rendering import excerpt
 
     question = "How do I mount a StaticFiles directory?"
-    piece = excerpt(DOC_PAGE, question, 300, anchor=0)  # the window by meaning chose the intro
+    # The introduction's window is a little closer to the question; the one code line that holds
+    # its rare words wins by them.
+    piece = excerpt(DOC_PAGE, question, 300, _doc_windows(0.900, 0.885))
     assert "app.mount('/static', StaticFiles(directory='assets'), name='static')" in piece
     assert piece.startswith("… app.add_route(")  # whole lines before it, not half of one
+    far = excerpt(DOC_PAGE, question, 300, _doc_windows(0.950, 0.885))
+    assert far.startswith("Step 0")  # a window much closer still wins: the words only add a little
 
 
-def test_a_table_row_that_holds_the_questions_words_is_the_anchor():
+def test_a_table_row_that_holds_the_questions_rare_words_is_the_anchor():
     from passageway.kernel.query.rendering import excerpt
 
-    piece = excerpt(DOC_PAGE, "Which flag restarts the server when a source file changes?", 250, anchor=0)
+    question = "Which flag restarts the server when a source file changes?"
+    piece = excerpt(DOC_PAGE, question, 250, _doc_windows(0.900, 0.885))
     assert "| `--reload` | restarts the server when a source file changes |" in piece
     assert piece.startswith("… | flag")
 
 
-def test_a_prose_anchor_stays_when_no_literal_line_shows_more_of_the_question():
+def test_a_word_in_every_line_locates_nothing():
+    from passageway.kernel.query.excerpts import best_start
+
+    lines = "\n".join(f"starship init shell{n} | source" for n in range(12))
+    text = f"```sh\n{lines}\nstarship init fish | source\n```"
+    start = best_start(text, "How do I set up starship with fish?")
+    assert flat(text)[start:].startswith("starship init fish")  # "starship" is in every line
+
+
+def test_without_windows_the_words_choose_and_prose_is_cut_between_sentences():
     from passageway.kernel.query.rendering import excerpt
 
-    step = flat(DOC_PAGE).index("Step 4")
-    piece = excerpt(DOC_PAGE, "What does step 4 of the setup explain?", 200, anchor=step)
-    assert piece.startswith("… Step 3") or piece.startswith("… Step 4")
+    piece = excerpt(DOC_PAGE, "What does step 4 of the setup explain?", 200)
+    assert piece.startswith("Step 0") or piece.startswith("… Step")
+    window_start = flat(DOC_PAGE).index("Step 4")
+    chosen = excerpt(DOC_PAGE, "the configuration", 120, ((0, 0.8), (window_start, 0.9)))
+    assert chosen.startswith("… Step 3") or chosen.startswith("… Step 4")
 
 
 def test_a_padded_table_delimiter_row_does_not_fill_the_excerpt():
-    from passageway.kernel.query.rendering import compact_tables, excerpt
+    from passageway.kernel.query.excerpts import tidy
+    from passageway.kernel.query.rendering import excerpt
 
     table = ("| Option" + " " * 30 + "| Default | Description" + " " * 60 + "|\n"
              "| " + "-" * 36 + " | ------- | " + "-" * 70 + " |\n"
              "| `truncation_length` | `3` | The number of parent folders to keep. |")
-    shown, moved = compact_tables(flat(table))
+    shown, moved = tidy(table)
     assert "| --- | --- | --- |" in shown and "----" not in shown
     assert shown[moved(flat(table).index("| `truncation")):].startswith("| `truncation_length`")
     assert excerpt(table, "how many parent folders", 140) == shown  # whole, once compact
+
+
+def test_markup_that_shows_nothing_is_left_out_of_an_excerpt_but_code_is_kept():
+    from passageway.kernel.query.excerpts import tidy
+
+    page = """<details><summary>Fish</summary>
+
+/// tip
+
+Read the [guide](https://example.org/a/very/long/address.html) first. ![shot](img/shot.png)
+
+///
+
+{* docs_src/first_steps/tutorial001.py hl[3] *}
+
+Use `[x](y)` and `<module>.disabled` as written:
+
+```html
+<a href="/docs">docs</a> <font color="#A1EFE4">--name</font>
+```
+
+</details>"""
+    shown, moved = tidy(page)
+    assert shown == ("Fish tip Read the guide first. Use `[x](y)` and `<module>.disabled` as written: "
+                     '```html <a href="/docs">docs</a> --name ```')
+    place = flat(page).index("Read the")
+    assert shown[moved(place):].startswith("Read the")
+    assert shown[moved(flat(page).index("{*")):].startswith("Use `[x](y)`")  # a removed part: what follows

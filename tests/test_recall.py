@@ -18,6 +18,7 @@ from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.query.recall import _related, keyword_query, merge_candidates, recall
 from passageway.kernel.query.rendering import (
     BUDGET_TOKENS,
+    MIN_SHARE,
     NOTHING,
     approx_tokens,
     excerpt,
@@ -394,15 +395,18 @@ def test_short_excerpts_share_their_unused_room_and_leave_room_for_related_items
     assert roomy.related == related and "Related:\n- Other (https://y)" in render_answer(roomy)
 
 
-def test_a_clear_leader_gets_the_larger_share_and_file_addresses_give_way_to_the_item():
+def test_a_clear_leader_gets_the_budget_of_three_and_file_addresses_give_way_to_the_item():
     from passageway.kernel.records import Hit
 
     leader = Hit("docs", "guide/setup.md", "Setup", "file:///srv/docs/guide/setup.md", "Install", LONG, 1.0,
                  0.90, path=("guide",))
     others = [attrs.evolve(leader, item_id=f"other{n}.md", similarity=0.87, path=()) for n in (1, 2)]
     answer = fit_budget(Answer((leader, *others)), "ordinary matters")
-    assert len(answer.hits[0].text) > 1.5 * len(answer.hits[1].text)
+    assert [hit.item_id for hit in answer.hits] == ["guide/setup.md", "other1.md", "other2.md"]  # all kept
+    assert all(len(hit.text) <= MIN_SHARE + 4 for hit in answer.hits[1:])  # short, with their "…"
+    assert len(answer.hits[0].text) > (BUDGET_TOKENS * 4 - 400) // 3 + 2 * 200  # the others' room too
     text = render_answer(answer)
+    assert approx_tokens(text) <= BUDGET_TOKENS
     assert "file://" not in text and "docs: guide/setup.md" in text and "guide /" not in text
     assert "`read` tool" in text  # cut excerpts name the tool that returns the rest
     even = fit_budget(Answer((leader, *(attrs.evolve(o, similarity=0.89) for o in others))), "ordinary")

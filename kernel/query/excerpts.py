@@ -10,16 +10,19 @@ of its text, and with it, often, the answer. Where the cut falls is decided here
   vectors because it already belongs to the embedder, survives a rebuild (a rerun embeds
   nothing) and serves every store plugin alike, without a change to any store's schema.
 * **At recall** (:func:`anchors`), the hits' passages are cut the same way
-  (``kernel/index/windows.py``) and their windows' vectors fetched with one ``get_many``. The
-  excerpt starts at the window most similar to the question, and starts earlier when the rest of
-  the passage would leave part of the share unused (:func:`cut`). Similarity works across
-  languages: a German question finds the sentence of an English passage that answers it, which
-  shared words cannot do.
-* **A lone hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`):
-  the whole budget is its own, and the excerpt is chosen from both passages' windows.
-* **The fallback** is the word rule (:func:`word_start`): the sentence holding the most content
-  words of the question. It applies to a passage whose window vectors are missing (an index built
-  before the windows existed, a store built elsewhere, a first build still running).
+  (``kernel/index/windows.py``) and their windows' vectors fetched with one ``get_many``.
+  Similarity works across languages: a German question finds the sentence of an English passage
+  that answers it, which shared words cannot do.
+* **Each hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`),
+  and the excerpt is chosen from both passages.
+* **The anchor** (:func:`best_start`) is the unit (a sentence, a line of code, a table row, a
+  line of a list, :func:`unit_starts`) whose window is most similar to the question, with a
+  little added for the question's rare words it holds; the excerpt starts up to a third of its
+  share before it, earlier when the rest would leave part of the share unused (:func:`cut`).
+  Without window vectors (an index built before the windows existed, a store built elsewhere, a
+  first build still running) the words alone choose.
+* **What is shown** leaves out markup that shows nothing (:func:`tidy`): link targets, HTML tags,
+  include directives, admonition fences, terminal colours, long rules.
 
 ``bench/excerpt_study.py`` measures the window sizes against the budget and what the windows
 cost a build; the numbers are on the measurements page (docs/measurements.md, "Excerpts").
@@ -27,9 +30,12 @@ cost a build; the numbers are on the measurements page (docs/measurements.md, "E
 
 from __future__ import annotations
 
+import bisect
+import math
+import re
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -94,14 +100,18 @@ async def prefetch(cache: VectorLookup | None, hits: Sequence[Candidate], candid
     return Prefetched(found)
 
 
+Windows = tuple[tuple[int, float], ...]
+"""Where each window of a hit's text starts (in its flat text) and its similarity to the question."""
+
+
 async def anchors(
     hits: Sequence[Sequence[str]], question_vector: np.ndarray, cache: VectorLookup | None
-) -> dict[str, int]:
-    """For each hit, given as its passage texts (one, or a lone hit's two, :func:`with_neighbour`),
-    where its best window starts in the flat text of those passages joined: the window most
-    similar to the question, the first on a tie. Each passage is cut into windows on its own, as
+) -> dict[str, Windows]:
+    """For each hit, given as its passage texts (one, or two with :func:`with_neighbour`), its
+    windows in the flat text of those passages joined, each with its similarity to the question
+    (:func:`best_start` chooses from them). Each passage is cut into windows on its own, as
     :func:`embed_windows` cut it, so the windows' digests are the ones stored. A hit is left out
-    (the word rule) when none of its passages is long or any long one lacks a window vector."""
+    (words alone choose) when none of its passages is long or any long one lacks a window vector."""
     if cache is None:
         return {}
     plans: dict[str, list[tuple[int, str]]] = {}
@@ -119,21 +129,22 @@ async def anchors(
         return {}
     vectors = await cache.get_many([digest for plan in plans.values() for _, digest in plan])
     query = np.asarray(question_vector, dtype=np.float32).reshape(-1)
-    found: dict[str, int] = {}
+    found: dict[str, Windows] = {}
     for text, plan in plans.items():
         if any(digest not in vectors for _, digest in plan):
             continue  # the windows were not made (an older index, a first build still running)
-        scores = [float(np.dot(np.asarray(vectors[digest], dtype=np.float32), query)) for _, digest in plan]
-        found[text] = plan[int(np.argmax(scores))][0]
+        found[text] = tuple(
+            (start, float(np.dot(np.asarray(vectors[digest], dtype=np.float32), query)))
+        for start, digest in plan
+        )
     return found
 
 
 def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> list[str]:
-    """A lone hit's passage texts: its own and the most similar other candidate passage of its
-    item, in the item's order (shown joined by a blank line). One hit has the whole budget (about
-    1,500 characters), room for two passages, and the answer is often in the item's next-best
-    passage when the question matches the article better than its paragraph (on the public set,
-    most misses of a right article)."""
+    """A hit's passage texts: its own and the most similar other candidate passage of its item, in
+    the item's order (shown joined by a blank line), so that its excerpt is chosen from both. The
+    answer is often in the item's next-best passage when the question matches the page better than
+    its section (docs/ranking-and-gate.md, "Excerpts by meaning")."""
     neighbours = _neighbours(hit, candidates)
     if not neighbours:
         return [hit.text]
@@ -142,8 +153,8 @@ def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> list[str]
 
 
 def joined(parts: Sequence[str]) -> str:
-    """A hit's passages as one text (a lone hit shows two, :func:`with_neighbour`): what the answer
-    shows and what :func:`anchors` keys its starts by."""
+    """A hit's passages as one text (:func:`with_neighbour`): what the answer shows and what
+    :func:`anchors` keys its windows by."""
     return "\n\n".join(parts)
 
 
@@ -153,23 +164,6 @@ def _neighbours(hit: Candidate, candidates: Sequence[Candidate]) -> list[Candida
     found = {candidate.text: candidate for candidate in candidates
              if (candidate.source, candidate.item_id) == item and candidate.text != hit.text}
     return sorted(found.values(), key=lambda candidate: -candidate.similarity)
-
-
-def word_start(text: str, question: str, limit: int) -> int:
-    """The word rule: the start of the sentence holding the most distinct content words of the
-    question (then the excerpt of ``limit`` characters holding the most; the first on a tie)."""
-    question_words = set(content_words(question))
-    starts = sentence_starts(text)
-    best_start, best_key = 0, (-1, -1)
-    for number, start in enumerate(starts):
-        end = starts[number + 1] if number + 1 < len(starts) else len(text)
-        key = (
-            len(question_words & set(words(text[start:end]))),
-            len(question_words & set(words(text[start : start + limit]))),
-        )
-        if key > best_key:
-            best_start, best_key = start, key
-    return best_start
 
 
 def unit_starts(text: str) -> list[int]:
@@ -199,50 +193,43 @@ def unit_starts(text: str) -> list[int]:
     return sorted(set(found)) or [0]
 
 
-def _literal_starts(text: str) -> list[int]:
-    """The flat offsets of the lines of ``text``'s code blocks, table rows and list lines."""
-    found: list[int] = []
-    offset = 0
-    for kind, block in blocks(text):
-        block_flat = flat(block)
-        if not block_flat:
-            continue
-        if kind != "paragraph":
-            line_offset = offset
-            for line in block.split("\n"):
-                line_flat = flat(line)
-                if line_flat:
-                    found.append(line_offset)
-                    line_offset += len(line_flat) + 1
-        offset += len(block_flat) + 1
-    return found
+WORD_WEIGHT = 0.02
+"""How much the question's words can add to a unit's similarity (all of them, :func:`best_start`).
+Measured from 0 to 1 on the tuning projects of corpus/docs and on XQuAD (docs/ranking-and-gate.md)."""
 
 
-def best_start(text: str, flat_text: str, question: str, limit: int, anchor: int | None,
-               starts: Sequence[int]) -> int:
-    """Where the excerpt of ``text`` (its flat form ``flat_text``) starts: at ``anchor`` (by
-    meaning) or by the word rule, unless an excerpt starting at a line of a code block, a table
-    row or a list item (with the usual lead, :func:`cut`) would show more distinct content words
-    of the question. Documentation answers are often one such line after an introduction that
-    the question matches as a whole: the window most like the question then holds the
-    introduction, and the line that answers lies beyond the share."""
-    start = word_start(flat_text, question, limit) if anchor is None else anchor
+def best_start(text: str, question: str, windows: Windows | None = None,
+               starts: Sequence[int] | None = None) -> int:
+    """Where the excerpt of ``text`` is anchored, as an offset in its flat text: the unit
+    (:func:`unit_starts`: a sentence, a line of code, a table row, a line of a list) with the
+    highest score. A unit's score is the similarity to the question of the window that holds it
+    (the window before it for a unit between windows; nothing without ``windows``), plus
+    :data:`WORD_WEIGHT` times the share of the question's words it holds, each word weighted by
+    how rare it is among the units, ``log(1 + units / units holding it)``. A word in every line
+    (the tool's name) locates nothing; the one line that holds ``fish`` or ``envvar`` often is the
+    answer, a command or an option after an introduction that matched the question as a whole.
+    The first unit wins a tie."""
+    flat_text = flat(text)
+    starts = unit_starts(text) if starts is None else starts
+    ends = [*starts[1:], len(flat_text)]
     question_words = set(content_words(question))
-    if not question_words:
-        return start
-
-    def shown(at: int) -> int:
-        first = _lead_start(starts, at, limit, LEAD)
-        return len(question_words & set(words(flat_text[first : first + limit])))
-
-    best, best_count = start, shown(start)
-    for line_start in _literal_starts(text):
-        line_end = next((later for later in starts if later > line_start), len(flat_text))
-        if not question_words & set(words(flat_text[line_start:line_end])):
-            continue  # only a line that holds a word of the question can be the anchor
-        count = shown(line_start)
-        if count > best_count:
-            best, best_count = line_start, count
+    held = [question_words & set(words(flat_text[start:end]))
+            for start, end in zip(starts, ends, strict=True)]
+    weight = {}
+    for word in question_words:
+        holding = sum(1 for unit in held if word in unit)
+        if holding:
+            weight[word] = math.log(1 + len(starts) / holding)
+    total = sum(weight.values()) or 1.0
+    windows = sorted(windows or ())
+    window_starts = [start for start, _ in windows]
+    best, best_score = starts[0], -math.inf
+    for start, unit in zip(starts, held, strict=True):
+        score = sum(weight[word] for word in unit) / total * WORD_WEIGHT
+        if windows:
+            score += windows[max(0, bisect.bisect_right(window_starts, start) - 1)][1]
+        if score > best_score:
+            best, best_score = start, score
     return best
 
 
@@ -272,3 +259,91 @@ def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[
         space = piece.rfind(" ")
         piece = (piece[:space] if space > limit // 2 else piece).rstrip(" ,;:") + " …"
     return ("… " if start > 0 else "") + piece
+
+
+# ---------------------------------------------------------------------------------------------
+# What an excerpt shows of its text
+# ---------------------------------------------------------------------------------------------
+
+_INLINE_CODE = re.compile(r"(`+).+?\1")
+_IMAGE = re.compile(r"!\[[^\]]*\]\((?:[^()\s]|\([^()]*\))*(?: \"[^\"]*\")?\)")
+_LINK = re.compile(r"\[([^\[\]]+)\]\((?:[^()\s]|\([^()]*\))*(?: \"[^\"]*\")?\)")
+_TAG = re.compile(r"</?[A-Za-z][\w-]*(?: [^<>]*)?/?>")
+_INCLUDE = re.compile(r"\{\*.*?\*\}|\{%.*?%\}|--8<-- ?\"[^\"]*\"")
+_ADMONITION = re.compile(r"(?:^| )(/{3,}|:{3,}|!{3}|\?{3}\+?)(?= |$)")
+_CODE_TAG = re.compile(r"</?(?:font|b|i|span)(?: [^<>]*)?>")
+_RULE = re.compile(r"([-─━═_=*])\1{3,}")
+
+
+def _noise(kind: str, text: str) -> list[tuple[int, int]]:
+    """Spans of one flat block that show nothing to a reader: the markup of links (their text
+    stays), images, HTML tags, include directives and admonition fences outside inline code; in
+    code blocks, colour tags of pasted terminal output; everywhere, a rule of four or more
+    dashes or box lines kept at three (a padded table delimiter row holds hundreds)."""
+    found = [(match.start() + 3, match.end()) for match in _RULE.finditer(text)]
+    if kind == "code":
+        return found + [match.span() for match in _CODE_TAG.finditer(text)]
+    code = [match.span() for match in _INLINE_CODE.finditer(text)]
+
+    def outside(start: int, end: int) -> bool:
+        return not any(start < code_end and code_start < end for code_start, code_end in code)
+
+    for match in _IMAGE.finditer(text):
+        if outside(*match.span()):
+            found.append(match.span())
+    for match in _LINK.finditer(text):
+        target = (match.end(1), match.end())
+        if outside(match.start(), match.start() + 1) and outside(*target):
+            found += [(match.start(), match.start() + 1), target]
+    for pattern in (_TAG, _INCLUDE):
+        found += [match.span() for match in pattern.finditer(text) if outside(*match.span())]
+    found += [match.span(1) for match in _ADMONITION.finditer(text) if outside(*match.span(1))]
+    return found
+
+
+def tidy(text: str) -> tuple[str, Callable[[int], int]]:
+    """The flat text of ``text`` as an excerpt shows it, with :func:`_noise` taken out, and the
+    map from a place in the flat text to the same place in the result. Documentation markup
+    (link targets, ``<details>``, ``{* include *}`` lines, terminal colours) can fill a third of
+    a share and holds no answer; it is only taken out of what is shown, never out of the index."""
+    flat_text = flat(text)
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for kind, block in blocks(text):
+        block_flat = flat(block)
+        if block_flat:
+            spans += [(offset + start, offset + end) for start, end in _noise(kind, block_flat)]
+            offset += len(block_flat) + 1
+    if not spans:
+        return flat_text, lambda place: place
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces: list[str] = []
+    cut_out: list[tuple[int, int, int]] = []  # (start, end, characters removed up to the end)
+    last = total = 0
+    for start, end in merged:
+        if (start == 0 or flat_text[start - 1] == " ") and end < len(flat_text) and flat_text[end] == " ":
+            end += 1  # the space the removed part stood between
+        elif end == len(flat_text) and start > 0 and flat_text[start - 1] == " ":
+            start -= 1
+        start = max(start, last)
+        pieces.append(flat_text[last:start])
+        total += end - start
+        cut_out.append((start, end, total))
+        last = end
+    pieces.append(flat_text[last:])
+    starts = [start for start, _, _ in cut_out]
+    ends = [end for _, end, _ in cut_out]
+
+    def moved(place: int) -> int:
+        inside = bisect.bisect_right(starts, place) - 1
+        if inside >= 0 and place < ends[inside]:
+            place = ends[inside]  # a place in a removed part: where the text goes on
+        before = bisect.bisect_right(ends, place)
+        return place - (cut_out[before - 1][2] if before else 0)
+
+    return "".join(pieces), moved

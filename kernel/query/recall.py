@@ -54,7 +54,7 @@ from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_nei
 from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
 from passageway.kernel.query.prompt_names import known_names, with_names
 from passageway.kernel.query.question_queue import yielding
-from passageway.kernel.query.rendering import fit_budget, leads_clearly
+from passageway.kernel.query.rendering import fit_budget
 from passageway.kernel.query.stopwords import content_words, words
 from passageway.kernel.ranking import CANDIDATES, DEPTH, MAX_HITS, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
@@ -235,12 +235,9 @@ async def recall(
         attrs.evolve(_hit(entry), also_in=copies.get((entry.candidate.source, entry.candidate.item_id), ()))
         for entry in ranked
     )
-    parts = [[hit.text] for hit in hits]
-    if len(hits) == 1 or leads_clearly(hits):
-        # A lone hit, or a clear leader with its larger share, has room for a second passage of
-        # its item (kernel/query/excerpts.py, kernel/query/rendering.py).
-        parts[0] = with_neighbour(ranked[0].candidate, [*by_vector, *keyword])
-        hits = (attrs.evolve(hits[0], text=joined(parts[0])), *hits[1:])
+    # Each hit shows its passage and its item's next most similar one (kernel/query/excerpts.py).
+    parts = [with_neighbour(entry.candidate, [*by_vector, *keyword]) for entry in ranked]
+    hits = tuple(attrs.evolve(hit, text=joined(part)) for hit, part in zip(hits, parts, strict=True))
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
 

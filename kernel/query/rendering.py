@@ -13,9 +13,11 @@ How the budget is spent (:func:`fit_budget`), answers first:
    only when the item does not already spell it, and the date without its time.
 2. **The excerpts share what remains by need.** A hit whose passage is shorter than its share
    takes only what it needs, and the rest goes to the others (so a short passage never wastes
-   room another needs). A first hit that clearly leads the others (:data:`CLEAR_LEAD`) counts
-   :data:`LEADER_WEIGHT` times. A share under :data:`MIN_SHARE` characters drops the
-   lowest-ranked hit instead; a lone hit has the whole budget.
+   room another needs). A share under :data:`MIN_SHARE` characters drops the lowest-ranked hit
+   instead. A lone hit has the whole budget, and so, nearly, has a first hit that clearly leads
+   the others (:data:`CLEAR_LEAD`): fewer, fuller excerpts, the others shown in
+   :data:`MIN_SHARE` characters each. Each hit's text is its passage and its item's most similar
+   other candidate passage (recall, :func:`passageway.kernel.query.excerpts.with_neighbour`).
 3. **Related items come last**, one line each, as many as still fit.
 4. **What was cut can be read**: when an excerpt is cut, one closing line names the ``read`` tool,
    which returns the whole section (docs/server.md).
@@ -25,14 +27,12 @@ Where each excerpt starts is chosen by :mod:`passageway.kernel.query.excerpts`.
 
 from __future__ import annotations
 
-import bisect
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
 from passageway.kernel.index.windows import flat
-from passageway.kernel.query.excerpts import best_start, cut, unit_starts
+from passageway.kernel.query.excerpts import Windows, best_start, cut, tidy, unit_starts
 from passageway.kernel.records import Answer, Hit, Related
 
 BUDGET_TOKENS = 400
@@ -43,9 +43,9 @@ MIN_SHARE = 120
 
 CLEAR_LEAD = 0.02
 """A first hit whose similarity to the question exceeds every other hit's by at least this much
-leads clearly, and its excerpt gets :data:`LEADER_WEIGHT` shares."""
-
-LEADER_WEIGHT = 2.0
+leads clearly: it gets the budget of three and the others :data:`MIN_SHARE` characters each.
+Chosen from 0.01 to 0.03 on the tuning projects of corpus/docs (docs/ranking-and-gate.md): with a
+lead this large the right item is almost always the first hit."""
 
 READ_NOTE = "Cut excerpts (…): the `read` tool returns the rest (its source, item and heading, as above)."
 
@@ -55,54 +55,24 @@ def approx_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-def excerpt(text: str, question: str, limit: int, anchor: int | None = None) -> str:
+def excerpt(text: str, question: str, limit: int, windows: Windows | None = None) -> str:
     """At most ``limit`` characters of ``text``, around what answers the question.
 
-    The excerpt starts at ``anchor`` (where the passage's window most similar to the question
-    starts, :func:`passageway.kernel.query.excerpts.anchors`) or, without one, at the sentence that
-    holds the most distinct content words of the question; a line of a code block, a table row or
-    a list item that shows more of the question's words moves it there
-    (:func:`passageway.kernel.query.excerpts.best_start`). It starts earlier when the rest would
-    not fill ``limit``, its cuts fall between sentences, lines, rows and items, and it ends at a
-    word boundary with "…" when cut.
+    The excerpt is anchored at the unit (a sentence, a line of code, a table row, a line of a
+    list) whose window is most similar to the question, ``windows`` (from
+    :func:`passageway.kernel.query.excerpts.anchors`), with a little added for the rare words of
+    the question it holds (:func:`passageway.kernel.query.excerpts.best_start`); without windows,
+    the words alone choose. It starts up to a third of ``limit`` before that unit, and earlier
+    when the rest would not fill ``limit``; its cuts fall between units, it ends at a word boundary
+    with "…" when cut, and markup that shows nothing is left out
+    (:func:`passageway.kernel.query.excerpts.tidy`).
     """
-    flat_text = flat(text)
-    shown, moved = compact_tables(flat_text)
+    shown, moved = tidy(text)
     if len(shown) <= limit:
         return shown
     starts = unit_starts(text)
-    start = best_start(text, flat_text, question, limit, anchor, starts)
+    start = best_start(text, question, windows, starts)
     return cut(shown, moved(start), limit, starts=sorted({moved(unit) for unit in starts}))
-
-
-_DELIMITER_CELLS = re.compile(r"(?<=\|) ?:?-{4,}:? ?(?=\|)")
-_DELIMITER_ROW = re.compile(r"\|(?: ?:?-{3,}:? ?\|)+")
-
-
-def compact_tables(text: str) -> tuple[str, Callable[[int], int]]:
-    """Flat ``text`` with the dashes of its table delimiter rows cut to three a cell
-    (``| --- | --- |``), and the map from a place in ``text`` to the same place in the result.
-    Aligned Markdown tables pad that row to the widest cell, often hundreds of characters that
-    would fill an excerpt's share and say nothing."""
-    removed: list[tuple[int, int]] = []  # (end in text, characters removed up to there)
-    pieces: list[str] = []
-    last = total = 0
-    for row in _DELIMITER_ROW.finditer(text):
-        short = _DELIMITER_CELLS.sub(" --- ", row.group(0))
-        pieces += [text[last : row.start()], short]
-        total += len(row.group(0)) - len(short)
-        removed.append((row.end(), total))
-        last = row.end()
-    if not removed:
-        return text, lambda place: place
-    pieces.append(text[last:])
-    ends = [end for end, _ in removed]
-
-    def moved(place: int) -> int:
-        before = bisect.bisect_right(ends, place)
-        return place - (removed[before - 1][1] if before else 0)
-
-    return "".join(pieces), moved
 
 
 def _header(hit: Hit) -> str:
@@ -162,31 +132,35 @@ def shares(needs: list[int], room: int, weights: list[float]) -> list[int]:
 
 def leads_clearly(hits: Sequence[Hit]) -> bool:
     """Whether the first of several hits is closer to the question than every other by
-    :data:`CLEAR_LEAD` or more: it then gets :data:`LEADER_WEIGHT` shares, and recall shows its
-    item's next passage with it, as it does for a lone hit."""
+    :data:`CLEAR_LEAD` or more: it then gets nearly the whole budget (:func:`_sizes`)."""
     return len(hits) > 1 and all(hits[0].similarity - hit.similarity >= CLEAR_LEAD for hit in hits[1:])
 
 
-def _weights(hits: list[Hit]) -> list[float]:
-    weights = [1.0] * len(hits)
+def _sizes(hits: Sequence[Hit], needs: list[int], room: int) -> list[int]:
+    """Characters for each hit's excerpt: a clear leader takes what the others' short excerpts
+    (:data:`MIN_SHARE` each) leave; otherwise the hits share ``room`` equally, by need."""
     if leads_clearly(hits):
-        weights[0] = LEADER_WEIGHT
-    return weights
+        brief = [min(need, MIN_SHARE) for need in needs[1:]]
+        first = min(needs[0], room - sum(brief))
+        if first >= min(MIN_SHARE, needs[0]):
+            return [first, *shares(needs[1:], room - first, [1.0] * len(brief))]
+    return shares(needs, room, [1.0] * len(hits))
 
 
 def fit_budget(
-    answer: Answer, question: str = "", budget: int = BUDGET_TOKENS, anchors: dict[str, int] | None = None
+    answer: Answer, question: str = "", budget: int = BUDGET_TOKENS,
+    anchors: Mapping[str, Windows] | None = None,
 ) -> Answer:
     """``answer`` with excerpts shortened so that its rendering stays within ``budget`` tokens
-    (the module docstring gives the rules). ``anchors`` maps a passage's flat text to where its
-    excerpt starts (by meaning)."""
+    (the module docstring gives the rules). ``anchors`` maps a hit's flat text to its windows and
+    their similarity to the question (:func:`passageway.kernel.query.excerpts.anchors`)."""
     anchors = anchors or {}
     hits = list(answer.hits)
     while hits:
         bare = render_answer(Answer(tuple(attrs.evolve(hit, text="") for hit in hits)), note=True)
         room = (budget - approx_tokens(bare)) * 4 - 3 * len(hits)  # the excerpts' indentation
-        needs = [len(compact_tables(flat(hit.text))[0]) for hit in hits]
-        given = shares(needs, room, _weights(hits))
+        needs = [len(tidy(hit.text)[0]) for hit in hits]
+        given = _sizes(hits, needs, room)
         enough = all(size >= min(MIN_SHARE, need) for size, need in zip(given, needs, strict=True))
         if len(hits) == 1 or enough:
             trimmed = tuple(
