@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from passageway.builtin.ranking import FusionRanker, unknown_words
+from passageway.builtin.ranking import FusionRanker
+from passageway.builtin.ranking.signals import unknown_words
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.query.stopwords import (
     content_words,

@@ -135,34 +135,12 @@ class Evidence:
 
     language: str | None
     unknown: frozenset[str]
-    """Content words of the question that no candidate contains (see :func:`unknown_words`);
+    """Content words of the question that no candidate contains (see :func:`signals.unknown_words`);
     only worked out when the ranker's ``unknown_margin`` uses it, empty otherwise."""
     reference: float | None = None
     """The cosine of the :data:`REFERENCE_RANK`-th best candidate, or None with fewer candidates."""
     identifiers: tuple[str, ...] = ()
     """The question's distinctive terms (:func:`signals.identifiers`)."""
-
-
-PREFIX = 6
-"""A question word counts as known when a candidate word shares its first six letters (so German
-inflection and compounds, "Siedlern"/"Siedler", "Amazonaswaldes"/"Amazonas", do not count as
-unknown); shorter words must match exactly."""
-
-
-def unknown_words(question_words: Sequence[str], vocabulary: set[str]) -> frozenset[str]:
-    """The question words that no candidate word matches, exactly or by a six-letter prefix."""
-    prefixes = {word[:PREFIX] for word in vocabulary if len(word) >= PREFIX}
-    unknown = set()
-    for word in question_words:
-        if word in vocabulary:
-            continue
-        if len(word) >= PREFIX and (
-            word[:PREFIX] in prefixes
-            or any(word[:end] in vocabulary for end in range(PREFIX, len(word)))
-        ):
-            continue
-        unknown.add(word)
-    return frozenset(unknown)
 
 
 @attrs.define
@@ -306,7 +284,7 @@ class FusionRanker:
         # rest of the scoring, so it is done only when that check is on.
         unknown = frozenset()
         if self.unknown_margin is not None:
-            unknown = unknown_words(question_words, vocabulary)
+            unknown = signals.unknown_words(question_words, vocabulary)
         evidence = Evidence(language_of(question), unknown, reference, terms)
         return scored, evidence
 

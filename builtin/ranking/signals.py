@@ -150,3 +150,25 @@ __all__ = [
     "contains_term", "fields", "folded", "identifiers", "name_words", "named_items",
     "named_sources", "rare_words", "words",
 ]
+
+
+PREFIX = 6
+"""A question word counts as known when a candidate word shares its first six letters (so German
+inflection and compounds, "Siedlern"/"Siedler", "Amazonaswaldes"/"Amazonas", do not count as
+unknown); shorter words must match exactly."""
+
+
+def unknown_words(question_words: Sequence[str], vocabulary: set[str]) -> frozenset[str]:
+    """The question words that no candidate word matches, exactly or by a six-letter prefix."""
+    prefixes = {word[:PREFIX] for word in vocabulary if len(word) >= PREFIX}
+    unknown = set()
+    for word in question_words:
+        if word in vocabulary:
+            continue
+        if len(word) >= PREFIX and (
+            word[:PREFIX] in prefixes
+            or any(word[:end] in vocabulary for end in range(PREFIX, len(word)))
+        ):
+            continue
+        unknown.add(word)
+    return frozenset(unknown)

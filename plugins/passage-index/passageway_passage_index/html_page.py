@@ -1,11 +1,13 @@
-"""One built HTML page to its title and sections, read with lxml (``docs/adr/0013``).
+"""One built HTML page to its title and sections, read with lxml (``docs/adr/0011``).
 
 The page's main content is found by the generator's own markup (:data:`MAIN_CONTENT`, the first
 rule that matches), else ``<main>``, ``[role=main]``, ``<article>`` or the body. Inside it, what a
 generator adds around the author's text is removed (:data:`CHROME_TAGS`, :data:`CHROME_CLASSES`:
 permalink marks, copy buttons, breadcrumbs, "edit this page", previous/next links, tables of
-contents, tab labels). Both are checked in one pass over the elements, in plain Python: CSS
-selectors compiled to XPath cost more than the rest of the page's reading together.
+contents, tab labels). The main content is looked for among the tags its rules name (a scan of
+every element only when none matches), and chrome in one walk that never enters a ``<pre>``:
+CSS selectors compiled to XPath cost more than the rest of the page's reading together. Inline
+text, code blocks and tables become Markdown in :mod:`passageway_passage_index.html_inline`.
 
 What remains is written as the Markdown the chunker reads: the first ``h1`` is the page title, every
 ``h2`` and ``h3`` starts a section whose anchor is the id the generator's permalink points at (the
@@ -20,12 +22,21 @@ linear in the page's size.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 import attrs
 from lxml import etree
 
+from passageway_passage_index.html_inline import (
+    MAX_DEPTH,
+    escape_line_start,
+    escaped,
+    fenced_block,
+    inline_line,
+    inline_markdown,
+    pipe_table,
+    text_of,
+)
 from passageway_passage_index.markdown import plain
 from passageway_passage_index.site import SourceSection
 
@@ -61,18 +72,9 @@ _BLOCKS = frozenset({
     "dt", "dd", "table", "h1", "h2", "h3", "h4", "h5", "h6", "figure", "figcaption", "details",
     "summary", "hr", "li", "center", "address",
 })
-_MAX_DEPTH = 200
-"""Deeper elements are read as plain text: no real page nests so far, and it bounds the stack."""
 _PARSER = etree.HTMLParser(remove_comments=True, remove_pis=True)
-_BACKTICKS = re.compile(r"`+")
-_FENCE_RUNS = re.compile(r"`{3,}")
-_CODE_TAGS = frozenset({"code", "kbd", "samp"})
 _OWN_FORMS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "ul", "ol", "blockquote", "hr"})
 """The blocks :meth:`_Writer.block` writes in a form of their own; every other block holds blocks."""
-_MARKS = re.compile(r"[\\`*_\[\]]")
-_RISKY_MARKS = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
-"""Marks that Markdown could read: ``_`` inside a word (``snake_case``) never is one."""
-_LINE_START_MARK = re.compile(r"^( {0,3})([#>=+|-]|\d+[.)]|<!--|[*_]{3,}\s*$)")
 
 
 @attrs.define
@@ -215,14 +217,9 @@ def _drop(element: etree._Element) -> None:
     parent.remove(element)
 
 
-def _text_of(element: etree._Element) -> str:
-    """All the text inside ``element`` (its tail left out)."""
-    return etree.tostring(element, method="text", encoding="unicode", with_tail=False)
-
-
 def _title_of(document: etree._Element) -> str:
     found = document.find(".//title")
-    text = " ".join(_text_of(found).split()) if found is not None else ""
+    text = " ".join(text_of(found).split()) if found is not None else ""
     for separator in (" | ", " — ", " - ", " · "):
         if separator in text:
             return text.split(separator)[0].strip()
@@ -250,22 +247,22 @@ class _Writer:
     def blocks(self, element: etree._Element, depth: int) -> None:
         """Write the block-level content of ``element``: inline runs become paragraphs."""
         text = element.text
-        run: list[str] = [_text(text)] if text else []
+        run: list[str] = [escaped(text)] if text else []
         for child in element[:]:  # a slice costs less than an iterator
             tag = child.tag
             if tag in _BLOCKS:
                 if run:
                     self._paragraph(run)
                     run = []
-                if depth >= _MAX_DEPTH or tag in _OWN_FORMS:
+                if depth >= MAX_DEPTH or tag in _OWN_FORMS:
                     self.block(child, depth + 1)
                 else:  # a container: its blocks, written in place
                     self.blocks(child, depth + 1)
             elif isinstance(tag, str):  # not a comment or processing instruction
-                run.append(_inline(child, depth + 1))
+                run.append(inline_markdown(child, depth + 1))
             tail = child.tail
             if tail:
-                run.append(_text(tail))
+                run.append(escaped(tail))
         if run:
             self._paragraph(run)
 
@@ -274,22 +271,22 @@ class _Writer:
         # by str.isspace().
         text = " ".join("".join(run).split())
         if text:
-            self.out.append(_escape_line_start(text))
+            self.out.append(escape_line_start(text))
 
     def block(self, element: etree._Element, depth: int) -> None:
         tag = element.tag
-        if depth > _MAX_DEPTH:
-            self._paragraph([_text_of(element)])
+        if depth > MAX_DEPTH:
+            self._paragraph([text_of(element)])
         elif tag in ("h1", "h2", "h3"):
             self._heading(element, int(tag[1]))
         elif tag in ("h4", "h5", "h6"):
-            text = _inline_text(element, depth)
+            text = inline_line(element, depth)
             if text:
                 self.out.append(f"{'#' * int(tag[1])} {text}")
         elif tag == "pre":
-            self.out.append(_fenced(element))
+            self.out.append(fenced_block(element))
         elif tag == "table":
-            self.out.append(_table(element, depth))
+            self.out.append(pipe_table(element, depth))
         elif tag in ("ul", "ol"):
             self.out.append(_list(element, depth))
         elif tag == "blockquote":
@@ -304,7 +301,7 @@ class _Writer:
             self.blocks(element, depth)
 
     def _heading(self, element: etree._Element, level: int) -> None:
-        text = plain(_inline_text(element, 0))
+        text = plain(inline_line(element, 0))
         if level == 1 and not self.title and not self.sections and not self.level:
             self.title = text
             return
@@ -324,111 +321,6 @@ def _anchor_of(heading: etree._Element) -> str | None:
         if first is heading:
             return parent.get("id")
     return None
-
-
-def _inline(element: etree._Element, depth: int) -> str:
-    tag = element.tag
-    if depth > _MAX_DEPTH:
-        return _text_of(element)
-    if tag in _CODE_TAGS:
-        return _code_span(_text_of(element))
-    if tag == "br":
-        return " "
-    if tag == "img":
-        return element.get("alt") or ""
-    text = element.text
-    parts = [_text(text)] if text else []
-    for child in element[:]:
-        if isinstance(child.tag, str):  # the tail of a comment is left out here
-            parts.append(_inline(child, depth + 1))
-            tail = child.tail
-            if tail:
-                parts.append(_text(tail))
-    inner = "".join(parts)
-    if tag == "a":
-        href = element.get("href")
-        if href and inner.strip():
-            return f"[{inner.strip()}]({href.replace(' ', '%20').replace(')', '%29')})"
-    return inner
-
-
-def _inline_text(element: etree._Element, depth: int) -> str:
-    """The inline Markdown of ``element`` with nested blocks read as text, on one line."""
-    text = element.text
-    parts = [_text(text)] if text else []
-    for child in element[:]:
-        if isinstance(child.tag, str):
-            parts.append(_inline(child, depth + 1))
-        tail = child.tail
-        if tail:
-            parts.append(_text(tail))
-    return " ".join("".join(parts).split())
-
-
-def _text(text: str | None) -> str:
-    """A text node as Markdown: marks escaped only where Markdown would read them as marks."""
-    if not text:
-        return ""
-    if not _MARKS.search(text):  # one character class: faster than the lookarounds below
-        return text
-    if not _RISKY_MARKS.search(text) or plain(text) == " ".join(text.split()):
-        return text
-    return _MARKS.sub(r"\\\g<0>", text)
-
-
-def _code_span(text: str) -> str:
-    text = " ".join(text.split())
-    if not text:
-        return ""
-    ticks = "`" * (max(map(len, _BACKTICKS.findall(text)), default=0) + 1) if "`" in text else "`"
-    padding = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{padding}{text}{padding}{ticks}"
-
-
-def _escape_line_start(text: str) -> str:
-    """A backslash before a mark that would make a paragraph's first characters Markdown syntax."""
-    found = _LINE_START_MARK.match(text)
-    if found is None:
-        return text
-    return f"{text[: found.start(2)]}\\{text[found.start(2):]}"
-
-
-def _language(element: etree._Element) -> str:
-    node: etree._Element | None = element
-    for _ in range(4):  # the element and three ancestors
-        if node is None:
-            break
-        for name in (node.get("class") or "").split():
-            if "-" not in name:  # every prefix ends with one
-                continue
-            for prefix in ("language-", "highlight-", "lang-"):
-                if name.startswith(prefix) and name[len(prefix):] not in ("", "default", "text"):
-                    return name[len(prefix):]
-        node = node.getparent()
-    code = element.find("code")
-    return _language(code) if code is not None and code is not element else ""
-
-
-def _fenced(element: etree._Element) -> str:
-    for line_break in element.iter("br"):  # Docusaurus ends each highlighted line with <br>
-        line_break.tail = "\n" + (line_break.tail or "")
-    body = _text_of(element).strip("\n")
-    fence = "`" * max(3, max(map(len, _FENCE_RUNS.findall(body)), default=0) + 1) if "```" in body else "```"
-    return f"{fence}{_language(element)}\n{body}\n{fence}"
-
-
-def _table(element: etree._Element, depth: int) -> str:
-    rows: list[list[str]] = []
-    for row in element.iter("tr"):
-        cells = [cell for cell in row if isinstance(cell.tag, str) and cell.tag in ("td", "th")]
-        rows.append([_inline_text(cell, depth).replace("|", "\\|") for cell in cells])
-    rows = [row for row in rows if row]
-    if not rows:
-        return ""
-    width = max(len(row) for row in rows)
-    lines = [f"| {' | '.join(row + [''] * (width - len(row)))} |" for row in rows]
-    lines.insert(1, "|" + "---|" * width)
-    return "\n".join(lines)
 
 
 def _list(element: etree._Element, depth: int) -> str:

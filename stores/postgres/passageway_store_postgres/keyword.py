@@ -31,9 +31,10 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from psycopg import sql
 
-from passageway import BM25_WEIGHTS, CJK_CHARACTER, Candidate, index_text
+from passageway import BM25_WEIGHTS, CJK_CHARACTER, Candidate, ItemUpdate, index_text
 
 COLUMN_WEIGHTS = dict(zip(("title", "path", "heading", "text"), BM25_WEIGHTS, strict=True))
 """BM25 weight of a word in each part of a passage: ``passageway.BM25_WEIGHTS``, as the sqlite store
@@ -57,6 +58,24 @@ def words_text(text: str) -> str:
     ``ss``, each CJK character a word (:func:`index_text`), everything but letters and digits a
     separator."""
     return " ".join(_LETTERS_AND_DIGITS.findall(index_text(unicodedata.normalize("NFC", text))))
+
+def vector_literal(vector: np.ndarray) -> str:
+    """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
+    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+
+
+def passage_rows(update: ItemUpdate, path_separator: str) -> list[tuple[Any, ...]]:
+    """One row per passage of ``update`` for the store's insert: the passage's columns, its vector
+    as pgvector text, then the title, heading, path and text as :func:`words_text` words (the
+    keyword side reads those)."""
+    item = update.item
+    title = words_text(item.title)
+    path = words_text(path_separator.join(item.path))
+    return [(item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
+             vector_literal(vector), passage.anchor, title, words_text(passage.heading or ""),
+             path, words_text(passage.text))
+            for passage, vector in zip(update.passages, update.vectors, strict=True)]
+
 
 
 def tsquery_text(terms: list[str]) -> str | None:

@@ -26,6 +26,7 @@ from passageway import Candidate, ItemUpdate, StoredItem, StoreError, check_upda
 from passageway_store_postgres import keyword, schema
 from passageway_store_postgres.budget import KEYWORD_ROW_BUDGET, Statistics, statistics_of, within_budget
 from passageway_store_postgres.bulk import BulkLoad
+from passageway_store_postgres.keyword import vector_literal
 from passageway_store_postgres.lead import Lead, lead_key, leader_of
 from passageway_store_postgres.schema import PATH_SEPARATOR, Names
 
@@ -42,14 +43,9 @@ once; below, both queries go in one round trip on one connection, which costs le
 connection's hand-over when each query takes a millisecond or two."""
 
 
-def vector_literal(vector: np.ndarray) -> str:
-    """pgvector's text form of a vector: ``[0.1,0.2,...]``."""
-    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float32).tolist())) + "]"
-
-
-
 class ConnectionLost(StoreError):
     """The database went away under a query; a search tries once more on a fresh connection."""
+
 
 class PostgresStore:
     """One source's index in the schema ``schema`` of the database at ``dsn``."""
@@ -252,16 +248,7 @@ class PostgresStore:
                 "VALUES (%s, %s, %s, %s, %s, %s::vector, %s) RETURNING key) "
                 "INSERT INTO {} (key, words) SELECT key, {} FROM p").format(
                     names.passages, names.words, self._words)
-            rows = []
-            for update in updates:
-                item = update.item
-                title = keyword.words_text(item.title)
-                path = keyword.words_text(PATH_SEPARATOR.join(item.path))
-                for passage, vector in zip(update.passages, update.vectors, strict=True):
-                    rows.append((item.id, passage.ordinal, passage.heading, passage.text, passage.digest,
-                                 vector_literal(vector), passage.anchor, title,
-                                 keyword.words_text(passage.heading or ""),
-                                 path, keyword.words_text(passage.text)))
+            rows = [row for update in updates for row in keyword.passage_rows(update, PATH_SEPARATOR)]
             if rows:
                 cursor.executemany(insert, rows)
         generation = int(self._state(connection, "generation") or 0) + 1

@@ -7,8 +7,8 @@ import asyncio
 
 import psycopg
 from passageway_store_postgres import schema
-from passageway_store_postgres.keyword import words_text
-from passageway_store_postgres.store import PostgresStore, vector_literal
+from passageway_store_postgres.keyword import vector_literal, words_text
+from passageway_store_postgres.store import PostgresStore
 from passageway_store_postgres.testing import fresh_schema
 from psycopg import sql
 
