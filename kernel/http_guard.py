@@ -9,10 +9,11 @@ cost the server more than a bounded share of its descriptors, or its log more th
 * a request whose body has not fully arrived :data:`BODY_SECONDS` after its headers gets a 408 and
   its connection is closed (:func:`guard_requests`);
 * at most :func:`connection_cap` connections are open, well below the descriptor limit
-  (``RLIMIT_NOFILE``): a new one closes the oldest connection that has no request running, so an
-  attacker's idle connections cannot keep anyone else out (:class:`ConnectionGuard`);
-* a client that hangs up mid-body, a body that does not decompress, and accept errors are one
-  rate-limited line each (:class:`Occasional`), never a traceback.
+  (``RLIMIT_NOFILE``): a new one closes the oldest connection that holds no request already read
+  (one idle, still sending its headers, or still sending its body), so an attacker's idle or slow
+  connections cannot keep anyone else out (:class:`ConnectionGuard`);
+* a client that hangs up mid-body (or is closed by the cap), a body that does not decompress, and
+  accept errors are one rate-limited line each (:class:`Occasional`), never a traceback.
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ def connection_cap(limit: int | None = None) -> int:
 class ConnectionGuard:
     """The protocol factory for the listening socket: aiohttp's, with a cap on open connections.
 
-    When the cap is reached, a new connection closes the oldest one that has no request running
-    (one idle or still sending its headers); if every connection is busy the new one gets a 503.
+    When the cap is reached, a new connection closes the oldest one that holds no request already
+    read (:func:`holds_no_read_request`); if every connection holds one, the new one gets a 503.
     """
 
     def __init__(self, server: web.Server, cap: int) -> None:
@@ -109,7 +110,7 @@ class ConnectionGuard:
         self.refused = 0
         self._full = Occasional(
             logging.WARNING, f"{cap} connections are open, the most this server keeps (the descriptor "
-            "limit less a reserve); closing the oldest idle ones"
+            "limit less a reserve); closing the oldest idle or slow ones"
         )
 
     def __call__(self) -> asyncio.BaseProtocol:
@@ -131,14 +132,32 @@ class ConnectionGuard:
 
     def _close_oldest_idle(self) -> bool:
         for handler in self._open:
-            # aiohttp's own flag: True from the request's headers to the end of its answer.
-            if not getattr(handler, "_request_in_progress", True):
+            if holds_no_read_request(handler):
                 del self._open[handler]
                 handler.force_close()
                 self.closed_idle += 1
                 self._full.note()
                 return True
         return False
+
+
+def holds_no_read_request(handler: Any) -> bool:
+    """Whether closing this connection (an aiohttp ``RequestHandler``) loses no request already read.
+
+    True for a connection that waits for a request or is still sending its headers, and for one
+    whose request's body is still arriving: at the cap a slow body must not count as busy, or an
+    attacker's slow bodies make the guard close the newest connections, requests already read
+    among them. False for a request whose body has arrived, queued or running (its handler may
+    start a loop iteration after its headers were read), and for a connection about to start.
+    """
+    if getattr(handler, "_request_in_progress", False):
+        request = getattr(handler, "_current_request", None)
+        return request is not None and not request.content.is_eof()
+    messages = getattr(handler, "_messages", ())
+    if messages:
+        return all(not payload.is_eof() for _, payload in messages)
+    waiter = getattr(handler, "_waiter", None)  # set while it waits for a request's headers
+    return waiter is not None and not waiter.done()
 
 
 class _Refusal(asyncio.Protocol):
@@ -201,15 +220,24 @@ async def guard_requests(request: web.Request, handler: Handler) -> web.StreamRe
         return _error(400, "invalid_request", f"the body cannot be read ({reason.strip() or 'malformed'}); "
                       "send it uncompressed, or as valid gzip or deflate with its Content-Encoding",
                       close=True)
-    except ConnectionResetError:
+    except (ConnectionError, RuntimeError) as error:
+        # The client hung up, or the cap closed its slow connection: aiohttp raises
+        # ConnectionResetError, or RuntimeError("Connection closed.") for a read begun after the close.
         transport = request.transport
         if transport is not None and not transport.is_closing():
+            raise
+        if isinstance(error, RuntimeError) and not _closed_connection(error):
             raise
         CLIENT_GONE.note(request.path)
         return _error(400, "invalid_request", "the client went away", close=True)
     finally:
         if timer is not None:
             timer.cancel()
+
+
+def _closed_connection(error: RuntimeError) -> bool:
+    """Whether aiohttp raised ``error`` because a read started on a connection already closed."""
+    return "closed" in str(error).lower()
 
 
 def _give_up_on_body(request: web.Request) -> None:

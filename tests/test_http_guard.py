@@ -176,3 +176,100 @@ def test_a_trusted_proxy_that_is_not_an_address_is_a_config_error():
 
     with pytest.raises(ConfigError, match=r"PASSAGEWAY_TRUSTED_PROXY lists 'proxy\.local'"):
         trusted_proxies("127.0.0.1, proxy.local")
+
+
+async def test_at_the_cap_a_slow_body_makes_room_and_a_read_request_does_not():
+    # 38.1: connections whose body was still arriving counted as busy, so at the cap the guard
+    # refused everyone, or closed the newest connections even with their request read.
+    async def read_then_hello(request: web.BaseRequest) -> web.Response:
+        await request.read()
+        return web.Response(text="hello")
+
+    server = web.Server(read_then_hello, keepalive_timeout=30)
+    guard = http_guard.ConnectionGuard(server, cap=4)
+    listening = await asyncio.get_running_loop().create_server(guard, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    slow_body = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nab"
+    try:
+        slow = []
+        for _ in range(4):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(slow_body)
+            slow.append((reader, writer))
+        await asyncio.sleep(0.2)
+        assert all(http_guard.holds_no_read_request(handler) for handler in guard._open)
+        answer = await raw_request(f"http://127.0.0.1:{port}",
+                                   b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert answer.endswith(b"hello"), answer
+        assert await asyncio.wait_for(slow[0][0].read(), 2) == b""  # the oldest slow body made room
+        for _, writer in slow:
+            writer.close()
+    finally:
+        listening.close()
+        await server.shutdown(1)
+
+
+class _Payload:
+    def __init__(self, eof: bool) -> None:
+        self.eof = eof
+
+    def is_eof(self) -> bool:
+        return self.eof
+
+
+class _Handler:
+    def __init__(self, **state: object) -> None:
+        self._request_in_progress = False
+        self._current_request = None
+        self._messages: list[object] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self.__dict__.update(state)
+
+
+async def test_which_connections_the_cap_may_close():
+    waiting = asyncio.get_running_loop().create_future()
+    arrived = asyncio.get_running_loop().create_future()
+    arrived.set_result(None)
+
+    class Request:
+        def __init__(self, eof: bool) -> None:
+            self.content = _Payload(eof)
+
+    assert http_guard.holds_no_read_request(_Handler(_waiter=waiting))  # idle, or headers arriving
+    running = {"_request_in_progress": True}
+    assert http_guard.holds_no_read_request(_Handler(**running, _current_request=Request(False)))
+    assert http_guard.holds_no_read_request(_Handler(_messages=[(None, _Payload(False))], _waiter=arrived))
+    # A request read whole, queued or running, and a connection whose handler has not started yet.
+    assert not http_guard.holds_no_read_request(_Handler(_messages=[(None, _Payload(True))], _waiter=arrived))
+    assert not http_guard.holds_no_read_request(_Handler(**running, _current_request=Request(True)))
+    assert not http_guard.holds_no_read_request(_Handler(**running))
+    assert not http_guard.holds_no_read_request(_Handler())
+
+
+async def test_a_read_on_a_closed_connection_is_a_quiet_line_not_a_traceback(caplog, monkeypatch):
+    # 38.1: `RuntimeError: Connection closed.` (a read begun after the cap closed the connection)
+    # was a 500 with a traceback for each of thousands of connections.
+    from unittest import mock
+
+    from aiohttp.test_utils import make_mocked_request
+
+    monkeypatch.setattr(http_guard, "CLIENT_GONE", http_guard.Occasional(logging.INFO, "a client went away"))
+    caplog.set_level(logging.INFO)
+    transport = mock.Mock()
+    transport.is_closing.return_value = True
+
+    async def closed(request: web.Request) -> web.Response:
+        raise RuntimeError("Connection closed.")
+
+    for _ in range(5):
+        request = make_mocked_request("POST", "/register", transport=transport)
+        answer = await http_guard.guard_requests(request, closed)
+        assert answer.status == 400
+    assert http_guard.CLIENT_GONE.total == 5
+    assert len([record for record in caplog.records if "went away" in record.getMessage()]) == 1
+
+    async def broken(request: web.Request) -> web.Response:
+        raise RuntimeError("a bug of ours")
+
+    with pytest.raises(RuntimeError, match="a bug"):  # our own mistakes still show
+        await http_guard.guard_requests(make_mocked_request("POST", "/x", transport=transport), broken)
