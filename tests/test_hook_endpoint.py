@@ -321,3 +321,32 @@ def test_session_memory_holds_a_bounded_number_of_characters():
     kept = memory.sent("s", now=1)
     assert 0 < len(kept) <= 10 and sum(len(a) + len(b) for a, b in kept) <= 10_000
     assert kept[-1][1].startswith("0099")  # the latest stay
+
+
+async def test_a_prompt_is_reduced_off_the_event_loop(tmp_path, monkeypatch):
+    # 38.3: the reduction ran on the event loop, so a slow prompt held /health as long.
+    import asyncio
+    import threading
+
+    from passageway.builtin.transport import hook_endpoint
+    from passageway.kernel.query import prompt
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_asked(text):  # type: ignore[no-untyped-def]
+        entered.set()
+        release.wait(10)
+        return prompt.asked(text)
+
+    monkeypatch.setattr(hook_endpoint, "asked", slow_asked)
+    kernel = make_kernel(write_instance(tmp_path))
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
+        await wait_built(kernel)
+        pending = asyncio.create_task(post(client, url, TELESCOPE))
+        try:
+            assert await asyncio.to_thread(entered.wait, 10)
+            health = await client.get(f"{url}/health")
+            assert health.status_code == 200 and not pending.done()  # answered while it reduces
+        finally:
+            release.set()
+        assert "Refracting telescope" in (await pending).json()["context"]

@@ -262,3 +262,31 @@ async def test_a_host_header_that_is_no_host_name_is_no_server_error(served, hos
             + b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\n")
     answer = await raw_request(url, head + b"{}")
     assert answer.startswith((b"HTTP/1.1 4", b"HTTP/1.0 4")), answer[:200]
+
+
+async def test_a_question_is_reduced_off_the_event_loop(served, monkeypatch):
+    # 38.3: the MCP recall reduced its question on the event loop, holding /health as long.
+    import asyncio
+    import threading
+
+    from passageway.builtin.transport import mcp_transport
+    from passageway.kernel.query import prompt
+
+    _, url = served
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_asked(text):  # type: ignore[no-untyped-def]
+        entered.set()
+        release.wait(10)
+        return prompt.asked(text)
+
+    monkeypatch.setattr(mcp_transport, "asked", slow_asked)
+    async with mcp_client(url) as client, httpx2.AsyncClient(timeout=30) as http:
+        pending = asyncio.create_task(client.call_tool("recall", {"question": TELESCOPE}))
+        try:
+            assert await asyncio.to_thread(entered.wait, 10)
+            health = await http.get(f"{url}/health")
+            assert health.status_code == 200 and not pending.done()
+        finally:
+            release.set()
+        assert "Refracting telescope" in (await pending).content[0].text

@@ -220,3 +220,35 @@ def test_the_names_in_a_paste_go_with_its_question_as_terms():
 def test_a_paste_that_asks_nothing_has_no_terms_and_a_bare_question_none():
     assert asked(TRACE_IN_APP) == Asked("", "nothing asked")
     assert asked(QUESTION).terms == ()
+
+
+WORST_SHAPES = {
+    "a letter and underscores": "a" + "_" * 200_000,
+    "a letter and dots": "a" + "." * 200_000,
+    "a letter and dashes": "a" + "-" * 200_000,
+    "a dotted path": "a." * 100_000,
+    "a snake_case name": "a_" * 100_000,
+    "a settings key": "DATABASE_" + "a_" * 100_000 + " = 1",
+    "short sentences": "A. " * 66_000,
+    "sentences after a word": "See a. " * 28_000,
+}
+
+
+@pytest.mark.parametrize("shape", WORST_SHAPES)
+def test_the_worst_shapes_of_a_paste_are_read_in_linear_time(shape):
+    # 38.3: the settings-key pattern of the paste's names was quadratic on a long run of word
+    # characters with `_`, `.` or `-` (a letter and 19,900 underscores: 12-40 s with the server
+    # held), and cutting many short sentences split the whole text before each full stop. At
+    # 200,000 characters quadratic work takes minutes to hours; linear, a fraction of a second.
+    started = time.perf_counter()
+    reduced = asked("How do rivers flow into the sea?\n" + WORST_SHAPES[shape])
+    assert time.perf_counter() - started < 20.0  # generous: about 0.2 s on a busy 2-core machine
+    assert reduced.text.startswith("How do rivers flow")
+    assert all(len(term) <= 100 for term in reduced.terms)
+
+
+def test_an_overlong_run_is_no_name_but_the_names_beside_it_still_are():
+    paste = f"DATABASE_URL = {'x' * 300}\nimport requests.adapters\n"
+    reduced = asked(f"{QUESTION}\n{paste}")
+    assert "DATABASE_URL" in reduced.terms and "requests.adapters" in reduced.terms
+    assert not [term for term in reduced.terms if "xxx" in term]

@@ -52,6 +52,7 @@ what they keep, and they run in a few milliseconds on the hook's 20,000 characte
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import attrs
@@ -68,6 +69,13 @@ from passageway.kernel.query.prompt_sentences import (
 
 __all__ = ["PLAIN_CHARS", "Asked", "asked", "fit_to_tokens", "is_question_sentence", "line_kinds",
            "paste_terms", "sentences"]
+
+MAX_NAME_CHARS = 100
+"""The longest run of word characters, ``.`` and ``-`` that rule 5 reads as a possible name. A longer
+one (a pasted separator line, a token, a path of dots) names nothing a source shows, and the name
+patterns would spend time quadratic in its length on it (issue 38: a letter and 19,900 underscores
+held the server for 12-40 s), so it is read as a space."""
+_OVERLONG_RUN = re.compile(rf"(?<![\w.-])[\w.-]{{{MAX_NAME_CHARS + 1},}}")
 
 PLAIN_CHARS = 1_000
 """A prompt of one paragraph of prose and at most this long is taken whole: one or a few sentences
@@ -107,7 +115,8 @@ def asked(prompt: str) -> Asked:
     kept = questions(prose_sentences(lines, kinds), beside_paste=pasted)
     if not kept:
         return Asked("", "nothing asked")
-    material = [line for line, kind in zip(lines, kinds, strict=True) if kind == "material"]
+    material = [_OVERLONG_RUN.sub(" ", line) for line, kind in zip(lines, kinds, strict=True)
+                if kind == "material"]
     question = " ".join(kept)
     return Asked(question, "questions", paste_terms(material, question))
 
