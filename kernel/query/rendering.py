@@ -23,11 +23,22 @@ How the budget is spent (:func:`fit_budget`), answers first:
    which returns the whole section (docs/server.md).
 
 Where each excerpt starts is chosen by :mod:`passageway.kernel.query.excerpts`.
+
+Every name and address an answer shows comes from a source, so each is bounded and made harmless
+where it is rendered (:func:`shown`, :func:`shown_url`, :func:`shown_anchor`): no control
+character (a newline would start a line of its own), brackets and angle brackets escaped (the
+``read`` tool takes an escaped name back), titles and headings cut to :data:`MAX_NAME_CHARS`, item
+ids to :data:`MAX_ID_CHARS`, an anchor percent-encoded, and an address shown only when it is
+``http(s)`` and at most :data:`MAX_URL_CHARS` long, with whatever Markdown or HTML could read as
+markup percent-encoded. They are counted in the budget like the rest of the header.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
+from urllib.parse import quote, urlsplit
 
 import attrs
 
@@ -48,6 +59,74 @@ Chosen from 0.01 to 0.03 on the tuning projects of corpus/docs (docs/ranking-and
 lead this large the right item is almost always the first hit."""
 
 READ_NOTE = "Cut excerpts (…): the `read` tool returns the rest (its source, item and heading, as above)."
+
+
+MAX_NAME_CHARS = 150
+"""The most characters of a title, a heading, a breadcrumb or a source name an answer shows."""
+MAX_ID_CHARS = 200
+"""The most characters of an item id an answer shows (a longer one is cut with "…")."""
+MAX_URL_CHARS = 300
+"""An address longer than this is not shown (a cut address would not open); the item names the hit."""
+MAX_ANCHOR_CHARS = 100
+"""A section id longer than this is not shown."""
+
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_EXCERPT_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_MARKUP = re.compile(r"([\[\]<>])")
+_ESCAPED = re.compile(r"\\([\[\]<>])")
+_HOST = re.compile(r"[A-Za-z0-9.\-:@\[\]%_~]+")
+_URL_SAFE = "!#$%&'()*+,-./:;=?@_~"
+
+
+def shown(text: str, limit: int = MAX_NAME_CHARS) -> str:
+    """``text`` as an answer shows a name: control characters as spaces, cut to ``limit``
+    characters with "…", and its brackets and angle brackets escaped with a backslash, so that a
+    name cannot open a link or a tag (``read`` takes an escaped item or heading back:
+    :func:`unescaped`)."""
+    text = _CONTROLS.sub(" ", text[: limit + 1])
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return _MARKUP.sub(r"\\\1", text)
+
+
+def unescaped(text: str) -> str:
+    """A name as it was before :func:`shown` escaped its brackets."""
+    return _ESCAPED.sub(r"\1", text)
+
+
+def shown_anchor(anchor: str | None) -> str:
+    """``#anchor`` as a link's fragment: letters, digits and ``-._~`` kept, the rest
+    percent-encoded; ``""`` for none, or for one longer than :data:`MAX_ANCHOR_CHARS`."""
+    if not anchor or len(anchor) > MAX_ANCHOR_CHARS:
+        return ""
+    return "#" + "".join(
+        char if (char.isalnum() and unicodedata.category(char)[0] in "LN") or char in "-._~"
+        else quote(char, safe="")
+        for char in anchor
+    )
+
+
+def shown_url(url: str) -> str:
+    """``url`` as an answer shows it, or ``""`` when it is not one a reader can open from there:
+    not ``http(s)``, longer than :data:`MAX_URL_CHARS`, or with a host no browser would read.
+    Characters that Markdown or HTML could read as markup (brackets, angle brackets, quotes,
+    spaces, control characters) and non-ASCII ones are percent-encoded."""
+    if not url or len(url) > MAX_URL_CHARS:
+        return ""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or not _HOST.fullmatch(parts.netloc):
+        return ""
+    rest = url[len(parts.scheme) + 3 + len(parts.netloc):]
+    shown_address = f"{parts.scheme}://{parts.netloc}{quote(rest, safe=_URL_SAFE)}"
+    return shown_address if len(shown_address) <= MAX_URL_CHARS else ""
+
+
+def without_controls(text: str) -> str:
+    """An excerpt with its control characters as spaces (its line breaks kept)."""
+    return _EXCERPT_CONTROLS.sub(" ", text)
 
 
 def approx_tokens(text: str) -> int:
@@ -79,35 +158,36 @@ def _header(hit: Hit) -> str:
     heading = hit.heading
     if heading and hit.title and heading.startswith(hit.title + " › "):
         heading = heading[len(hit.title) + 3 :]  # a trail that repeats the title
-    return " › ".join(part for part in (hit.title, heading) if part)
+    return " › ".join(shown(part) for part in (hit.title, heading) if part)
 
 
-def _openable(url: str) -> bool:
-    """An address a reader can follow from the answer (a ``file://`` one names a file the item
-    id already names)."""
-    return bool(url) and not url.startswith("file:")
+def _named(source: str, item_id: str) -> str:
+    """``source: item``, as the ``read`` tool takes them back."""
+    return f"{shown(source)}: {shown(item_id, MAX_ID_CHARS)}"
 
 
 def _meta(hit: Hit) -> list[str]:
     # The section's anchor goes on the address when one is shown (https://…/page#install), else
     # on the item (notes: guide.md#install), which is then the only place the answer names.
-    anchor = f"#{hit.anchor}" if hit.anchor else ""
-    if _openable(hit.url) and hit.url != hit.item_id:
-        meta = [f"{hit.source}: {hit.item_id}", hit.url.split("#", 1)[0] + anchor if anchor else hit.url]
+    # A file:// address is not shown: the item id names the file.
+    anchor = shown_anchor(hit.anchor)
+    url = shown_url(hit.url.split("#", 1)[0] if anchor else hit.url)
+    if url and hit.url != hit.item_id:
+        meta = [_named(hit.source, hit.item_id), url + anchor]
     else:
-        meta = [f"{hit.source}: {hit.item_id}{anchor}"]
+        meta = [_named(hit.source, hit.item_id) + anchor]
     if hit.path and not hit.item_id.startswith("/".join(hit.path) + "/"):
-        meta.append(" / ".join(hit.path))
+        meta.append(shown(" / ".join(hit.path)))
     if hit.updated:
-        meta.append(f"updated {hit.updated[:10]}")
+        meta.append(f"updated {shown(hit.updated[:10])}")
     if hit.also_in:
-        meta.append("also in: " + ", ".join(hit.also_in))
+        meta.append("also in: " + shown(", ".join(hit.also_in)))
     return meta
 
 
 def _related_line(item: Related) -> str:
-    where = item.url if _openable(item.url) else f"{item.source}: {item.item_id}"
-    return f"- {item.title} ({where})"
+    where = shown_url(item.url) or _named(item.source, item.item_id)
+    return f"- {shown(item.title)} ({where})"
 
 
 def shares(needs: list[int], room: int, weights: list[float]) -> list[int]:
@@ -201,7 +281,7 @@ def render_answer(answer: Answer, note: bool = False) -> str:
     for number, hit in enumerate(answer.hits, start=1):
         lines = [f"{number}. **{_header(hit)}**", "   " + " · ".join(_meta(hit))]
         if hit.text:
-            lines.append("   " + hit.text)
+            lines.append("   " + without_controls(hit.text))
         blocks.append("\n".join(lines))
     text = "\n\n".join(blocks)
     if answer.related:
@@ -210,4 +290,4 @@ def render_answer(answer: Answer, note: bool = False) -> str:
         text += "\n\n" + READ_NOTE
     if building:
         text += "\n\n" + building
-    return text
+    return without_controls(text)
