@@ -142,3 +142,14 @@ def test_parts_of_a_split_section_keep_its_heading():
     assert len(passages) == 3
     assert {p.heading for p in passages} == {"Long"}
     assert [p.ordinal for p in passages] == [0, 1, 2]
+
+
+def test_a_table_header_longer_than_half_the_cap_is_not_repeated():
+    # 38.4: a header row of N cells was repeated before every part of N rows: quadratic in size.
+    header = "| " + " | ".join(["cell"] * 500) + " |\n|" + "---|" * 500
+    table = header + "\n" + "\n".join(f"| row {number} |" for number in range(2_000))
+    parts = split_section(table, cap=2000)
+    assert parts[0].startswith(header) and not parts[1].startswith("| cell")
+    assert sum(len(part) for part in parts) < 2 * len(table)
+    small = "| a | b |\n|---|---|\n" + "\n".join(f"| {number} | x |" for number in range(500))
+    assert all(part.startswith("| a | b |\n|---|---|") for part in split_section(small, cap=500))

@@ -7,7 +7,8 @@ passage each. A section longer than the size cap is split between its blocks, ne
   fenced code block; blank lines separate blocks, except inside a code fence;
 * blocks are packed into passages in order, each passage as full as the cap allows;
 * a table too long for one passage is split between rows, and every part repeats the table's
-  header rows (the lines up to and including the ``|---|`` delimiter row);
+  header rows (the lines up to and including the ``|---|`` delimiter row), unless they are longer
+  than half the cap: then only the first part has them;
 * a code block, a list or a single paragraph longer than the cap is never cut: it becomes one
   passage of its own that exceeds the cap;
 * a section with no text (only whitespace) gives no passage.
@@ -177,13 +178,16 @@ def _split_table(table: str, cap: int) -> list[str]:
     lines = table.split("\n")
     header, rows = lines[:2], lines[2:]
     head = "\n".join(header)
+    # A header longer than half the cap starts only the first part: repeated, it would fill every
+    # part, and a header row of N cells over N rows made the parts quadratic in size (issue 38).
+    repeated = f"{head}\n" if len(head) <= cap // 2 else ""
     parts: list[str] = []
     current = head
     for row in rows:
         candidate = f"{current}\n{row}"
         if len(candidate) > cap and current != head:
             parts.append(current)
-            current = f"{head}\n{row}"  # one row wider than the cap still goes whole
+            current = f"{repeated}{row}"  # one row wider than the cap still goes whole
         else:
             current = candidate
     parts.append(current)

@@ -129,7 +129,11 @@ def pipe_table(element: etree._Element, depth: int) -> str:
     rows = [row for row in rows if row]
     if not rows:
         return ""
+    # Only the header row is padded to the widest row: a row with fewer cells reads as one with
+    # empty cells at its end, and padding each row made a row of N cells over N rows of one cell
+    # quadratic in size (issue 38: N = 5,000 gave a 432 MB chunks.json).
     width = max(len(row) for row in rows)
-    lines = [f"| {' | '.join(row + [''] * (width - len(row)))} |" for row in rows]
+    header = rows[0] + [""] * (width - len(rows[0]))
+    lines = [f"| {' | '.join(row)} |" for row in (header, *rows[1:])]
     lines.insert(1, "|" + "---|" * width)
     return "\n".join(lines)
