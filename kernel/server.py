@@ -101,14 +101,22 @@ def _builtins_only(kernel: Kernel) -> PluginManager | None:
 
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+UNHEALTHY = frozenset({"degraded", "error"})
+"""The ``/health`` states answered with HTTP 503 (``starting`` is 503 as well, from
+:func:`answer_starting`)."""
 
 
 def health_handler(kernel: Kernel) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """``GET /health``: the kernel's health report, open to anyone; error texts need the password."""
+    """``GET /health``: the kernel's health report, open to anyone; error texts need the password.
+
+    HTTP 200 while the server answers as it should (``ok``, ``indexing``), 503 when it cannot
+    (:data:`UNHEALTHY`), so that a health check that reads only the status code (a load balancer,
+    Docker's ``HEALTHCHECK``) takes a degraded replica out of rotation.
+    """
 
     async def health(request: web.Request) -> web.Response:
         report = kernel.health(include_errors=kernel.authorize(request))
-        status = 503 if report["status"] == "error" else 200
+        status = 503 if report["status"] in UNHEALTHY else 200
         if not host_allowed(kernel, request.host):
             # DNS rebinding: a web page's script could read source names and counts through a name
             # that resolves to the loopback address. Such a caller learns only the status.

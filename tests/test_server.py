@@ -37,7 +37,10 @@ async def test_failing_source_is_degraded_and_error_only_with_password(tmp_path)
     kernel = make_kernel(write_instance(tmp_path, fail="check,list,fetch"))
     async with running_server(kernel) as url, httpx2.AsyncClient() as client:
         await wait_built(kernel)
-        public = (await client.get(f"{url}/health")).json()
+        response = await client.get(f"{url}/health")
+        # 38.7: degraded was HTTP 200, so a check by status code kept the replica in rotation.
+        assert response.status_code == 503
+        public = response.json()
         assert public["status"] == "degraded"
         assert public["sources"]["notes"]["state"] == "failing"
         assert "error" not in public["sources"]["notes"]

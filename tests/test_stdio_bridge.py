@@ -177,3 +177,15 @@ async def test_calls_pending_when_stdin_closes_are_answered(served, tmp_path):
     assert "result" in answers[2], answers[2]
     assert "telescope" in answers[2]["result"]["content"][0]["text"].lower()
     assert not answers[3]["result"].get("isError")
+
+
+async def test_a_degraded_server_is_reachable(tmp_path):
+    # 38.7: /health answers 503 while degraded; the bridge still finds the server there.
+    from passageway.builtin.transport.stdio_bridge import Bridge
+    from tests.server_helpers import make_kernel, running_server, wait_built, write_instance
+
+    kernel = make_kernel(write_instance(tmp_path, fail="check,list,fetch"))
+    async with running_server(kernel) as url:
+        await wait_built(kernel)
+        assert await Bridge(url, PASSWORD, "passageway").reachable() is None
+    assert "no passageway server answers" in (await Bridge(url, PASSWORD, "passageway").reachable() or "")

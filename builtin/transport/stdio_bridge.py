@@ -79,6 +79,14 @@ def _home_relative(path: Path, environ: Mapping[str, str]) -> str:
     return str(path)
 
 
+def _json_or_empty(response: Any) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
 def explain(error: BaseException, url: str) -> str:
     """One line for a failed call to the server; never the password."""
     import httpx2
@@ -192,12 +200,15 @@ class Bridge:
         return connected()
 
     async def reachable(self) -> str | None:
-        """None when the server answers ``/health``, else the reason in one line."""
+        """None when the server answers ``/health``, else the reason in one line. A degraded or
+        starting server answers 503 with its report: it is there, and its tools say what fails."""
         import httpx2
 
         try:
             async with httpx2.AsyncClient(timeout=5) as http:
-                (await http.get(f"{self.url}/health")).raise_for_status()
+                response = await http.get(f"{self.url}/health")
+                if response.status_code != 503 or "status" not in _json_or_empty(response):
+                    response.raise_for_status()
         except Exception as error:
             return explain(error, self.url)
         return None
