@@ -73,6 +73,8 @@ class Occasional:
 CLIENT_GONE = Occasional(logging.INFO, "a client went away before its request was read")
 SLOW_BODY = Occasional(logging.INFO, f"a request body did not arrive within {BODY_SECONDS:g} s (408)")
 BAD_ENCODING = Occasional(logging.INFO, "a request body could not be decompressed (400)")
+MALFORMED = Occasional(logging.WARNING, "a malformed HTTP request was refused")
+"""Bytes that are not HTTP; counted by ``kernel/commands/logging_setup.py`` from aiohttp's log."""
 ACCEPT_FAILED = Occasional(
     logging.WARNING, "cannot accept connections: the process is out of descriptors (raise LimitNOFILE "
     "or `ulimit -n`)"

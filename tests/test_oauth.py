@@ -450,3 +450,25 @@ async def test_limits_behind_a_trusted_proxy_count_each_forwarded_client(tmp_pat
 
         assert [await register_from("203.0.113.7") for _ in range(11)][-1] == 429
         assert await register_from("203.0.113.8") == 201  # another user behind the same proxy
+
+
+async def test_refreshing_does_not_pile_up_access_tokens(oauth_server, tmp_path):
+    # 38.7: every refresh left its old access token valid for its hour (1,554 in 120 s).
+    client, url, _ = oauth_server
+    client_id = (await register(client, url))["client_id"]
+    verifier, challenge = challenge_pair()
+    body = (await exchange(client, url, client_id, await get_code(client, url, client_id, challenge),
+                           verifier)).json()
+    first_access = body["access_token"]
+    for _ in range(5):
+        body = (await client.post(f"{url}/token", data={
+            "grant_type": "refresh_token", "refresh_token": body["refresh_token"], "client_id": client_id,
+        })).json()
+    tokens = json.loads((tmp_path / "data" / "oauth.json").read_text())["tokens"]
+    assert sorted(record["kind"] for record in tokens.values()) == ["access", "refresh"]
+    headers = {"Accept": MCP_ACCEPT}
+    old = await client.post(f"{url}/mcp", json=INITIALIZE,
+                            headers={**headers, "Authorization": f"Bearer {first_access}"})
+    new = await client.post(f"{url}/mcp", json=INITIALIZE,
+                            headers={**headers, "Authorization": f"Bearer {body['access_token']}"})
+    assert old.status_code == 401 and new.status_code == 200

@@ -67,10 +67,15 @@ def test_secret_filter_masks_known_secrets():
     assert short.getMessage() == "a b c"
 
 
-async def test_a_malformed_http_request_is_one_warning_line_not_a_traceback(tmp_path):
-    # Found by the hostile probe (issue 22): aiohttp logged it as ERROR with a traceback.
+async def test_a_malformed_http_request_is_one_warning_line_not_a_traceback(tmp_path, monkeypatch):
+    # Found by the hostile probe (issue 22): aiohttp logged it as ERROR with a traceback; and
+    # issue 38: a WARNING per request, thousands a minute. Now one a minute, with a count.
     import asyncio
 
+    from passageway.kernel import http_guard
+
+    monkeypatch.setattr(http_guard, "MALFORMED", http_guard.Occasional(logging.WARNING, "a malformed HTTP "
+                                                                       "request was refused"))
     buffer = io.StringIO()
     handler = configure_logging("INFO", [PASSWORD], stream=buffer)
     try:
@@ -88,5 +93,6 @@ async def test_a_malformed_http_request_is_one_warning_line_not_a_traceback(tmp_
         logging.getLogger().removeHandler(handler)
     logged = buffer.getvalue()
     assert "Traceback" not in logged and " ERROR " not in logged
-    assert logged.count("a malformed HTTP request was refused with 400") == 2
+    assert logged.count("a malformed HTTP request was refused: 400") == 1
+    assert http_guard.MALFORMED.total == 2
     assert "guess-1234" not in logged  # the offending header is not quoted

@@ -250,6 +250,10 @@ class OAuthServer:
         ):
             return oauth_error("invalid_grant", "the refresh token is unknown, used or expired")
         del self.state.tokens[key]  # rotated: each refresh token works once
+        # The access token issued with it goes too: one refresh chain holds one of each, so a
+        # client refreshing in a loop does not pile up tokens for their hour (issue 38: 1,554 in
+        # 120 s). Pairs saved before the link was kept simply expire.
+        self.state.tokens.pop(record.get("access", ""), None)
         return await self._issue(client["client_id"], record.get("scope", ""))
 
     async def _issue(self, client_id: str, scope: str) -> web.Response:
@@ -258,7 +262,7 @@ class OAuthServer:
         self.state.tokens[hashed(access)] = {"kind": "access", "client_id": client_id, "scope": scope,
                                             "expires": now + ACCESS_SECONDS}
         self.state.tokens[hashed(refresh)] = {"kind": "refresh", "client_id": client_id, "scope": scope,
-                                             "expires": now + REFRESH_SECONDS}
+                                             "expires": now + REFRESH_SECONDS, "access": hashed(access)}
         if client_id in self.state.clients:
             self.state.clients[client_id]["used"] = int(now)
         await self.state.save()
