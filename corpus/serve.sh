@@ -13,8 +13,9 @@ SCRIPT=serve.sh
 . "$ROOT/corpus/common.sh"
 
 DEMO="$ROOT/.demo"
-mkdir -p "$DEMO"
 umask 077
+mkdir -p "$DEMO"
+chmod 700 "$DEMO"  # also one an older version of this script made 755
 if [ ! -s "$DEMO/password" ]; then
     "$PYTHON" -c "import secrets; print(secrets.token_urlsafe(24))" > "$DEMO/password"
 fi

@@ -137,3 +137,23 @@ async def test_the_banners_recall_example_answers_every_time_it_is_pasted(tmp_pa
             answers.append(json.loads(output)["context"])
     assert all("Refracting telescope" in answer for answer in answers), answers
     assert "session_id" in text  # the banner says what a session id would change
+
+
+def test_the_demo_folder_is_readable_only_by_its_owner(tmp_path):
+    # 38.7: serve.sh made .demo/ (the password, the index) 755.
+    import stat
+    import subprocess
+    import sys
+
+    script = (CORPUS / "serve.sh").read_text(encoding="utf-8")
+    start = script.index('DEMO="$ROOT/.demo"')
+    setup = script[start:script.index("\nfi\n", start) + 4]
+    for existing in (False, True):
+        root = tmp_path / str(existing)
+        if existing:
+            (root / ".demo").mkdir(parents=True, mode=0o755)
+        done = subprocess.run(["sh", "-eu", "-c", setup], capture_output=True, text=True, timeout=30, env={
+            "ROOT": str(root), "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, done.stderr
+        assert stat.S_IMODE((root / ".demo").stat().st_mode) == 0o700
+        assert stat.S_IMODE((root / ".demo" / "password").stat().st_mode) == 0o600
