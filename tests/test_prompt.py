@@ -252,3 +252,20 @@ def test_an_overlong_run_is_no_name_but_the_names_beside_it_still_are():
     reduced = asked(f"{QUESTION}\n{paste}")
     assert "DATABASE_URL" in reduced.terms and "requests.adapters" in reduced.terms
     assert not [term for term in reduced.terms if "xxx" in term]
+
+
+def test_fit_to_tokens_counts_a_few_short_prefixes_not_one_per_sentence():
+    # 38.3: a prompt of thousands of short questions was counted once per sentence kept, each
+    # count over everything kept so far, on the event loop.
+    counted: list[int] = []
+
+    def count(text: str) -> int:
+        counted.append(len(text))
+        return len(text.split()) + 2
+
+    text = "Why? " * 4_000
+    assert fit_to_tokens(text, count, 512) == " ".join(["Why?"] * 510)
+    assert len(counted) < 40 and sum(counted) < 2 * len(text) + 20 * 2_100
+    for limit in range(2, 12):  # the same cut as one sentence at a time would make
+        kept = fit_to_tokens("One two three four? Five six seven? Eight nine ten eleven twelve?", count, limit)
+        assert count(kept) <= limit or kept == ""

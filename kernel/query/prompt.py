@@ -123,23 +123,33 @@ def asked(prompt: str) -> Asked:
 
 def fit_to_tokens(text: str, count: Callable[[str], int], limit: int = MAX_TOKENS) -> str:
     """``text`` cut to at most ``limit`` tokens by ``count``: whole sentences while they fit, then
-    the first sentence cut at a word (rule 6). ``count`` is the embedder's token count."""
+    the first sentence cut at a word (rule 6). ``count`` is the embedder's token count.
+
+    The most that fit is searched by doubling, then halving: ``count`` reads a few prefixes no
+    longer than about twice what fits, not one prefix per sentence (thousands of short questions
+    in a prompt would otherwise be counted again and again on the event loop)."""
     if count(text) <= limit:
         return text
-    kept = ""
-    for sentence in sentences(text):
-        longer = f"{kept} {sentence}".strip()
-        if count(longer) > limit:
-            break
-        kept = longer
+    pieces = sentences(text)
+    kept = _most_that_fit(len(pieces), lambda number: count(" ".join(pieces[:number])) <= limit)
     if kept:
-        return kept
+        return " ".join(pieces[:kept])
     words = text.split()
-    low, high = 0, len(words)  # the most words of the first sentence that fit
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count(" ".join(words[:middle])) <= limit:
+    fitting = _most_that_fit(len(words), lambda number: count(" ".join(words[:number])) <= limit)
+    return " ".join(words[:fitting])
+
+
+def _most_that_fit(total: int, fits: Callable[[int], bool]) -> int:
+    """The largest ``n`` of ``0..total`` for which ``fits(n)`` holds (``fits`` holds up to some
+    ``n`` and not after it); ``fits`` is asked about ``2 log n`` times."""
+    low, high = 0, 1
+    while high <= total and fits(high):
+        low, high = high, high * 2
+    high = min(high, total + 1)  # fits(high) does not hold, or high is past the end
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(middle):
             low = middle
         else:
-            high = middle - 1
-    return " ".join(words[:low])
+            high = middle
+    return low
