@@ -68,6 +68,7 @@ CONNECTOR_SECTIONS = {"redirects", "poisoned_batches", "hostile_remote", "quadra
 """Issue 32's connector families: test_redirect_leaks, test_poisoned_batches, test_hostile_remote
 and test_quadratic_sdk (report.py renders them after the others)."""
 SECTIONS |= CONNECTOR_SECTIONS
+SECTIONS |= {"probe3_slow_bodies", "probe3_prompts", "probe3_index"}  # issue 38: report_probe3.py
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

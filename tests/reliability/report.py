@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.reliability.report_probe3 import probe3
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 RESULTS = DOCS / "reliability.json"
 PAGE = DOCS / "reliability.md"
@@ -175,7 +177,7 @@ clients and server together.
     ("MCP p50 / p95", f"{load['mcp_p50_ms']} / {load['mcp_p95_ms']} ms"),
     ("server memory before / after", f"{load['rss_before_mib']} / {load['rss_after_mib']} MiB"),
 ])}
-{connector_families(sections)}"""
+{connector_families(sections)}{probe3(sections)}"""
 
 
 def connector_families(sections: dict[str, Any]) -> str:

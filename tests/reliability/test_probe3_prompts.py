@@ -63,7 +63,7 @@ def test_no_prompt_holds_the_server(server_factory, figures):
     recalls: dict[str, tuple[float, int]] = {}
     try:
         for shape in shapes:
-            for _ in range(scale(1, 3)):
+            for _ in range(scale(1, 10)):
                 prompt = f"How do rivers flow into the sea?\n{SHAPES[shape]}"
                 seconds, status = timed(f"{server.url}/recall", json.dumps({"prompt": prompt}).encode())
                 recalls[shape] = max(recalls.get(shape, (0.0, 200)), (seconds, status))

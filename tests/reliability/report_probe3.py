@@ -1,0 +1,71 @@
+"""The sections of ``docs/reliability.md`` for the third probe's attacks (issue 38), rendered by
+``report.py`` from the figures of ``tests/reliability/test_probe3_*.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PROBE3_SECTIONS = {"probe3_slow_bodies", "probe3_prompts", "probe3_index"}
+
+
+def _rows(pairs: list[tuple[str, Any]]) -> str:
+    lines = ["| Figure | Value |", "| --- | --- |"]
+    lines += [f"| {name} | {value} |" for name, value in pairs]
+    return "\n".join(lines)
+
+
+def probe3(sections: dict[str, Any]) -> str:
+    """The third probe's sections, where the run has them."""
+    parts = []
+    slow = sections.get("probe3_slow_bodies")
+    if slow:
+        parts.append(f"""
+## Slow request bodies at the connection cap
+
+The server runs under `ulimit -n {slow["descriptor_limit"]}` with OAuth on. {slow["slow_connections"]}
+connections send the headers of `POST /register`, then of `POST /token` (both anonymous), then of
+an authenticated `POST /recall`, and a body byte every round; each one the server closes is opened
+again. Meanwhile `/health` and an authenticated `/recall` are probed, and every probe must be
+answered 200; the log may grow by about a line a second at most, without a traceback
+(`tests/reliability/test_probe3_slow_bodies.py`).
+
+{_rows([
+    ("seconds under attack", slow["seconds"]),
+    ("slow connections opened again after the server closed them", slow["slow_reopened"]),
+    ("probes / unanswered", f"{slow['probes']} / {slow['probes_unanswered']}"),
+    ("log lines added (besides the probes' own recalls)", slow["log_lines"]),
+])}
+""")
+    prompts = sections.get("probe3_prompts")
+    if prompts:
+        parts.append(f"""
+## Prompts that were quadratic
+
+A question and one pasted line of the shapes that made the prompt reducer quadratic (a letter and
+underscores, dots or dashes, a dotted path, a snake_case name, a run of short sentences), each
+{prompts["prompt_chars"]} characters, sent to `/recall` while another thread probes `/health`
+all along (`tests/reliability/test_probe3_prompts.py`).
+
+{_rows([
+    ("shapes", prompts["prompt_shapes"]),
+    ("slowest `/recall`", f"{prompts['slowest_recall_s']} s"),
+    ("`/health` probes meanwhile / slowest", f"{prompts['health_probes']} / {prompts['slowest_health_s']} s"),
+])}
+""")
+    index = sections.get("probe3_index")
+    if index:
+        parts.append(f"""
+## `passageway index`: ragged tables and runs of chrome
+
+A page with a table of one row of N cells over N rows of one cell, and a page of
+`<button>x</button>tail` repeated, through the real command; `chunks.json` must stay proportional
+to the page and the CPU time grow linearly (`tests/reliability/test_probe3_index.py`).
+
+{_rows([
+    ("table page / chunks.json", f"{index['table_page_bytes']} / {index['table_chunks_bytes']} bytes"),
+    ("table: time, peak memory", f"{index['table_seconds']} s, {index['table_peak_mib']} MiB"),
+    ("chrome page / chunks.json", f"{index['chrome_page_bytes']} / {index['chrome_chunks_bytes']} bytes"),
+    ("chrome: time, peak memory", f"{index['chrome_seconds']} s, {index['chrome_peak_mib']} MiB"),
+])}
+""")
+    return "".join(parts)
