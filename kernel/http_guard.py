@@ -24,6 +24,7 @@ import ipaddress
 import logging
 import resource
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -136,6 +137,11 @@ class ConnectionGuard:
         for handler in self._open:
             if holds_no_read_request(handler):
                 del self._open[handler]
+                # A body aiohttp reads on after an early answer ends here, or its read would fail
+                # with a traceback once the connection is closed.
+                body = ANSWERED_EARLY.pop(handler.transport, None) if handler.transport else None
+                if body is not None:
+                    body.feed_eof()
                 handler.force_close()
                 self.closed_idle += 1
                 self._full.note()
@@ -143,15 +149,23 @@ class ConnectionGuard:
         return False
 
 
+ANSWERED_EARLY: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+"""The transports of connections answered before their request's body arrived, each with that
+body's stream: aiohttp reads the rest of it, then closes them."""
+
+
 def holds_no_read_request(handler: Any) -> bool:
     """Whether closing this connection (an aiohttp ``RequestHandler``) loses no request already read.
 
     True for a connection that waits for a request or is still sending its headers, and for one
-    whose request's body is still arriving: at the cap a slow body must not count as busy, or an
-    attacker's slow bodies make the guard close the newest connections, requests already read
-    among them. False for a request whose body has arrived, queued or running (its handler may
-    start a loop iteration after its headers were read), and for a connection about to start.
+    whose request's body is still arriving (also after an early answer): at the cap a slow body
+    must not count as busy, or an attacker's slow bodies make the guard close the newest
+    connections, requests already read among them. False for a request whose body has arrived,
+    queued or running (its handler may start a loop iteration after its headers were read), and
+    for a connection about to start.
     """
+    if getattr(handler, "transport", None) in ANSWERED_EARLY:
+        return True
     if getattr(handler, "_request_in_progress", False):
         request = getattr(handler, "_current_request", None)
         return request is not None and not request.content.is_eof()
@@ -204,7 +218,10 @@ async def guard_requests(request: web.Request, handler: Handler) -> web.StreamRe
 
         timer = asyncio.get_running_loop().call_later(BODY_SECONDS, expire)
     try:
-        return await handler(request)
+        response = await handler(request)
+    except web.HTTPException as error:  # a 404 or 405 raised before the body was read
+        _close_if_body_pending(request, error)
+        raise
     except asyncio.CancelledError:
         if not expired or task is None:
             raise
@@ -235,6 +252,24 @@ async def guard_requests(request: web.Request, handler: Handler) -> web.StreamRe
     finally:
         if timer is not None:
             timer.cancel()
+    _close_if_body_pending(request, response)
+    return response
+
+
+def _close_if_body_pending(request: web.Request, response: web.StreamResponse) -> None:
+    """After an answer given before the request's body arrived (a 401, a 404, a 413), aiohttp
+    reads the rest of the body for up to ten seconds, so that the client can finish sending and
+    read the answer; then the connection closes. Until then the cap may close it like any slow
+    body (:data:`ANSWERED_EARLY`): a client that sends headers without the password and then a
+    byte now and then must not hold connections the cap cannot take back (issue 38)."""
+    if request.body_exists and not request.content.is_eof():
+        response.force_close()
+        transport = request.transport
+        if transport is not None:
+            try:
+                ANSWERED_EARLY[transport] = request.content
+            except TypeError:  # a transport that takes no weak reference: close it at once
+                _give_up_on_body(request)
 
 
 def _closed_connection(error: RuntimeError) -> bool:

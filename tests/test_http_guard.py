@@ -273,3 +273,41 @@ async def test_a_read_on_a_closed_connection_is_a_quiet_line_not_a_traceback(cap
 
     with pytest.raises(RuntimeError, match="a bug"):  # our own mistakes still show
         await http_guard.guard_requests(make_mocked_request("POST", "/x", transport=transport), broken)
+
+
+@pytest.mark.parametrize("path", ["/denied", "/nowhere"])
+async def test_a_connection_answered_before_its_body_arrived_makes_room_at_the_cap(path):
+    # 38.1: after a 401 (a wrong password) or a 404 given before the body arrived, aiohttp reads
+    # the rest for ten seconds, and the cap counted such a connection as busy: slow bodies without
+    # the password held every connection. The client still gets to finish sending and read the
+    # answer (a 413 stays readable), but at the cap the connection makes room.
+    async def denied(request: web.Request) -> web.Response:
+        return web.json_response({"error": "no"}, status=401)
+
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="hello")
+
+    app = web.Application(middlewares=[http_guard.guard_requests])
+    app.router.add_post("/denied", denied)
+    app.router.add_get("/", hello)
+    runner = web.AppRunner(app, keepalive_timeout=30, shutdown_timeout=0.5)
+    await runner.setup()
+    assert runner.server is not None
+    guard = http_guard.ConnectionGuard(runner.server, cap=3)
+    listening = await asyncio.get_running_loop().create_server(guard, "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    held = []
+    try:
+        for _ in range(3):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nab".encode())
+            assert (await asyncio.wait_for(reader.read(12), 5)).startswith(b"HTTP/1.1 40")
+            held.append(writer)
+        answer = await raw_request(f"http://127.0.0.1:{port}",
+                                   b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert answer.endswith(b"hello"), answer[:200]
+    finally:
+        for writer in held:
+            writer.close()
+        listening.close()
+        await runner.cleanup()
