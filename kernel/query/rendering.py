@@ -119,7 +119,10 @@ def shown_url(url: str) -> str:
         return ""
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc or not _HOST.fullmatch(parts.netloc):
         return ""
-    rest = url[len(parts.scheme) + 3 + len(parts.netloc):]
+    start = f"{parts.scheme}://{parts.netloc}"
+    if url[: len(start)].lower() != start.lower():  # spaces before it, backslashes: not as written
+        return ""
+    rest = url[len(start):]
     shown_address = f"{parts.scheme}://{parts.netloc}{quote(rest, safe=_URL_SAFE)}"
     return shown_address if len(shown_address) <= MAX_URL_CHARS else ""
 

@@ -24,9 +24,10 @@ def probe3(sections: dict[str, Any]) -> str:
 
 The server runs under `ulimit -n {slow["descriptor_limit"]}` with OAuth on. {slow["slow_connections"]}
 connections send the headers of `POST /register`, then of `POST /token` (both anonymous), then of
-an authenticated `POST /recall`, and a body byte every round; each one the server closes is opened
-again. Meanwhile `/health` and an authenticated `/recall` are probed, and every probe must be
-answered 200; the log may grow by about a line a second at most, without a traceback
+`POST /recall` with the password, then with a wrong one (answered 401 before the body arrives),
+and a body byte every round whatever the answer; each one the server closes is opened again.
+Meanwhile `/health` and an authenticated `/recall` are probed, and every probe must be answered
+200; the log may grow by about a line a second at most, without a traceback
 (`tests/reliability/test_probe3_slow_bodies.py`).
 
 {_rows([
