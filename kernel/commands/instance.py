@@ -84,9 +84,11 @@ def https_context() -> ssl.SSLContext:
 
 
 def request(
-    url: str, password: str | None, *, accept: str = "application/json", timeout: float = 10.0
+    url: str, password: str | None, *, accept: str = "application/json", timeout: float = 10.0,
+    body: bytes | None = None,
 ) -> tuple[int, bytes]:
-    """``GET url`` with the bearer password when there is one: the HTTP status and the body.
+    """``GET url`` (``POST`` of a JSON ``body`` when there is one) with the bearer password when
+    there is one: the HTTP status and the body.
 
     :raises ServerUnreachable: the URL is not http(s), or nothing answers there.
     """
@@ -94,7 +96,9 @@ def request(
         base = url.rsplit("/", 1)[0]
         raise ServerUnreachable(f"--url {base}: give the server's http:// or https:// address")
     headers = {"Accept": accept, **({"Authorization": f"Bearer {password}"} if password else {})}
-    prepared = urllib.request.Request(url, headers=headers)  # noqa: S310 (the scheme is checked above)
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    prepared = urllib.request.Request(url, data=body, headers=headers)  # noqa: S310 (the scheme is checked above)
     context = https_context() if url.startswith("https://") else None
     try:
         with urllib.request.urlopen(prepared, timeout=timeout, context=context) as response:  # noqa: S310
@@ -129,10 +133,3 @@ def get_json(url: str, password: str | None, timeout: float = 10.0) -> tuple[int
             f"{url} answered with something other than passageway's JSON (HTTP {status}); check --url"
         ) from None
 
-
-def mcp_http_client(url: str, password: str) -> Any:
-    """The HTTP client the MCP SDK talks to the server with: the password, the trust store."""
-    import httpx2
-
-    verify: Any = https_context() if url.startswith("https://") else True
-    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {password}"}, timeout=60, verify=verify)
