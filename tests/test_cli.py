@@ -60,7 +60,8 @@ def _into_a_closed_pipe(arguments: list[str], **environ: str) -> subprocess.Comp
         os.close(writer)
 
 
-@pytest.mark.parametrize(("arguments", "code"), [(["--help"], 0), (["plugins"], 0), (["completion", "bash"], 0)])
+@pytest.mark.parametrize(("arguments", "code"),
+                         [(["--help"], 0), (["plugins"], 0), (["completion", "bash"], 0)])
 def test_output_into_a_closed_pipe_is_dropped_without_a_traceback(arguments, code):
     done = _into_a_closed_pipe(arguments, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
                                UV_RUN_RECURSION_DEPTH="")
@@ -69,7 +70,7 @@ def test_output_into_a_closed_pipe_is_dropped_without_a_traceback(arguments, cod
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_GET(self) -> None:
         body = json.dumps({"status": "ok", "version": "0", "embedder": {"state": "ok"},
                            "sources": {"notes": {"state": "ok", "items": 1, "passages": 2}}}).encode()
         self.send_response(200)

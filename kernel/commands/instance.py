@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from passageway.kernel.errors import PassagewayError
+from passageway.kernel.errors import ConfigError, PassagewayError
 from passageway.kernel.invocation import hint
 
 DEFAULT_PORT = 8082
@@ -42,17 +42,30 @@ def find_password(environ: Mapping[str, str], instance: str | None) -> tuple[str
 
     :raises ConfigError: a password file is named or found but cannot be read, or is empty.
     """
-    from passageway.kernel.config import load_password
-
-    password = load_password(environ)
-    if password:
-        if environ.get("PASSAGEWAY_LOGIN_PASSWORD"):
-            return password, "PASSAGEWAY_LOGIN_PASSWORD"
-        return password, str(environ["PASSAGEWAY_LOGIN_PASSWORD_FILE"])
+    if environ.get("PASSAGEWAY_LOGIN_PASSWORD"):
+        return environ["PASSAGEWAY_LOGIN_PASSWORD"], "PASSAGEWAY_LOGIN_PASSWORD"
+    if environ.get("PASSAGEWAY_LOGIN_PASSWORD_FILE"):
+        named = environ["PASSAGEWAY_LOGIN_PASSWORD_FILE"]
+        return _read_password(Path(named).expanduser(), named), named
     path = password_file(environ, instance)
     if path.is_file():
-        return load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(path)}), str(path)
+        return _read_password(path, str(path)), str(path)
     return None, ""
+
+
+def _read_password(path: Path, named: str) -> str:
+    """The password in ``path``, with the words of ``kernel.config.load_password``; read here so
+    that ``search`` and ``status`` do not import the configuration's modules (numpy among them),
+    which would double their start-up."""
+    try:
+        password = path.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise ConfigError(
+            f"PASSAGEWAY_LOGIN_PASSWORD_FILE names {named}, which cannot be read ({error.strerror})"
+        ) from None
+    if not password:
+        raise ConfigError(f"PASSAGEWAY_LOGIN_PASSWORD_FILE names {named}, which is empty")
+    return password
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:

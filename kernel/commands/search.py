@@ -13,7 +13,6 @@ Silence is the hook's empty context, never read from a text.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
@@ -52,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if not question:
         raise SearchFailed("the question is empty: passageway search \"how does the gate work?\"")
     if args.local:
+        import asyncio
+
         text, silent, hits = asyncio.run(_local(args, question))
     else:
         text, silent = _remote(args, question)
@@ -152,6 +153,8 @@ def _unreachable(url: str, reason: str) -> str:
 
 async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, list[dict[str, Any]]]:
     """Recall in this process; sources with an empty index are built first."""
+    import asyncio
+
     import attrs
 
     from passageway.kernel.app import Kernel
