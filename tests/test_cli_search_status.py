@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from pathlib import Path
 
 from passageway.kernel import cli
 from passageway.kernel.query.rendering import NOTHING
@@ -208,3 +209,22 @@ def test_status_of_a_starting_server_says_so_without_the_sources():
         "  loading the embedding model and opening the indexes; ask again in a few seconds",
     ]
     assert "starting" in HEALTHY  # exit 0: it is on its way, like indexing
+
+
+def test_search_local_beside_a_running_server_writes_nothing_into_its_folder(tmp_path, monkeypatch, capsys):
+    from passageway.kernel.commands.server_lock import hold
+
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    toy_manager(monkeypatch)
+    data_dir = Path(environ["PASSAGEWAY_DATA_DIR"])
+    with hold(data_dir):  # what `passageway serve` holds while it runs
+        before = sorted(path.name for path in data_dir.iterdir())
+        assert cli.main(["search", "--local", TELESCOPE]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        running = f"passageway: a passageway server is running on this data folder ({data_dir})"
+        assert captured.err.startswith(running)
+        assert "without --local" in captured.err and captured.err.count("\n") == 1
+        assert sorted(path.name for path in data_dir.iterdir()) == before  # no index written
+    assert cli.main(["search", "--local", TELESCOPE]) == 0  # the server stopped: --local works

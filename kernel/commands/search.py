@@ -144,6 +144,17 @@ def building_note(name: str, entry: dict[str, Any]) -> str:
     return f"{name}: {entry.get('ready') or 0} of {expected} passages indexed"
 
 
+def refuse_beside_a_server(data_dir: Path) -> None:
+    """``--local`` opens and may build the indexes of ``data_dir``: never under a running server."""
+    from passageway.kernel.commands.server_lock import server_running
+
+    if server_running(data_dir):
+        raise SearchFailed(
+            f"a passageway server is running on this data folder ({data_dir}), and --local would "
+            f"write into it: ask the server (`{hint('search')} QUESTION`, without --local), or stop it"
+        )
+
+
 def _unreachable(url: str, reason: str) -> str:
     return (
         f"no passageway answers at {url} ({reason}); start it with `{hint()}`, "
@@ -163,6 +174,7 @@ async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, li
     from passageway.kernel.query.rendering import render_answer
 
     settings = load_settings(instance=args.instance, config_path=args.config)
+    refuse_beside_a_server(settings.data_dir)
     async with Kernel.open(settings) as kernel:
         if kernel.embedder_error is not None:
             raise SearchFailed(f"the embedder could not start: {kernel.embedder_error}")
