@@ -188,7 +188,7 @@ def test_serve_has_host_port_and_config_options():
     assert serve_command.NAME == "serve"
 
 
-def test_serve_holds_its_data_folder_while_it_runs(tmp_path, monkeypatch):
+def test_serve_holds_its_data_folder_while_it_runs(tmp_path, monkeypatch, passageway_log):
     from passageway.kernel.commands.server_lock import server_running
 
     environ = write_instance(tmp_path)
