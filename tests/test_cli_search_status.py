@@ -87,7 +87,7 @@ async def test_search_during_a_build_is_silence_exit_1(tmp_path, monkeypatch, ca
     kernel = make_kernel(environ)
 
     async def still_building(question: object, **options: object) -> Answer:
-        return Answer(notes=("notes: 2 of 4 passages indexed",))
+        return Answer(notes=("notes: 2 of 4 passages searchable by meaning so far",))
 
     monkeypatch.setattr(kernel, "recall", still_building)
     async with running_server(kernel, start_sync=False) as url:

@@ -137,11 +137,11 @@ def _silence(url: str, password: str) -> str:
 
 
 def building_note(name: str, entry: dict[str, Any]) -> str:
-    """A building source in the server's words for it: ``notes: 2 of 4 passages indexed``."""
+    """A building source in the server's words: ``notes: 2 of 4 passages searchable by meaning so far``."""
     expected = entry.get("expected")
     if not expected:
         return f"{name}: starting its first build"
-    return f"{name}: {entry.get('ready') or 0} of {expected} passages indexed"
+    return f"{name}: {entry.get('ready') or 0} of {expected} passages searchable by meaning so far"
 
 
 def refuse_beside_a_server(data_dir: Path) -> None:

@@ -94,13 +94,13 @@ class SourceHealth:
 
     def building_note(self) -> str | None:
         """One line for an answer given while this source's first build runs, else ``None``:
-        ``"corpus-en: 48 of 96 passages indexed"``."""
+        ``"corpus-en: 48 of 96 passages searchable by meaning so far"``."""
         if not self.building:
             return None
         if self.expected is None:
             return f"{self.source}: starting its first build"
         about = "" if self.expected_exact else "about "
-        return f"{self.source}: {self.ready} of {about}{self.expected} passages indexed"
+        return f"{self.source}: {self.ready} of {about}{self.expected} passages searchable by meaning so far"
 
     def full(self) -> dict[str, Any]:
         """Everything, for a caller with the password: the public view plus the error."""
