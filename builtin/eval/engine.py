@@ -74,27 +74,6 @@ class MeteredEmbedder(ForwardingEmbedder):
         return vectors
 
 
-def progress_line(sources: dict[str, Any]) -> str:
-    """Each source's build as ``/health`` counts it, with its totals and the time left:
-    ``notes: 40/100 items, 120 of 300 passages, 0 of 520 excerpt windows, about 2 min left``."""
-    from passageway.kernel.durations import duration_text
-
-    parts = []
-    for name, entry in sources.items():
-        if entry.get("of") is None:
-            parts.append(f"{name}: {entry.get('items', 0)} items, {entry.get('state', '?')}")
-            continue
-        text = f"{name}: {entry.get('fetched') or 0}/{entry['of']} items"
-        if entry.get("expected") is not None:
-            text += f", {entry.get('ready') or 0} of {entry['expected']} passages"
-        if entry.get("windows_expected"):
-            text += f", {entry.get('windows') or 0} of {entry['windows_expected']} excerpt windows"
-        eta = entry.get("eta_seconds")
-        text += f", about {duration_text(eta)} left" if eta is not None else ", time left not known yet"
-        parts.append(text)
-    return "; ".join(parts)
-
-
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -256,3 +235,24 @@ class KernelEngine:
         real = self.embedder.embed_seconds_real - real_before
         counted = self.embedder.embed_seconds_counted - counted_before
         return Reply(answer.hits, elapsed - real + counted, counted)
+
+
+def progress_line(sources: dict[str, Any]) -> str:
+    """Each source's build as ``/health`` counts it, with its totals and the time left:
+    ``notes: 40/100 items, 120 of 300 passages, 0 of 520 excerpt windows, about 2 min left``."""
+    from passageway.kernel.durations import duration_text
+
+    parts = []
+    for name, entry in sources.items():
+        if entry.get("of") is None:
+            parts.append(f"{name}: {entry.get('items', 0)} items, {entry.get('state', '?')}")
+            continue
+        text = f"{name}: {entry.get('fetched') or 0}/{entry['of']} items"
+        if entry.get("expected") is not None:
+            text += f", {entry.get('ready') or 0} of {entry['expected']} passages"
+        if entry.get("windows_expected"):
+            text += f", {entry.get('windows') or 0} of {entry['windows_expected']} excerpt windows"
+        eta = entry.get("eta_seconds")
+        text += f", about {duration_text(eta)} left" if eta is not None else ", time left not known yet"
+        parts.append(text)
+    return "; ".join(parts)
