@@ -228,3 +228,22 @@ def test_search_local_beside_a_running_server_writes_nothing_into_its_folder(tmp
         assert "without --local" in captured.err and captured.err.count("\n") == 1
         assert sorted(path.name for path in data_dir.iterdir()) == before  # no index written
     assert cli.main(["search", "--local", TELESCOPE]) == 0  # the server stopped: --local works
+
+
+async def test_search_when_recall_fails_on_the_server_is_exit_2_not_silence(tmp_path, monkeypatch, capsys):
+    from passageway.kernel.errors import EmbedderError
+
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    kernel = make_kernel(environ)
+
+    async def failing(question: object, **options: object) -> None:
+        raise EmbedderError("the embedder 'toy' stopped; see the server's log")
+
+    monkeypatch.setattr(kernel, "recall", failing)
+    async with running_server(kernel, start_sync=False) as url:
+        assert await run_cli("search", "--url", url, TELESCOPE) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == ("passageway: the server could not answer: the embedder 'toy' stopped; "
+                                "see the server's log\n")
