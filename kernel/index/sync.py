@@ -279,7 +279,7 @@ class SourceSync:
         if resumed:
             self._health.state, self._health.building = "indexing", True
         try:
-            await self._complete(None)
+            await self._complete(self.clock() if resumed else None)  # a resumed build ends "ready" too
         finally:
             self._end_progress()
             self._health.building = False
