@@ -45,7 +45,21 @@ while [ $# -gt 0 ]; do
 done
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/passageway-measure.XXXXXX")
+# The temporary folder goes on every way out: the end, an error, Ctrl-C (INT) and kill (TERM);
+# after a signal the script then stops by that signal, as its caller expects.
 trap 'rm -rf "$WORK"' EXIT
+trap 'rm -rf "$WORK"; trap - INT; kill -INT $$' INT
+trap 'rm -rf "$WORK"; trap - TERM; kill -TERM $$' TERM
+
+seed_eval_cache
+BLOCKS=2
+[ -f corpus/long-prompts.toml ] && BLOCKS=$((BLOCKS + 1))
+[ -f corpus/questions-all.toml ] && BLOCKS=$((BLOCKS + 1))
+if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then BLOCKS=$((BLOCKS + 2)); fi
+BLOCK=0
+STARTED=$(date +%s)
+echo "measure.sh: $BLOCKS blocks, each one \`passageway eval\` run; a block whose passages are not in the" \
+     "eval cache embeds them first (its progress lines say how many and how long)" >&2
 
 # Connectors run with an empty environment, so the configs name the interpreter by its full path.
 { corpus_source en; corpus_source de; } > "$WORK/both.toml"
@@ -62,6 +76,11 @@ if [ -f corpus/near-topic.toml ]; then
 else
     CROSS_GROUPS="de,absent-de"
 fi
+
+say() {  # the next block, with its number and the time so far
+    BLOCK=$((BLOCK + 1))
+    echo "measure.sh: block $BLOCK of $BLOCKS ($(($(date +%s) - STARTED)) s so far): $1" >&2
+}
 
 run() {  # block config [options]
     block=$1; config=$2; shift 2
@@ -83,17 +102,17 @@ run() {  # block config [options]
     "$ROOT/.venv/bin/passageway" eval "$@" $PASS
 }
 
-echo "measure.sh: both folders, every question" >&2
+say "both folders, every question"
 run both "$WORK/both.toml" > "$WORK/both.md"
-echo "measure.sh: corpus/en alone, the German questions" >&2
+say "corpus/en alone, the German questions"
 run cross-language "$WORK/cross.toml" --group "$CROSS_GROUPS" > "$WORK/cross.md"
 if [ -f corpus/long-prompts.toml ]; then
-    echo "measure.sh: both folders, the questions buried in pasted material" >&2
+    say "both folders, the questions buried in pasted material"
     CASES="$CASES corpus/long-prompts.toml"
     run long-prompts "$WORK/both.toml" > "$WORK/long.md"
 fi
 if [ -f corpus/questions-all.toml ]; then
-    echo "measure.sh: both folders, every XQuAD question of corpus/questions-all.toml" >&2
+    say "both folders, every XQuAD question of corpus/questions-all.toml"
     CASES="corpus/questions-all.toml"
     if [ -f corpus/near-topic.toml ]; then
         CASES="$CASES corpus/near-topic.toml"
@@ -101,16 +120,17 @@ if [ -f corpus/questions-all.toml ]; then
     RANKERS=hybrid run all-questions "$WORK/both.toml" > "$WORK/all.md"
 fi
 if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then
-    echo "measure.sh: the documentation set, every question" >&2
+    say "the documentation set, every question"
     CASES="corpus/docs/questions.toml corpus/docs/near-topic.toml"
     RANKERS=hybrid run docs "$WORK/docs.toml" > "$WORK/docs.md"
-    echo "measure.sh: the documentation set, questions in pastes and pastes alone" >&2
+    say "the documentation set, questions in pastes and pastes alone"
     CASES="corpus/docs/questions.toml corpus/docs/pastes.toml"
     RANKERS=hybrid run docs-pastes "$WORK/docs.toml" > "$WORK/docs-pastes.md"
 fi
 if [ -n "$OUT" ]; then
     echo "measure.sh: reports in $OUT/both, $OUT/cross-language, $OUT/long-prompts, $OUT/all-questions, $OUT/docs and $OUT/docs-pastes" >&2
 fi
+echo "measure.sh: $BLOCKS blocks in $(($(date +%s) - STARTED)) s" >&2
 if [ "$WRITE" = yes ]; then
     echo "measure.sh: wrote $PAGE" >&2
 else

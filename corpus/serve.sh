@@ -24,7 +24,8 @@ fi
 
 PORT=${PASSAGEWAY_PORT:-8082}
 cat >&2 <<EOT
-serve.sh: indexing corpus/en and corpus/de; the server answers while it indexes.
+serve.sh: starting the server on corpus/en and corpus/de. Until it listens (seconds: Python and
+the model load first; its log says "listening") curl cannot connect; then it answers while it indexes.
   health:  curl http://127.0.0.1:$PORT/health
   recall:  curl -H "Authorization: Bearer \$(cat $DEMO/password)" -H 'Content-Type: application/json' \\
              -d '{"prompt": "How much of the world carbon is stored in the Amazon forest?", "cwd": "/tmp"}' \\

@@ -353,7 +353,7 @@ class Kernel:
         if notes:
             answer = attrs.evolve(answer, notes=notes)
         # V2: the time and the number of hits, never the question.
-        log.info("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
+        log.debug("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer
 
     async def read(self, source: str, item_id: str, section: str | None = None) -> str:

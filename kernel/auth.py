@@ -34,7 +34,8 @@ def password_matches(given: str | None, password: str | None) -> bool:
 
 
 REFUSED_NOTHING_SENT = (
-    "no password was sent: send the header Authorization: Bearer <password> "
+    "no Bearer password was sent (Basic and other schemes are not supported): send the header "
+    "Authorization: Bearer <password> "
     "(PASSAGEWAY_LOGIN_PASSWORD, or the file PASSAGEWAY_LOGIN_PASSWORD_FILE names)"
 )
 REFUSED_WRONG_VALUE = (

@@ -6,7 +6,8 @@ plugin adds its own through ``passageway_register_commands`` (the builtins add `
 ``model``, ``mcp`` and ``index``); those are loaded only when the line needs them (``--help``, or
 a first word that is not the kernel's), so that the kernel's commands start without importing every plugin.
 ``--instance NAME`` is accepted anywhere on the line. A :class:`PassagewayError` becomes one line
-on stderr and its exit code, never a traceback.
+on stderr and its exit code, never a traceback; so does output into a pipe whose reader stopped
+early (:mod:`passageway.kernel.commands.closed_pipe`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from passageway import __version__
+from passageway.kernel.commands.closed_pipe import quiet_when_the_reader_goes
 from passageway.kernel.errors import PassagewayError, PluginError
 
 COMMANDS: tuple[str, ...] = (
@@ -110,10 +112,26 @@ class UnknownCommand(PassagewayError):
     exit_code = 2
 
 
+OTHER_PACKAGES: dict[str, tuple[str, str]] = {
+    "index": ("passageway-passage-index", "plugins/passage-index"),
+}
+"""Commands of passageway's own plugins that ship as a distribution of their own: the command,
+its package and the package's folder in the clone (docs/reference/passage-index.md)."""
+
+
 def unknown_command(word: str, names: set[str]) -> str:
-    """One line: ``word`` is not a command, the closest one if any, and every command."""
+    """One line: ``word`` is not a command, the closest one if any, and every command; for a
+    command of a plugin that is not installed, which package adds it and how to install it."""
     import difflib
 
+    if word in OTHER_PACKAGES:
+        package, folder = OTHER_PACKAGES[word]
+        return (
+            f"unknown command {word!r}: it comes from the package {package} ({folder}/ in the "
+            f"clone), which is not installed; from a clone run `uv sync --all-packages`, or for the "
+            f"uv tool add it: `uv tool install --reinstall ./ --with ./connectors/markdown "
+            f"--with ./{folder}` (docs/install.md)"
+        )
     close = difflib.get_close_matches(word, sorted(names), n=1)
     hint = f"did you mean `{close[0]}`? " if close else ""
     return f"unknown command {word!r}; {hint}the commands are: {', '.join(sorted(names))}"
@@ -133,12 +151,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UnknownCommand(unknown_command(rest[0], names))
         if first_word not in names and not asks_for_help and DEFAULT_COMMAND in names:
             rest = [DEFAULT_COMMAND, *rest]
-        args = parser.parse_args(rest)
-        args.instance = instance
-        if not getattr(args, "run", None):
-            parser.print_help()
-            return 2
-        return int(args.run(args) or 0)
+        with quiet_when_the_reader_goes():
+            args = parser.parse_args(rest)
+            args.instance = instance
+            if not getattr(args, "run", None):
+                parser.print_help()
+                return 2
+            return int(args.run(args) or 0)
     except PassagewayError as error:
         print(f"passageway: {error}", file=sys.stderr)
         return error.exit_code

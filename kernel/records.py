@@ -168,8 +168,8 @@ class Answer:
     """What recall returns: up to three hits and up to three related items, or silence.
 
     ``notes`` are lines the reader should see whatever was found: one per source whose first
-    build is still running ("corpus-en: 48 of 96 passages indexed"), so that an answer given from
-    a half-built index does not read as a complete one.
+    build is still running ("corpus-en: 48 of 96 passages searchable by meaning so far"), so that an
+    answer given from a half-built index does not read as a complete one.
     """
 
     hits: tuple[Hit, ...] = ()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from pathlib import Path
 
 from passageway.kernel import cli
 from passageway.kernel.query.rendering import NOTHING
@@ -76,31 +78,65 @@ async def test_search_exits_1_on_silence(tmp_path, monkeypatch, capsys):
 
 async def test_search_during_a_build_is_silence_exit_1(tmp_path, monkeypatch, capsys):
     """While a source builds, silence reads "Nothing relevant in the sources indexed so far. Still
-    indexing: ..."; it is still silence, told by the answer's shape, not by its text."""
-    from passageway.kernel.query.rendering import render_answer
+    indexing: ..."; it is still silence, told by the hook's empty context, not by a text."""
+    from passageway.kernel.query.rendering import NOTHING_YET
     from passageway.kernel.records import Answer
 
-    building = Answer(notes=("notes: 2 of 4 passages indexed",))
     environ = write_instance(tmp_path)
     use_environment(monkeypatch, environ)
     kernel = make_kernel(environ)
 
-    async def still_building(question: str, **options: object) -> Answer:
-        return building
+    async def still_building(question: object, **options: object) -> Answer:
+        return Answer(notes=("notes: 2 of 4 passages searchable by meaning so far",))
 
     monkeypatch.setattr(kernel, "recall", still_building)
     async with running_server(kernel, start_sync=False) as url:
+        assert kernel.health(include_errors=True)["sources"]["notes"]["state"] == "indexing"
         assert await run_cli("search", "--url", url, "--json", UNRELATED) == 1
-        assert json.loads(capsys.readouterr().out) == {"silent": True, "text": render_answer(building)}
-        assert "Still indexing: notes: 2 of 4 passages indexed." in render_answer(building)
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["silent"] is True
+        assert answer["text"].startswith(f"{NOTHING_YET} Still indexing: notes: ")
 
 
-def test_silence_is_read_from_the_shape_never_from_the_text():
-    from passageway.kernel.commands.search import answer_is_silent
+async def test_search_while_the_server_starts_says_so_not_check_url(tmp_path, monkeypatch, capsys):
+    import socket
 
-    assert answer_is_silent({"passageway": {"silent": True, "passages": 0, "indexing": []}})
-    assert not answer_is_silent({"passageway": {"silent": False, "passages": 2, "indexing": []}})
-    assert not answer_is_silent(None) and not answer_is_silent({"other": {"silent": True}})
+    from passageway.kernel.server import answer_starting
+
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    kernel = make_kernel(environ)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    runner = await answer_starting(kernel, listener)
+    try:
+        assert await run_cli("search", "--url", url, TELESCOPE) == 2
+        err = capsys.readouterr().err
+        assert err == (f"passageway: the server at {url} is starting (its embedding model is loading); "
+                       "ask again in a few seconds\n")
+        assert "check --url" not in err.lower()
+    finally:
+        await runner.cleanup()
+        listener.close()
+
+
+async def test_search_does_not_import_the_mcp_client(tmp_path, monkeypatch):
+    """The MCP client takes seconds to import; the plain HTTP question needs none of it."""
+    import subprocess
+    import sys
+
+    async with built_server(tmp_path, monkeypatch) as (_, url):
+        probe = ("import sys\nfrom passageway.kernel import cli\ncode = cli.main(sys.argv[1:])\n"
+                 "print('MCP' if any(n == 'mcp' or n.startswith(('mcp.', 'httpx')) for n in sys.modules) "
+                 "else 'none', code)\n")
+        done = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-c", probe, "search", "--url", url, TELESCOPE],
+            capture_output=True, text=True, timeout=120, env={**os.environ},
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == "none 0", done.stdout
 
 
 async def test_search_with_a_wrong_password_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
@@ -173,3 +209,41 @@ def test_status_of_a_starting_server_says_so_without_the_sources():
         "  loading the embedding model and opening the indexes; ask again in a few seconds",
     ]
     assert "starting" in HEALTHY  # exit 0: it is on its way, like indexing
+
+
+def test_search_local_beside_a_running_server_writes_nothing_into_its_folder(tmp_path, monkeypatch, capsys):
+    from passageway.kernel.commands.server_lock import hold
+
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    toy_manager(monkeypatch)
+    data_dir = Path(environ["PASSAGEWAY_DATA_DIR"])
+    with hold(data_dir):  # what `passageway serve` holds while it runs
+        before = sorted(path.name for path in data_dir.iterdir())
+        assert cli.main(["search", "--local", TELESCOPE]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        running = f"passageway: a passageway server is running on this data folder ({data_dir})"
+        assert captured.err.startswith(running)
+        assert "without --local" in captured.err and captured.err.count("\n") == 1
+        assert sorted(path.name for path in data_dir.iterdir()) == before  # no index written
+    assert cli.main(["search", "--local", TELESCOPE]) == 0  # the server stopped: --local works
+
+
+async def test_search_when_recall_fails_on_the_server_is_exit_2_not_silence(tmp_path, monkeypatch, capsys):
+    from passageway.kernel.errors import EmbedderError
+
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    kernel = make_kernel(environ)
+
+    async def failing(question: object, **options: object) -> None:
+        raise EmbedderError("the embedder 'toy' stopped; see the server's log")
+
+    monkeypatch.setattr(kernel, "recall", failing)
+    async with running_server(kernel, start_sync=False) as url:
+        assert await run_cli("search", "--url", url, TELESCOPE) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == ("passageway: the server could not answer: the embedder 'toy' stopped; "
+                                "see the server's log\n")

@@ -56,3 +56,13 @@ def test_bash_completes_commands_and_options(tmp_path, capsys):
         zsh_script = tmp_path / "_passageway"
         zsh_script.write_text(capsys.readouterr().out)
         subprocess.run(["zsh", "-n", str(zsh_script)], check=True)
+
+
+def test_an_unsupported_shell_is_one_line_naming_the_supported_ones(capsys):
+    from passageway.kernel import cli
+
+    assert cli.main(["completion", "tcsh"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("passageway: completion: no script for 'tcsh'; the shells passageway writes one "
+                            "for are bash, zsh and fish: `passageway completion bash`\n")

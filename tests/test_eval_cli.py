@@ -511,3 +511,37 @@ async def test_eval_and_the_server_cut_a_long_question_identically(tmp_path, cap
     assert eval_cut == server_cut == " ".join(LONG_QUESTION.split()[:10])
     # Before, the meter hid max_tokens and count_tokens: eval embedded the whole question.
     assert eval_cut != LONG_QUESTION
+
+
+def test_the_summary_counts_passages_not_excerpt_windows(tmp_path, capsys):
+    config = write_config(tmp_path)
+    long_text = " ".join(f"Sentence {n} says how the gardener waters the {n}th row of tomatoes."
+                         for n in range(40))
+    items = json.loads((tmp_path / "items.json").read_text(encoding="utf-8"))
+    items[0]["sections"][0]["text"] = long_text  # a passage long enough to have excerpt windows
+    (tmp_path / "items.json").write_text(json.dumps(items), encoding="utf-8")
+    code, _, stderr = run(capsys, CASES, "--config", config, "--out", tmp_path / "a")
+    assert code == 0, stderr
+    report = json.loads((tmp_path / "a" / "report.json").read_text(encoding="utf-8"))
+    passages = sum(source["passages"] for source in report["index"]["sources"])
+    [summary] = [line for line in stderr.splitlines() if "index ready" in line]
+    assert f"({passages} passages and " in summary and " excerpt windows embedded" in summary, summary
+    assert report["index"]["embedded"] == passages
+
+
+def test_the_progress_line_has_totals_and_the_time_left():
+    import logging
+
+    from passageway.builtin.eval.engine import progress_line
+    from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
+
+    health = SourceHealth(source="notes", state="indexing")
+    seconds = [0.0]
+    progress = BuildProgress(health, 100, 60.0, logging.getLogger("test"), lambda: seconds[0])
+    progress.chunked_items(40, ["a passage " * 20] * 120, ["a passage " * 20] * 120, ["a window"] * 200)
+    progress.embedding()
+    seconds[0] = 10.0
+    progress.embedded(["a passage " * 20] * 60)
+    line = progress_line({"notes": health.public()})
+    assert line.startswith("notes: 40/100 items, 60 of 300 passages, 0 of 500 excerpt windows, about ")
+    assert line.endswith(" left")

@@ -37,7 +37,7 @@ async def test_answers_during_a_first_build_name_the_building_source_on_both_tra
             await asyncio.sleep(0.05)
         notes = health["sources"]["notes"]
         assert notes["state"] == "indexing" and notes["ready"] == 0 and notes["expected"] > 0
-        line = f"notes: 0 of {notes['expected']} passages indexed"
+        line = f"notes: 0 of {notes['expected']} passages searchable by meaning so far"
 
         hook = await client.post(f"{url}/recall", json={"prompt": RYE}, headers=AUTH)
         assert hook.status_code == 200

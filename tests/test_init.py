@@ -128,3 +128,34 @@ def test_init_json(tmp_path, monkeypatch, capsys):
     folder = tmp_path / ".config" / "passageway"
     assert report["written"] == [str(folder / "password"), str(folder / "passageway.toml")]
     assert report["kept"] == [] and report["instance"] is None
+
+
+def test_init_folder_beside_a_running_server_says_to_restart_it(tmp_path, monkeypatch, capsys):
+    from passageway.kernel.commands.server_lock import hold
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PASSAGEWAY_INSTANCE", "PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    assert cli.main(["init"]) == 0
+    capsys.readouterr()
+    with hold(tmp_path / ".local" / "share" / "passageway"):  # `passageway serve` is running
+        assert cli.main(["init", "--folder", str(notes)]) == 0
+        out = capsys.readouterr().out
+        assert "Restart the server that is running on this instance" in out
+        assert f"indexes {notes} only once restarted" in out
+        assert "Start the server" not in out
+        assert cli.main(["init", "--folder", str(tmp_path / "other"), "--json"]) == 2
+    capsys.readouterr()
+
+
+def test_init_folder_naming_a_file_says_it_is_a_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PASSAGEWAY_INSTANCE", raising=False)
+    note = tmp_path / "note.md"
+    note.write_text("# A note\n")
+    assert cli.main(["init", "--folder", str(note)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"passageway: --folder {note}: is a file, not a folder; name the folder that holds "
+                   "the markdown files (its parent, perhaps)\n")

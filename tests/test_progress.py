@@ -150,3 +150,12 @@ def test_build_progress_counts_windows_once_every_passage_has_its_vector():
     assert build_progress(report) == ("building a", 30, 120, 2.0, 9.0, "windows")
     report["sources"]["a"]["ready"] = 99  # a passage still waits: the bar counts passages
     assert build_progress(report)[1:3] + build_progress(report)[5:] == (99, 100, "passages")
+
+
+def test_the_bar_counts_windows_in_the_windows_stage():
+    from passageway.kernel.commands.progress import build_progress
+
+    entry = {"state": "indexing", "stage": "windows", "of": 10, "fetched": 10, "ready": 39, "expected": 40,
+             "windows": 12, "windows_expected": 50}
+    label, done, total, _, _, unit = build_progress({"sources": {"notes": entry}})  # type: ignore[misc]
+    assert (label, done, total, unit) == ("building notes", 12, 50, "windows")

@@ -186,3 +186,22 @@ def test_serve_has_host_port_and_config_options():
     args = parser.parse_args(["serve", "--host", "0.0.0.0", "--port", "9000", "--config", "x.toml"])
     assert (args.host, args.port, str(args.config)) == ("0.0.0.0", 9000, "x.toml")
     assert serve_command.NAME == "serve"
+
+
+def test_serve_holds_its_data_folder_while_it_runs(tmp_path, monkeypatch, passageway_log):
+    from passageway.kernel.commands.server_lock import server_running
+
+    environ = write_instance(tmp_path)
+    use_environment(monkeypatch, environ)
+    data_dir = tmp_path / "data"
+    monkeypatch.setenv("PASSAGEWAY_DATA_DIR", str(data_dir))
+    seen: list[bool] = []
+
+    def running(kernel, host, port, **options):  # type: ignore[no-untyped-def]
+        seen.append(server_running(data_dir))
+        options["listener"].close()
+
+    monkeypatch.setattr("passageway.kernel.server.run_server", running)
+    assert cli.main(["--port", str(free_port())]) == 0
+    assert seen == [True]
+    assert not server_running(data_dir)  # released when the server stops

@@ -113,7 +113,8 @@ async def test_a_first_build_has_a_note_for_answers_and_a_rebuild_of_a_built_sou
     async with Setup(tmp_path, runner, embedder=embedder, embed_batch=10) as sync:
         assert sync.health().building_note() is None
         await sync.sync_once()
-        assert notes[:2] == ["notes: 0 of 40 passages indexed", "notes: 10 of 40 passages indexed"]
+        assert notes[:2] == ["notes: 0 of 40 passages searchable by meaning so far",
+                             "notes: 10 of 40 passages searchable by meaning so far"]
         assert sync.health().building_note() is None
         runner.set(item(3, "2"))
         notes.clear()

@@ -69,7 +69,7 @@ async def test_passages_answer_by_keywords_before_their_vectors_exist(tmp_path):
         assert await sync.store.counts() == (60, 120)  # every fetched item is stored already
         health = sync.health()
         assert health.building and health.stored == 120 and health.ready == 0
-        assert health.building_note() == "notes: 0 of 120 passages indexed"
+        assert health.building_note() == "notes: 0 of 120 passages searchable by meaning so far"
         # No cosine, so the gate judges them by their words: three shared content words pass.
         ranked = FusionRanker("hybrid").rank(question, vector, keyword, by_vector, Gate(0.99))
         assert ranked and all(entry.reason == "words" for entry in ranked)

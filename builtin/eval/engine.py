@@ -195,24 +195,19 @@ class KernelEngine:
                 with contextlib.suppress(PassagewayError):
                     items, passages = await source.store.counts()
             sources.append(SourceCount(name, items, passages, errors.get(name)))
-        embedded = self.embedder.passages_embedded - before
-        self.progress(
-            f"eval: index ready in {seconds:.1f} s ({embedded} passages embedded, the rest from the cache)"
-        )
+        texts = self.embedder.passages_embedded - before
+        # The embedder sees passages and excerpt windows alike; the sync counts the passages.
+        embedded = min(sum(source.sync.health().embedded for source in self.kernel.sources.values()
+                           if source.sync is not None), texts)
+        windows = f" and {texts - embedded} excerpt windows" if texts > embedded else ""
+        self.progress(f"eval: index ready in {seconds:.1f} s ({embedded} passages{windows} embedded, "
+                      "the rest from the cache)")
         return IndexInfo(
             tuple(sources), seconds, self.load_seconds, embedded, reused=self.reuse and self.had_index
         )
 
     def _progress_line(self) -> str:
-        health = self.kernel.health(include_errors=False).get("sources", {})
-        parts = []
-        for name, entry in health.items():
-            if "fetched" in entry and "of" in entry:
-                parts.append(f"{name}: {entry['fetched']}/{entry['of']} items")
-            else:
-                parts.append(f"{name}: {entry.get('items', 0)} items, {entry.get('state', '?')}")
-        parts.append(f"{self.embedder.passages_embedded} passages embedded")
-        return "; ".join(parts)
+        return progress_line(self.kernel.health(include_errors=False).get("sources", {}))
 
     def ranker(self, name: str) -> Any:
         if name not in self.rankers:
@@ -240,3 +235,24 @@ class KernelEngine:
         real = self.embedder.embed_seconds_real - real_before
         counted = self.embedder.embed_seconds_counted - counted_before
         return Reply(answer.hits, elapsed - real + counted, counted)
+
+
+def progress_line(sources: dict[str, Any]) -> str:
+    """Each source's build as ``/health`` counts it, with its totals and the time left:
+    ``notes: 40/100 items, 120 of 300 passages, 0 of 520 excerpt windows, about 2 min left``."""
+    from passageway.kernel.durations import duration_text
+
+    parts = []
+    for name, entry in sources.items():
+        if entry.get("of") is None:
+            parts.append(f"{name}: {entry.get('items', 0)} items, {entry.get('state', '?')}")
+            continue
+        text = f"{name}: {entry.get('fetched') or 0}/{entry['of']} items"
+        if entry.get("expected") is not None:
+            text += f", {entry.get('ready') or 0} of {entry['expected']} passages"
+        if entry.get("windows_expected"):
+            text += f", {entry.get('windows') or 0} of {entry['windows_expected']} excerpt windows"
+        eta = entry.get("eta_seconds")
+        text += f", about {duration_text(eta)} left" if eta is not None else ", time left not known yet"
+        parts.append(text)
+    return "; ".join(parts)

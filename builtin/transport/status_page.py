@@ -41,7 +41,13 @@ progress { width: 10rem; }
 def _source_row(name: str, entry: Mapping[str, Any]) -> str:
     state = str(entry.get("state", "?"))
     progress = ""
-    if state == "indexing" and entry.get("of"):
+    if state == "indexing" and entry.get("stage") == "windows":
+        done, total = int(entry.get("windows") or 0), int(entry.get("windows_expected") or 0)
+        progress = (f'<progress value="{done}" max="{max(total, done)}"></progress> every passage '
+                    f"searchable; excerpt windows (they choose each answer's excerpt): {done} of {total}")
+        if entry.get("eta_seconds") is not None:
+            progress += f", about {duration_text(float(entry['eta_seconds']))} left"
+    elif state == "indexing" and entry.get("of"):
         fetched, items = int(entry.get("fetched") or 0), int(entry["of"])
         if entry.get("expected"):  # passages move with every embedder call, items per batch
             done, total = int(entry.get("ready") or 0), int(entry["expected"])

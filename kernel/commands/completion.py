@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from passageway.kernel.errors import PassagewayError
+
 NAME = "completion"
 HELP = "print a shell completion script for bash, zsh or fish"
 
@@ -21,7 +23,23 @@ SHELLS = ("bash", "zsh", "fish")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("shell", choices=SHELLS, help="the shell the script is for")
+    # The type check comes before argparse's own, so another shell gets one line, not the usage.
+    parser.add_argument("shell", type=_shell, choices=SHELLS, help="the shell the script is for")
+
+
+class UnknownShell(PassagewayError):
+    """A shell passageway writes no completion script for."""
+
+    exit_code = 2
+
+
+def _shell(word: str) -> str:
+    if word not in SHELLS:
+        raise UnknownShell(
+            f"completion: no script for {word!r}; the shells passageway writes one for are "
+            f"{', '.join(SHELLS[:-1])} and {SHELLS[-1]}: `passageway completion bash`"
+        )
+    return word
 
 
 def command_words() -> dict[str, list[str]]:

@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 NAME = "init"
@@ -99,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
     folder = None
     if args.folder is not None:
         folder = args.folder.expanduser().resolve()
+        if folder.is_file():
+            raise ConfigError(
+                f"--folder {args.folder}: is a file, not a folder; name the folder that holds the "
+                "markdown files (its parent, perhaps)"
+            )
         if not folder.is_dir():
             raise ConfigError(
                 f"--folder {args.folder}: there is no such folder; name a folder of markdown files"
@@ -126,10 +132,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         raise ConfigError(f"cannot create {config_dir}: {error.strerror}") from None
 
+    running = folder is not None and _server_running(environ, instance)
     if args.json:
         print(json.dumps({
             "instance": instance, "config": str(config_path), "password_file": str(password_path),
             "folder": str(folder) if folder else None, "written": written, "kept": kept,
+            "restart_needed": running,
         }, indent=2))
         return 0
     for path in kept:
@@ -151,12 +159,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {step}. Add your sources to {config_path} (one [[connector]] table each),")
         print("     or run this again with --folder DIR for a folder of markdown files.")
         step += 1
-    print(f"  {step}. Start the server (it reads the password from {password_path}):")
-    print(f"     {run}")
+    if running:
+        print(f"  {step}. Restart the server that is running on this instance: it read {config_path.name}")
+        print(f"     when it started, so it indexes {folder} only once restarted (stop it, then: {run})")
+    else:
+        print(f"  {step}. Start the server (it reads the password from {password_path}):")
+        print(f"     {run}")
     print(f"  {step + 1}. Ask it from another terminal once it has indexed:")
     print(f"     {run} status")
     print(f"     {run} search \"a question your notes answer\"")
     return 0
+
+
+def _server_running(environ: Mapping[str, str], instance: str | None) -> bool:
+    """Whether a ``passageway serve`` runs on this instance's data folder (its lock is held)."""
+    from passageway.kernel.commands.server_lock import server_running
+    from passageway.kernel.instances import base_data_dir, folder_name
+
+    configured = environ.get("PASSAGEWAY_DATA_DIR")
+    data_dir = Path(configured).expanduser() if configured else base_data_dir(environ) / folder_name(instance)
+    return server_running(data_dir)
 
 
 def _add_folder(config_path: Path, folder: Path) -> None:

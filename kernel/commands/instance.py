@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from passageway.kernel.errors import PassagewayError
+from passageway.kernel.errors import ConfigError, PassagewayError
 from passageway.kernel.invocation import hint
 
 DEFAULT_PORT = 8082
@@ -42,17 +42,30 @@ def find_password(environ: Mapping[str, str], instance: str | None) -> tuple[str
 
     :raises ConfigError: a password file is named or found but cannot be read, or is empty.
     """
-    from passageway.kernel.config import load_password
-
-    password = load_password(environ)
-    if password:
-        if environ.get("PASSAGEWAY_LOGIN_PASSWORD"):
-            return password, "PASSAGEWAY_LOGIN_PASSWORD"
-        return password, str(environ["PASSAGEWAY_LOGIN_PASSWORD_FILE"])
+    if environ.get("PASSAGEWAY_LOGIN_PASSWORD"):
+        return environ["PASSAGEWAY_LOGIN_PASSWORD"], "PASSAGEWAY_LOGIN_PASSWORD"
+    if environ.get("PASSAGEWAY_LOGIN_PASSWORD_FILE"):
+        named = environ["PASSAGEWAY_LOGIN_PASSWORD_FILE"]
+        return _read_password(Path(named).expanduser(), named), named
     path = password_file(environ, instance)
     if path.is_file():
-        return load_password({"PASSAGEWAY_LOGIN_PASSWORD_FILE": str(path)}), str(path)
+        return _read_password(path, str(path)), str(path)
     return None, ""
+
+
+def _read_password(path: Path, named: str) -> str:
+    """The password in ``path``, with the words of ``kernel.config.load_password``; read here so
+    that ``search`` and ``status`` do not import the configuration's modules (numpy among them),
+    which would double their start-up."""
+    try:
+        password = path.read_text(encoding="utf-8").strip()
+    except OSError as error:
+        raise ConfigError(
+            f"PASSAGEWAY_LOGIN_PASSWORD_FILE names {named}, which cannot be read ({error.strerror})"
+        ) from None
+    if not password:
+        raise ConfigError(f"PASSAGEWAY_LOGIN_PASSWORD_FILE names {named}, which is empty")
+    return password
 
 
 def add_server_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,9 +97,11 @@ def https_context() -> ssl.SSLContext:
 
 
 def request(
-    url: str, password: str | None, *, accept: str = "application/json", timeout: float = 10.0
+    url: str, password: str | None, *, accept: str = "application/json", timeout: float = 10.0,
+    body: bytes | None = None,
 ) -> tuple[int, bytes]:
-    """``GET url`` with the bearer password when there is one: the HTTP status and the body.
+    """``GET url`` (``POST`` of a JSON ``body`` when there is one) with the bearer password when
+    there is one: the HTTP status and the body.
 
     :raises ServerUnreachable: the URL is not http(s), or nothing answers there.
     """
@@ -94,7 +109,9 @@ def request(
         base = url.rsplit("/", 1)[0]
         raise ServerUnreachable(f"--url {base}: give the server's http:// or https:// address")
     headers = {"Accept": accept, **({"Authorization": f"Bearer {password}"} if password else {})}
-    prepared = urllib.request.Request(url, headers=headers)  # noqa: S310 (the scheme is checked above)
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    prepared = urllib.request.Request(url, data=body, headers=headers)  # noqa: S310 (the scheme is checked above)
     context = https_context() if url.startswith("https://") else None
     try:
         with urllib.request.urlopen(prepared, timeout=timeout, context=context) as response:  # noqa: S310
@@ -129,10 +146,3 @@ def get_json(url: str, password: str | None, timeout: float = 10.0) -> tuple[int
             f"{url} answered with something other than passageway's JSON (HTTP {status}); check --url"
         ) from None
 
-
-def mcp_http_client(url: str, password: str) -> Any:
-    """The HTTP client the MCP SDK talks to the server with: the password, the trust store."""
-    import httpx2
-
-    verify: Any = https_context() if url.startswith("https://") else True
-    return httpx2.AsyncClient(headers={"Authorization": f"Bearer {password}"}, timeout=60, verify=verify)

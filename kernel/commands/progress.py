@@ -107,8 +107,9 @@ def build_progress(
     if not building:
         return None
     unit = "passages" if all(entry.get("expected") for entry in building.values()) else "items"
-    if unit == "passages" and all(int(entry.get("ready") or 0) >= int(entry["expected"])
-                                  and entry.get("windows_expected") for entry in building.values()):
+    if unit == "passages" and all(entry.get("windows_expected") and (
+            entry.get("stage") == "windows" or int(entry.get("ready") or 0) >= int(entry["expected"]))
+            for entry in building.values()):
         unit = "windows"  # every passage has its vector: the excerpt windows are what is left
     if unit == "windows":
         done = sum(int(entry.get("windows") or 0) for entry in building.values())

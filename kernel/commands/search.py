@@ -1,17 +1,18 @@
 """``passageway search QUESTION``: one recall from the terminal, printed as the MCP tool renders it.
 
-Without ``--local`` it asks the running server's ``recall`` tool over MCP, with the instance's
-password, so it sees exactly what Claude sees. With ``--local`` it opens the data folder itself
-(no server needed); a source whose index is still empty is built first, with a progress bar on a
-terminal. Exit codes: 0 passages found, 1 nothing relevant (silence, also while a source is still
-building), 2 the question could not be asked (no server, a wrong password, a broken configuration,
-a failing embedder). Silence is read from the answer's structure, never from its text.
+Without ``--local`` it asks the running server's ``POST /recall`` with the instance's password,
+over plain HTTP, so it sees what Claude Code's prompt hook sees (the same rendering as the MCP
+``recall`` tool), and starts in a fraction of a second: no MCP client is imported. With
+``--local`` it opens the data folder itself (no server needed); a source whose index is still
+empty is built first, with a progress bar on a terminal. Exit codes: 0 passages found, 1 nothing
+relevant (silence, also while a source is still building), 2 the question could not be asked (no
+server, a wrong password, a broken configuration, a failing embedder, a server still starting).
+Silence is the hook's empty context, never read from a text.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
@@ -50,9 +51,11 @@ def run(args: argparse.Namespace) -> int:
     if not question:
         raise SearchFailed("the question is empty: passageway search \"how does the gate work?\"")
     if args.local:
+        import asyncio
+
         text, silent, hits = asyncio.run(_local(args, question))
     else:
-        text, silent = asyncio.run(_remote(args, question))
+        text, silent = _remote(args, question)
         hits = None
     if args.json:
         answer: dict[str, Any] = {"silent": silent, "text": text}
@@ -64,12 +67,10 @@ def run(args: argparse.Namespace) -> int:
     return 1 if silent else 0
 
 
-async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
-    """The running server's ``recall`` tool: its text, and whether it was silence."""
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    from passageway.kernel.commands.instance import find_password, mcp_http_client, server_url
+def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
+    """The running server's answer to ``POST /recall`` (what the prompt hook gets): its text, and
+    whether it was silence. Plain HTTP from the standard library: no MCP client to import."""
+    from passageway.kernel.commands.instance import ServerUnreachable, find_password, request, server_url
     from passageway.kernel.instances import resolve_instance
 
     environ = os.environ
@@ -80,46 +81,78 @@ async def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
             f"no password to ask the server with: run `{hint('init')}`, or set PASSAGEWAY_LOGIN_PASSWORD_FILE"
         )
     url = server_url(args, environ)
-    await asyncio.to_thread(_check_access, url, password)
-    http = mcp_http_client(url, password)
+    body = json.dumps({"prompt": question}).encode("utf-8")
     try:
-        async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
-            result = await client.call_tool("recall", {"question": question})
-    except Exception as error:  # the SDK raises many kinds; each becomes one line
-        raise SearchFailed(_connection_problem(error, url)) from None
-    text = "\n".join(getattr(part, "text", "") for part in result.content)
-    if result.is_error:
-        raise SearchFailed(f"the server could not answer: {text}")
-    return text, answer_is_silent(result.meta)
-
-
-def answer_is_silent(meta: object) -> bool:
-    """Whether the ``recall`` tool's result was silence, from the shape the server attaches to it
-    (``_meta.passageway.silent``), never from its text: the text differs while a source builds.
-    A server without that shape (older than this command) counts as having answered."""
-    shape = meta.get("passageway") if isinstance(meta, dict) else None
-    return isinstance(shape, dict) and shape.get("silent") is True
-
-
-def _check_access(url: str, password: str) -> None:
-    """Fail with one line when nothing answers at ``url`` or it refuses the password.
-
-    The MCP client reports both only as a generic error, so one plain request asks first.
-    """
-    from passageway.kernel.commands.instance import ServerUnreachable, request
-
-    try:
-        status, _ = request(f"{url}/mcp", password)
+        status, reply = request(f"{url}/recall", password, body=body, timeout=60)
     except ServerUnreachable as error:
         if not error.reason:  # not an address at all
             raise SearchFailed(str(error)) from None
         raise SearchFailed(_unreachable(url, error.reason)) from None
+    answer = _json_object(reply)
+    if status != 200:
+        raise SearchFailed(_refusal(url, status, answer))
+    context = answer.get("context")
+    if not isinstance(context, str):
+        raise SearchFailed(f"{url}/recall answered without a `context`: is it passageway? Check --url")
+    if context:
+        return context, False
+    return _silence(url, password), True
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _refusal(url: str, status: int, answer: dict[str, Any]) -> str:
+    """One line for an answer other than 200, by what it means to the user."""
+    error = str(answer.get("error") or "").strip()
     if status == 401:
-        raise SearchFailed(
-            f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
-        )
+        return f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
     if status == 404:
-        raise SearchFailed(f"{url} has no /mcp: it is not a passageway server; check --url")
+        return f"{url} has no /recall: it is not a passageway server; check --url"
+    if status == 503 and "starting" in error:
+        return f"the server at {url} is starting (its embedding model is loading); ask again in a few seconds"
+    if status == 503 and error:
+        return f"the server could not answer: {error}"
+    return f"{url}/recall answered HTTP {status}{': ' + error if error else ''}; check --url"
+
+
+def _silence(url: str, password: str) -> str:
+    """The line for silence, as the ``recall`` tool words it: with the sources still building,
+    which ``/health`` tells (the hook's silence is an empty text)."""
+    from passageway.kernel.commands.instance import ServerUnreachable, get_json
+    from passageway.kernel.query.rendering import NOTHING, NOTHING_YET
+
+    try:
+        _, report = get_json(f"{url}/health", password)
+    except ServerUnreachable:
+        return NOTHING
+    notes = [building_note(name, entry) for name, entry in (report.get("sources") or {}).items()
+             if isinstance(entry, dict) and entry.get("state") == "indexing"]
+    return f"{NOTHING_YET} Still indexing: {'; '.join(notes)}." if notes else NOTHING
+
+
+def building_note(name: str, entry: dict[str, Any]) -> str:
+    """A building source in the server's words: ``notes: 2 of 4 passages searchable by meaning so far``."""
+    expected = entry.get("expected")
+    if not expected:
+        return f"{name}: starting its first build"
+    return f"{name}: {entry.get('ready') or 0} of {expected} passages searchable by meaning so far"
+
+
+def refuse_beside_a_server(data_dir: Path) -> None:
+    """``--local`` opens and may build the indexes of ``data_dir``: never under a running server."""
+    from passageway.kernel.commands.server_lock import server_running
+
+    if server_running(data_dir):
+        raise SearchFailed(
+            f"a passageway server is running on this data folder ({data_dir}), and --local would "
+            f"write into it: ask the server (`{hint('search')} QUESTION`, without --local), or stop it"
+        )
 
 
 def _unreachable(url: str, reason: str) -> str:
@@ -129,15 +162,10 @@ def _unreachable(url: str, reason: str) -> str:
     )
 
 
-def _connection_problem(error: BaseException, url: str) -> str:
-    """One line for an error of the MCP exchange itself, after the server was reached."""
-    while isinstance(error, BaseExceptionGroup) and error.exceptions:
-        error = error.exceptions[0]
-    return f"the MCP exchange with {url}/mcp failed ({type(error).__name__}: {error}); check --url"
-
-
 async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, list[dict[str, Any]]]:
     """Recall in this process; sources with an empty index are built first."""
+    import asyncio
+
     import attrs
 
     from passageway.kernel.app import Kernel
@@ -146,6 +174,7 @@ async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, li
     from passageway.kernel.query.rendering import render_answer
 
     settings = load_settings(instance=args.instance, config_path=args.config)
+    refuse_beside_a_server(settings.data_dir)
     async with Kernel.open(settings) as kernel:
         if kernel.embedder_error is not None:
             raise SearchFailed(f"the embedder could not start: {kernel.embedder_error}")

@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             except PassagewayError:
                 continue
     listener = bind_socket(host, port)  # a port in use is one line, before anything else is printed
+    lock = _hold_data_folder(kernel)  # `search --local` and `init --folder` see a server runs here
     configure_logging(level, secrets)
     import logging
 
@@ -104,8 +105,25 @@ def run(args: argparse.Namespace) -> int:
             f"The server runs anyway and reports the same at http://{host}:{port}/health "
             "(and `passageway status`). Fix the configuration and restart it.",
         ), file=sys.stderr, flush=True)
-    run_server(kernel, host, port, on_listening=_foreground_progress(kernel), listener=listener)
+    try:
+        run_server(kernel, host, port, on_listening=_foreground_progress(kernel), listener=listener)
+    finally:
+        if lock is not None:
+            lock.close()
     return 0
+
+
+def _hold_data_folder(kernel):  # type: ignore[no-untyped-def]
+    """The server's lock on its data folder (:mod:`.server_lock`), or None when it has no settings
+    or the folder cannot be written (the kernel then reports that itself)."""
+    from passageway.kernel.commands.server_lock import hold
+
+    if kernel.settings is None:
+        return None
+    try:
+        return hold(kernel.settings.data_dir)
+    except OSError:
+        return None
 
 
 def _foreground_progress(kernel):  # type: ignore[no-untyped-def]

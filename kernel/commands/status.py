@@ -50,7 +50,9 @@ def source_line(name: str, entry: Mapping[str, Any]) -> str:
 
     state = entry.get("state", "?")
     parts = [f"{entry.get('items', 0)} items, {entry.get('passages', 0)} passages"]
-    if state == "indexing" and entry.get("of"):
+    if state == "indexing" and entry.get("stage") == "windows":
+        parts.append(windows_progress(entry))
+    elif state == "indexing" and entry.get("of"):
         progress = (f"building: {entry.get('fetched') or 0} of {entry['of']} items fetched, "
                     f"{entry.get('stored') or 0} passages stored, "
                     f"{entry.get('ready') or 0} of {entry.get('expected') or '?'} passages ready, "
@@ -66,6 +68,20 @@ def source_line(name: str, entry: Mapping[str, Any]) -> str:
     if error:
         parts.append(f"error: {error}")
     return f"  {name}: {state}: " + "; ".join(parts)
+
+
+WINDOWS_NOTE = "every passage searchable; excerpt windows (they choose each answer's excerpt)"
+
+
+def windows_progress(entry: Mapping[str, Any]) -> str:
+    """The windows stage of a build, in the words ``/health``'s ``stage`` stands for:
+    ``every passage searchable; excerpt windows (...): 120 of 264, about 2 min left``."""
+    from passageway.kernel.durations import duration_text
+
+    text = f"{WINDOWS_NOTE}: {entry.get('windows') or 0} of {entry.get('windows_expected') or '?'}"
+    if entry.get("eta_seconds") is not None:
+        text += f", about {duration_text(entry['eta_seconds'])} left"
+    return text
 
 
 def render_status(report: Mapping[str, Any], url: str) -> str:

@@ -133,6 +133,7 @@ class SourceSync:
         self.update_maker = UpdateMaker(embedder, vector_cache, cap=cap, embed_batch=embed_batch,
                                         later=self.later)
         self._stored_more: asyncio.Event | None = None  # set by each write while a fetch runs
+        self._ready_line: tuple[Any, ...] | None = None  # a build's "ready", logged when health is ok
 
     @property
     def embed_seconds(self) -> float:
@@ -201,8 +202,12 @@ class SourceSync:
                 with contextlib.suppress(Exception):
                     await self.refresh_counts()
             self._health.record(kind, failure, _iso(_now()))
+            self._health.stage = None  # the windows stage ends with the operation, as its state does
             if failure is not None:
                 self.log.warning("source %s: %s", self.source, failure)
+            elif self._ready_line is not None:  # the log says ready when /health says ok
+                self.log.info(*self._ready_line)
+            self._ready_line = None
         if error_to_raise is not None:
             raise error_to_raise
         if failure is not None:
@@ -274,7 +279,7 @@ class SourceSync:
         if resumed:
             self._health.state, self._health.building = "indexing", True
         try:
-            await self._complete(None)
+            await self._complete(self.clock() if resumed else None)  # a resumed build ends "ready" too
         finally:
             self._end_progress()
             self._health.building = False
@@ -300,17 +305,27 @@ class SourceSync:
 
     async def _complete(self, began: float | None) -> None:
         """The passes after a fetch (:mod:`.sync_passes`): the passages waiting for a vector, then
-        the windows; ``began`` (a build's start) logs when the source is ready."""
+        the windows; ``began`` (a build's start) logs each stage's end. The source is ``ready`` in
+        the log when ``/health`` turns it ``ok``: after the windows, which choose the excerpts."""
         if self.later:
             await self._embed_pending()
+        windows_due = self.later and await self.store.get_state(WINDOWS_STATE) == "due"
+        if windows_due:
+            self._health.stage = "windows"
         if began is not None:
-            items, passages = await self.store.counts()
-            self.log.info("source %s ready: %d items, %d passages in %.1f s",
-                          self.source, items, passages, self.clock() - began)
-            self._health.building = False  # searchable in full; the windows only choose excerpts
-        if self.later:
+            self._health.building = False  # every passage searchable; the windows only choose excerpts
+            if windows_due:
+                items, passages = await self.store.counts()
+                self.log.info("source %s: every passage searchable (%d items, %d passages in %.1f s); "
+                              "embedding its excerpt windows, which choose each answer's excerpt",
+                              self.source, items, passages, self.clock() - began)
+        if windows_due:
             cached = self._progress.windows_cached if self._progress is not None else None
             await embed_all_windows(self.store, self.vector_cache, self._embed_counted, cached)  # type: ignore[arg-type]
+        if began is not None:
+            items, passages = await self.store.counts()
+            self._ready_line = ("source %s ready: %d items, %d passages in %.1f s",
+                                self.source, items, passages, self.clock() - began)
 
     async def _embed_pending(self) -> None:
         await embed_pending(self.store, self.vector_cache, self._embed_counted,  # type: ignore[arg-type]

@@ -24,7 +24,10 @@ class SourceHealth:
 
     ``state`` is ``indexing`` while a build or a large fetch runs, ``failing`` when the last sync
     failed in any part (``last_error`` says how; the items already indexed keep serving), and
-    ``ok`` otherwise. While indexing, ``fetched`` of ``of`` items came from the connector (or
+    ``ok`` otherwise: a source is ``ok`` (and the log says ``ready``) once it answers in full, its
+    excerpt windows embedded too. While indexing, ``stage`` is ``passages`` until every passage
+    has its vector (searchable by meaning), then ``windows`` while the excerpt windows, which choose
+    the excerpt each answer shows, are embedded; ``fetched`` of ``of`` items came from the connector (or
     failed), ``stored`` passages are stored (searchable by keywords), ``ready`` of ``expected``
     passages have their vector (``expected`` is exact once every item was fetched, an estimate
     from the items so far before that), ``embedded`` of them were embedded in this run, ``windows`` of about
@@ -60,6 +63,8 @@ class SourceHealth:
     """Whether ``expected`` is a count (every item chunked) rather than an estimate."""
     failed_in: str | None = None
     """``sync`` or ``poll``: the kind of operation that failed last (None after a success)."""
+    stage: Literal["windows"] | None = None
+    """``windows`` while the excerpt windows are embedded after every passage got its vector."""
 
     def record(self, kind: str, failure: str | None, now: str) -> None:
         """The outcome of one ``kind`` of operation at ``now``: a failure turns the source
@@ -80,7 +85,8 @@ class SourceHealth:
             "failing": self.state == "failing",
         }
         if self.state == "indexing":
-            view.update(fetched=self.fetched, of=self.of, stored=self.stored, ready=self.ready,
+            view.update(stage=self.stage or "passages", fetched=self.fetched, of=self.of,
+                        stored=self.stored, ready=self.ready,
                         expected=self.expected, embedded=self.embedded, windows=self.windows,
                         windows_expected=self.windows_expected, rate=self.rate,
                         eta_seconds=self.eta_seconds)
@@ -88,13 +94,13 @@ class SourceHealth:
 
     def building_note(self) -> str | None:
         """One line for an answer given while this source's first build runs, else ``None``:
-        ``"corpus-en: 48 of 96 passages indexed"``."""
+        ``"corpus-en: 48 of 96 passages searchable by meaning so far"``."""
         if not self.building:
             return None
         if self.expected is None:
             return f"{self.source}: starting its first build"
         about = "" if self.expected_exact else "about "
-        return f"{self.source}: {self.ready} of {about}{self.expected} passages indexed"
+        return f"{self.source}: {self.ready} of {about}{self.expected} passages searchable by meaning so far"
 
     def full(self) -> dict[str, Any]:
         """Everything, for a caller with the password: the public view plus the error."""
