@@ -76,6 +76,6 @@ WORKDIR /data
 # and a named volume keeps the result for every later start.
 VOLUME ["/data"]
 EXPOSE 8082
-HEALTHCHECK --interval=60s --timeout=5s --start-period=30s --retries=3 \
+HEALTHCHECK --interval=60s --timeout=5s --start-period=120s --retries=3 \
   CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('PASSAGEWAY_PORT', '8082') + '/health', timeout=4)"]
 CMD ["passageway", "serve"]

