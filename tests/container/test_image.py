@@ -31,6 +31,7 @@ def run_smoke(*arguments: str) -> dict:
     done = subprocess.run([sys.executable, str(SMOKE), "--image", IMAGE, *arguments],
                           capture_output=True, text=True, timeout=3600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    print(done.stdout)  # the steps with their times, shown by `pytest -s` or `-rP`
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
