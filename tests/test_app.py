@@ -195,7 +195,8 @@ async def test_recall_logs_count_and_time_only(tmp_path, caplog):
     environ = write_instance(tmp_path)
     async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:
         await kernel.sync_once()
-        with caplog.at_level(logging.DEBUG):
+        caplog.clear()  # only the recall's own lines, whatever level an earlier test left behind
+        with caplog.at_level(logging.DEBUG, logger="passageway.kernel"):
             await kernel.recall("how does a refracting telescope gather starlight?")
         lines = [record.getMessage() for record in caplog.records if record.name == "passageway.kernel"]
         assert len(lines) == 1 and lines[0].startswith("recall: 1 hits in ")
