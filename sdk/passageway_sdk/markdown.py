@@ -15,21 +15,22 @@ from collections.abc import Iterator
 TRAIL_SEPARATOR = " › "
 """Joins the headings of a section's trail: ``Setup › Linux``."""
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
-# One attribute: #id, .class or key=value (the value bare or quoted).
 _ATTRIBUTE = r"""[#.][\w:.-]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s}]+)"""
 _ATTRIBUTE_TOKEN = re.compile(_ATTRIBUTE)
-_ATTRIBUTES = re.compile(rf"[ \t]*\{{[ \t]*((?:{_ATTRIBUTE})(?:[ \t]+(?:{_ATTRIBUTE}))*)[ \t]*\}}[ \t]*$")
+MAX_ATTRIBUTES_LENGTH = 1024
+"""The longest attribute block read as one; a longer ``{…}`` at a heading's end stays in its text."""
 
 
 def _lines(text: str) -> Iterator[tuple[str, bool]]:
     """Each line with whether it belongs to a fenced code block (fence lines included)."""
     fence: str | None = None
     for line in text.splitlines():
+        if fence is None and "`" not in line and "~" not in line:
+            yield line, False  # the common case, without a pattern
+            continue
         match = _FENCE.match(line)
         if fence is None:
             # A backtick fence's info string may not contain a backtick (CommonMark).
@@ -54,20 +55,72 @@ MAX_ANCHOR_LENGTH = 256
 """The protocol's limit on a section's ``anchor``; a longer id is not sent."""
 
 
+def _atx(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` of an ATX heading line, closing ``#`` marks dropped; None for other lines.
+
+    Plain string scanning, no regular expression: a heading of any length costs one pass, however
+    many spaces or ``#`` marks it holds (issue 38, item 5)."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3 or not stripped.startswith("#"):
+        return None
+    rest = stripped.lstrip("#")
+    level = len(stripped) - len(rest)
+    if level > 6 or (rest and rest[0] not in " \t"):
+        return None
+    text = rest.strip()
+    unclosed = text.rstrip("#")
+    if unclosed != text and (not unclosed or unclosed[-1] in " \t"):
+        text = unclosed.rstrip()
+    return level, text
+
+
+def _attributes(text: str) -> tuple[str, str | None] | None:
+    """A heading's text without its trailing attribute block (``{#id .class}``, ``{: #id }``) and
+    the block's first ``#id`` (None without one); None when the text ends in no attribute block.
+
+    The block is the text after the last ``{``, at most :data:`MAX_ATTRIBUTES_LENGTH` characters,
+    read token by token, so the cost is bounded whatever the line holds."""
+    if not text.endswith("}"):
+        return None
+    opening = text.rfind("{", max(0, len(text) - MAX_ATTRIBUTES_LENGTH))
+    if opening < 0:
+        return None
+    inner = text[opening + 1 : -1]
+    if inner.startswith(":"):
+        inner = inner[1:]  # Python-Markdown's attr_list writes {: #id }
+    tokens: list[str] = []
+    position = 0
+    while True:
+        while position < len(inner) and inner[position] in " \t":
+            position += 1
+        if position == len(inner):
+            break
+        if tokens and inner[position - 1] not in " \t":
+            return None  # attributes are separated by spaces
+        token = _ATTRIBUTE_TOKEN.match(inner, position)
+        if token is None:
+            return None
+        tokens.append(token.group())
+        position = token.end()
+    if not tokens:
+        return None
+    # Tokens, not words: a quoted value such as title="a #b" holds no id.
+    ids = [token[1:] for token in tokens if token.startswith("#")]
+    return text[:opening].strip(), ids[0] if ids else None
+
+
 def _heading(line: str) -> tuple[int, str, str | None] | None:
     """``(level, text, id)`` of a heading line, the attribute block left out of the text; None for
     a line that is no heading."""
-    match = _HEADING.match(line)
-    if match is None:
+    found = _atx(line) if "#" in line else None
+    if found is None:
         return None
-    text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
-    attributes = _ATTRIBUTES.search(text)
-    if attributes is None:
-        return len(match.group(1)), text, None
-    # Tokens, not words: a quoted value such as title="a #b" holds no id.
-    ids = [token[1:] for token in _ATTRIBUTE_TOKEN.findall(attributes.group(1)) if token.startswith("#")]
-    found = ids[0] if ids and len(ids[0]) <= MAX_ANCHOR_LENGTH else None
-    return len(match.group(1)), text[: attributes.start()].strip(), found
+    level, text = found
+    split = _attributes(text)
+    if split is None:
+        return level, text, None
+    text, found_id = split
+    return level, text, found_id if found_id is not None and len(found_id) <= MAX_ANCHOR_LENGTH else None
 
 
 def heading_id(line: str) -> str | None:
