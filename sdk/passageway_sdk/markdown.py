@@ -1,10 +1,16 @@
 """Helpers for connectors whose source is markdown, or converts to it.
 
-Only ``#`` headings (ATX) split a document; a heading's attribute block at its end (``## Title {#id}``,
-``## Title { #id .class }``, as MkDocs, VitePress and Pandoc write them) is not part of its text:
-its id is the section's ``anchor`` (:func:`heading_id` reads it from one line). Underlined (setext)
-headings and indented code blocks are not recognised. A fenced code block (``` or ~~~) hides
-everything inside it, so a ``# comment`` in a shell snippet never becomes a heading.
+``#`` headings (ATX) and underlined (setext) headings split a document; a heading's attribute block
+at its end (``## Title {#id}``, ``## Title { #id .class }``, ``## Title {: #id }``, as MkDocs,
+VitePress, Pandoc and Python-Markdown write them) is not part of its text: its id is the section's
+``anchor`` (:func:`heading_id` reads it from one line). A fenced code block (``` or ~~~) hides
+everything inside it, so a ``# comment`` in a shell snippet never becomes a heading; indented code
+blocks are not recognised. What documentation sites add is read as they show it (:func:`_read`):
+reference-link definitions and rules are left out, an admonition shows its title.
+
+Every rule is linear in its input (issue 38, items 2 and 5): a line is read by string tests or by
+patterns that cannot backtrack over it, and an attribute block is at most
+:data:`MAX_ATTRIBUTES_LENGTH` characters.
 """
 
 from __future__ import annotations
@@ -20,35 +26,46 @@ _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
 _ATTRIBUTE = r"""[#.][\w:.-]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s}]+)"""
 _ATTRIBUTE_TOKEN = re.compile(_ATTRIBUTE)
+# A reference-link definition, ``[name]: https://…`` (not a footnote, ``[^1]: …``); the label bounded.
+_REFERENCE = re.compile(r" {0,3}\[(?!\^)[^\]\n]{1,999}\]:[ \t]*\S")
+_ADMONITION_MARKS = ("???+", "!!!", "???", "===")
+_CLASS_NAME = re.compile(r"[\w-]+")
+# A PyMdown block, ``/// admonition | Title`` (``///`` alone closes one); possessive, so linear.
+_SLASH_BLOCK = re.compile(r"/{3,}+[ \t]*+([\w-]*+)[ \t]*+(?:\|[ \t]*+(.{0,500}))?")
+_INLINE_ATTRIBUTES = re.compile(r"\{:[^{}\n]{0,500}\}")
+_NOT_PARAGRAPH = re.compile(r"(?: {4}|\t| {0,3}(?:[>|<]|(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)))")
 MAX_ATTRIBUTES_LENGTH = 1024
 """The longest attribute block read as one; a longer ``{…}`` at a heading's end stays in its text."""
 
 
-def _lines(text: str) -> Iterator[tuple[str, bool]]:
-    """Each line with whether it belongs to a fenced code block (fence lines included)."""
-    fence: str | None = None
-    for line in text.splitlines():
-        if fence is None and "`" not in line and "~" not in line:
-            yield line, False  # the common case, without a pattern
-            continue
+class _Fences:
+    """Follows fenced code blocks line by line: :meth:`inside` says whether a line belongs to one
+    (fence lines included)."""
+
+    def __init__(self) -> None:
+        self.fence: str | None = None
+
+    def inside(self, line: str) -> bool:
+        if self.fence is None and "`" not in line and "~" not in line:
+            return False  # the common case, without a pattern
         match = _FENCE.match(line)
-        if fence is None:
+        if self.fence is None:
             # A backtick fence's info string may not contain a backtick (CommonMark).
             if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
-                fence = match.group(1)
-                yield line, True
-            else:
-                yield line, False
-        else:
-            closes = (
-                match is not None
-                and match.group(1)[0] == fence[0]
-                and len(match.group(1)) >= len(fence)
-                and not match.group(2).strip()
-            )
-            yield line, True
-            if closes:
-                fence = None
+                self.fence = match.group(1)
+                return True
+            return False
+        if (match is not None and match.group(1)[0] == self.fence[0]
+                and len(match.group(1)) >= len(self.fence) and not match.group(2).strip()):
+            self.fence = None
+        return True
+
+
+def _lines(text: str) -> Iterator[tuple[str, bool]]:
+    """Each line with whether it belongs to a fenced code block (fence lines included)."""
+    fences = _Fences()
+    for line in text.splitlines():
+        yield line, fences.inside(line)
 
 
 MAX_ANCHOR_LENGTH = 256
@@ -120,6 +137,8 @@ def _heading(line: str) -> tuple[int, str, str | None] | None:
     if split is None:
         return level, text, None
     text, found_id = split
+    if text.endswith("#"):  # ### Title ### {: #id }
+        text = (_atx("# " + text) or (1, text))[1]
     return level, text, found_id if found_id is not None and len(found_id) <= MAX_ANCHOR_LENGTH else None
 
 
@@ -135,14 +154,159 @@ def _clean(text: str) -> str:
     return _LEADING_BLANK_LINES.sub("", text).rstrip()
 
 
+def _rule(line: str) -> str | None:
+    """``=`` or ``-`` for a line that can underline a setext heading, ``*`` for any other
+    thematic break (``***``, ``- - -``, ``___``), None for other lines. String tests only."""
+    stripped = line.strip()
+    if not stripped or len(line) - len(line.lstrip(" ")) > 3:
+        return None
+    if stripped.strip("=") == "":
+        return "="
+    if stripped.strip("-") == "":
+        return "-"
+    marks = stripped.replace(" ", "").replace("\t", "")
+    return "*" if len(marks) >= 3 and marks.strip(marks[0]) == "" and marks[0] in "*_-" else None
+
+
+def _admonition_title(line: str) -> str | None:
+    """What an admonition or tab header line shows (``!!! tip "Title"``, ``??? note``, ``===
+    "Tab"``): its quoted title, else its capitalised type (Python-Markdown's rule); ``""`` for an
+    empty title; None for other lines. String tests only."""
+    mark = next((mark for mark in _ADMONITION_MARKS if line.startswith(mark)), None)
+    if mark is None or not line[len(mark) : len(mark) + 1].isspace():
+        return None
+    rest = line[len(mark) :].strip()
+    quote = rest.find('"')
+    title = None
+    if quote >= 0:
+        if quote == len(rest) - 1 or not rest.endswith('"'):
+            return None
+        rest, title = rest[:quote], rest[quote + 1 : -1].strip()
+    names = rest.split()
+    if mark == "===":
+        return title if title is not None and not names else None
+    if not names or not all(_CLASS_NAME.fullmatch(name) for name in names):
+        return None
+    return title if title is not None else names[0].capitalize()
+
+
+def _read(text: str) -> Iterator[tuple[str, tuple[int, str, str | None] | None]]:
+    """Each line of section text, ``(line, None)``, and each heading, ``("", (level, text, id))``.
+
+    Besides ATX headings and fenced code (:class:`_Fences`) it reads what documentation sites
+    write: a paragraph line underlined with ``===`` or ``---`` is a heading (setext); other
+    thematic breaks, reference-link definitions and block attribute lists (``{: .class }`` on a
+    line of their own) show nothing and are left out; ``{: …}`` inside a line is taken out; an
+    admonition or tab header (``!!! tip "Title"``, ``??? note``, ``=== "Tab"``, ``/// note |
+    Title``) becomes its title, and the indented body under it loses that indentation. Front
+    matter at the very top (``---`` … ``---`` with no blank line) is kept as it is.
+    """
+    fences = _Fences()
+    indents = 0  # open admonitions whose body is indented
+    pending: str | None = None  # a paragraph line that an underline may make a heading
+    lines = text.splitlines()
+    front = -1  # the line that closes front matter at the top (before any blank line), if any
+    if lines and lines[0].strip() == "---":
+        for number in range(1, len(lines)):
+            closing = lines[number].strip()
+            if closing in ("---", "...") or not closing:
+                front = number if closing else -1
+                break
+    for number, raw in enumerate(lines):
+        line = raw
+        if indents:
+            level = 0
+            while level < indents and (line.startswith("    ") or line.startswith("\t")):
+                line = line[4:] if line.startswith("    ") else line[1:]
+                level += 1
+            if line.strip():
+                indents = level
+            else:
+                line = ""
+        if fences.inside(line):
+            if pending is not None and (shown := _shown(pending)) is not None:
+                yield shown, None
+            pending = None
+            yield line, None
+            continue
+        if number <= front:
+            yield line, None
+            continue
+        if not line or line.isspace():
+            if pending is not None and (shown := _shown(pending)) is not None:
+                yield shown, None
+            pending = None
+            yield line, None
+            continue
+        rule = _rule(line)
+        if pending is not None:
+            if rule in ("=", "-"):
+                yield "", _setext(pending, 1 if rule == "=" else 2)
+                pending = None
+                continue
+            else:
+                if (shown := _shown(pending)) is not None:
+                    yield shown, None
+                pending = None
+        if rule is not None:
+            yield "", None  # a thematic break: a blank line keeps the blocks apart
+            continue
+        found = _heading(line) if "#" in line else None
+        if found is not None:
+            yield "", found
+            continue
+        if "!!!" in line or "???" in line or "===" in line:
+            title = _admonition_title(line)
+            if title is not None:
+                indents += 1
+                if title:
+                    yield title, None
+                    yield "", None
+                continue
+        if "///" in line:
+            block = _SLASH_BLOCK.fullmatch(line.strip())
+            if block is not None:
+                title = (block.group(2) or "").strip() or block.group(1).capitalize()
+                if title:
+                    yield title, None
+                    yield "", None
+                continue
+        if "]:" in line and _REFERENCE.match(line):
+            continue
+        if line.strip() and not _NOT_PARAGRAPH.match(line):
+            pending = line
+        elif (shown := _shown(line)) is not None:
+            yield shown, None
+    if pending is not None and (shown := _shown(pending)) is not None:
+        yield shown, None
+
+
+def _shown(line: str) -> str | None:
+    """``line`` without its ``{: …}`` attribute lists; None when nothing else was on it."""
+    if "{:" not in line:
+        return line
+    line = _INLINE_ATTRIBUTES.sub("", line)
+    return line if line.strip() else None
+
+
+def _setext(text: str, level: int) -> tuple[int, str, str | None]:
+    """The heading a setext underline makes of ``text``, its attribute block read as an ATX one's."""
+    found = _heading("#" * level + " " + text.strip())
+    assert found is not None
+    return found
+
+
 def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str | None]]:
     """The sections of a markdown document, ready for an item record's ``sections``.
 
-    Every heading from ``#`` to ``######`` outside a fenced code block starts a section. Its
+    Every heading from ``#`` to ``######`` outside a fenced code block starts a section, and so
+    does a paragraph line underlined with ``===`` (level 1) or ``---`` (level 2). Its
     ``heading`` is the trail of the enclosing headings joined by `` › `` (a ``### Linux`` under
     ``## Setup`` becomes ``Setup › Linux``); text before the first heading is a section whose
     ``heading`` is ``None``. Each ``text`` keeps its lines and blank lines as written, without
-    leading blank lines or trailing whitespace; sections with no text are left out.
+    leading blank lines or trailing whitespace; sections with no text are left out. Markup a
+    documentation site does not show is left out of it (reference-link definitions, rules, ``{:
+    …}`` attribute lists), and an admonition header is replaced by its title (:func:`_read`).
 
     A heading with an id in its attribute block (``## Install {#install}``, ``{ #install .wide }``)
     gives its section an ``anchor`` key with the id, which passageway puts on the section's link
@@ -167,8 +331,7 @@ def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str
                 section["anchor"] = anchor
             sections.append(section)
 
-    for line, in_code in _lines(text):
-        found = None if in_code else _heading(line)
+    for line, found in _read(text):
         if found is None:
             body.append(line)
             continue
@@ -189,10 +352,7 @@ def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str
 
 def first_h1(text: str) -> str | None:
     """The text of the first level-1 heading outside fenced code, or ``None`` if there is none."""
-    for line, in_code in _lines(text):
-        if in_code:
-            continue
-        found = _heading(line)
+    for _, found in _read(text):
         if found is not None and found[0] == 1 and found[1]:
             return found[1]
     return None

@@ -31,6 +31,14 @@ HEADING_IDS_MARK = b"heading ids are anchors"
 """Hashed into the version of a note whose headings may carry ids (:func:`has_heading_id`), so a
 note indexed before sections had anchors is fetched once more and gets them; other notes keep
 their version."""
+DOCS_MARKUP_MARK = b"documentation markup read"
+"""Hashed into the version of a note that may hold what the SDK's reader learnt to read
+(:data:`_DOCS_MARKUP`: underlined headings, thematic breaks, reference-link definitions,
+``{: …}`` attribute lists, admonitions), so such a note is fetched once more and read anew."""
+# Anchored at line starts or at a literal "{:", and each alternative gives up within its line:
+# linear in the file.
+_DOCS_MARKUP = re.compile(
+    rb"^ {0,3}(?:[-=*_][ \t]*)+$|^ {0,3}\[[^\]\n]{1,999}\]:|^(?:!!!|\?\?\?|===|///)|\{:", re.MULTILINE)
 _BLOCK_END = re.compile(rb"\}[ \t]*$", re.MULTILINE)
 _ID_CHARACTER = re.compile(rb"[\w:.-]")
 
@@ -140,10 +148,13 @@ class MarkdownConnector(Connector):
     # -----------------------------------------------------------------------------------------
 
     def version(self, note: Note) -> str:
-        """A hash of the file, its place, and the notes it links to (see :data:`HEADING_IDS_MARK`)."""
+        """A hash of the file, its place, and the notes it links to (see :data:`HEADING_IDS_MARK`
+        and :data:`DOCS_MARKUP_MARK`)."""
         digest = hashlib.sha256()
         links = (link.encode("utf-8") for link in note.links)
         mark = (HEADING_IDS_MARK,) if has_heading_id(note.data) else ()
+        if _DOCS_MARKUP.search(note.data):
+            mark += (DOCS_MARKUP_MARK,)
         for part in (note.relative.encode("utf-8"), note.data, *links, *mark):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)

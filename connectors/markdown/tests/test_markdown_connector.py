@@ -405,7 +405,8 @@ def test_invalid_front_matter_is_warned_and_ignored(notes):
 
 def test_an_unclosed_front_matter_block_is_text(notes):
     notes.write("rule.md", "---\nnot front matter\n")
-    assert notes.item("rule.md")["sections"] == [{"heading": None, "text": "---\nnot front matter"}]
+    # A rule shows nothing: it is left out of the text (the SDK's split_markdown).
+    assert notes.item("rule.md")["sections"] == [{"heading": None, "text": "not front matter"}]
 
 
 def test_two_files_with_the_same_id_fail_the_call(notes):
