@@ -22,6 +22,7 @@ from passageway_connector_markdown import front_matter
 from passageway_connector_markdown.folder import Folder, Note
 from passageway_connector_markdown.globs import Globs
 from passageway_connector_markdown.links import resolve_links
+from passageway_connector_markdown.parts import DEFAULT_SPLIT_BYTES, split_parts
 
 DEFAULT_INCLUDE = "*.md|*.markdown"
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -66,7 +67,8 @@ def has_heading_id(data: bytes) -> bool:
 
 
 class MarkdownConnector(Connector):
-    """Index the markdown files under ``FOLDER``. Settings: FOLDER, INCLUDE, EXCLUDE, MAX_FILE_BYTES."""
+    """Index the markdown files under ``FOLDER``. Settings: FOLDER, INCLUDE, EXCLUDE, MAX_FILE_BYTES,
+    SPLIT_BYTES."""
 
     name = "markdown connector"
 
@@ -92,26 +94,42 @@ class MarkdownConnector(Connector):
             raise SettingsError(f"MAX_FILE_BYTES {limit!r} is not a whole number of bytes") from None
         if self.max_file_bytes < 1:
             raise SettingsError(f"MAX_FILE_BYTES must be at least 1, not {self.max_file_bytes}")
+        split = env.get("SPLIT_BYTES", "").strip() or str(DEFAULT_SPLIT_BYTES)
+        try:
+            self.split_bytes = int(split)
+        except ValueError:
+            problem = f"SPLIT_BYTES {split!r} is not a whole number of bytes"
+            raise SettingsError(f"{problem}; set a size, or 0 to never split a note") from None
+        if self.split_bytes < 0:
+            raise SettingsError(f"SPLIT_BYTES must be 0 (never split) or more, not {self.split_bytes}")
         self._notes: dict[str, Note] | None = None
+        self._records: dict[str, list[dict[str, Any]]] = {}
 
     # -----------------------------------------------------------------------------------------
     # The protocol
     # -----------------------------------------------------------------------------------------
 
     def versions(self) -> dict[str, str]:
-        return {note.id: self.version(note) for note in self.notes().values()}
+        found: dict[str, str] = {}
+        for note in self.notes().values():
+            if self.splits(note):
+                found.update((record["id"], record["version"]) for record in self.records(note))
+            else:
+                found[note.id] = self.version(note)
+        return found
 
     def fetch(self, ids: Sequence[str]) -> Iterator[dict[str, Any]]:
         notes = self.notes()
         for item_id in ids:
-            if item_id in notes:
-                yield self.item(notes[item_id])
+            note = notes.get(item_id) or notes.get(item_id.rpartition("#")[0])
+            if note is not None:
+                yield from (record for record in self.records(note) if record["id"] == item_id)
 
     def changed(self, since: datetime) -> Iterator[dict[str, Any]]:
         threshold = since.timestamp()
         for note in self.notes().values():
             if note.changed_at >= threshold:
-                yield self.item(note)
+                yield from self.records(note)
 
     # -----------------------------------------------------------------------------------------
     # The notes
@@ -159,6 +177,34 @@ class MarkdownConnector(Connector):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)
         return digest.hexdigest()[:16]
+
+    def records(self, note: Note) -> list[dict[str, Any]]:
+        """The items of one note: the note itself, or, for a note over ``SPLIT_BYTES``, one per
+        top-level section (:mod:`.parts`), each with a version of its own."""
+        if note.id not in self._records:
+            record = self.item(note)
+            if not self.splits(note):
+                self._records[note.id] = [record]
+            else:
+                parts = split_parts(note.id, record["sections"])
+                self._records[note.id] = [self._part(record, part_id, sections, first=number == 0)
+                                          for number, (part_id, sections) in enumerate(parts)]
+        return self._records[note.id]
+
+    def splits(self, note: Note) -> bool:
+        """Whether ``note`` is over ``SPLIT_BYTES`` (and the setting is not 0)."""
+        return 0 < self.split_bytes < len(note.data)
+
+    @staticmethod
+    def _part(record: dict[str, Any], part_id: str, sections: list[dict[str, str | None]], first: bool
+              ) -> dict[str, Any]:
+        part = {**record, "id": part_id, "sections": sections}
+        if part_id != record["id"]:
+            version = f"{record['version']}\n{part_id}".encode()
+            part["version"] = hashlib.sha256(version).hexdigest()[:16]
+        if not first:
+            part.pop("links", None)  # links to other notes count once, on the note's own id
+        return part
 
     def item(self, note: Note) -> dict[str, Any]:
         """The protocol record of one note."""
