@@ -4,7 +4,9 @@ The probe's cases: a line ``{#`` plus many word characters with no ``}`` made th
 connector's heading-id pattern quadratic (20,000 characters 1.7 s; a 300 KB note timed out
 ``check`` at every sync and its source stayed failing); a run of spaces inside a heading, or an
 attribute block that never closes, made the SDK's ``split_markdown`` and the passage index's
-markdown reader quadratic (80,000 characters 50-91 s).
+markdown reader quadratic (80,000 characters 50-91 s). One more was found here: the SDK's
+``strip_code`` (which the connector runs on every note for its links) searched forward from every
+backtick for a closing run, 10 s for 20 KB of backtick runs of every length.
 
 Each hostile shape is read at ``SIZE`` characters (256 KiB here, 1 MiB in the full run) by every
 reader, and must take less than ten times what the same reader takes on ordinary markdown of the
@@ -37,6 +39,11 @@ def repeated(piece: str, size: int) -> str:
     return (piece * (size // len(piece) + 1))[:size]
 
 
+def backtick_runs(size: int) -> str:
+    """Runs of 1, 2, 3 … backticks: no run closes another (about ``size`` characters)."""
+    return " a ".join("`" * count for count in range(1, int((2 * size) ** 0.5)))
+
+
 SHAPES: dict[str, Callable[[int], str]] = {
     "heading id that never closes": lambda size: "# Title {#" + "a" * size,
     "attribute blocks that never close": lambda size: "# Title " + repeated("{#a ", size),
@@ -55,6 +62,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "admonition headers": lambda size: repeated("!!! ", size),
     "an open admonition title": lambda size: '!!! note "' + "a" * size,
     "fences": lambda size: repeated("```\n", size),
+    "backtick runs of every length": backtick_runs,
 }
 
 

@@ -37,8 +37,8 @@ def _key(section: Section) -> str:
 
 def split_parts(note_id: str, sections: list[Section]) -> list[tuple[str, list[Section]]]:
     """``(id, sections)`` for each part of a note: one per top-level heading, the text before the
-    first one with the first part, which keeps ``note_id``. One part for a note with a single
-    top-level section."""
+    first one with the first part, which keeps ``note_id``. One part, all of the note, when it
+    has fewer than two top-level sections."""
     groups: list[list[Section]] = []
     current: str | None = None  # the top-level heading of the open part
     for section in sections:
@@ -48,6 +48,8 @@ def split_parts(note_id: str, sections: list[Section]) -> list[tuple[str, list[S
         else:
             groups.append([section])
         current = top if top is not None else current
+    if len(groups) < 2:
+        return [(note_id, sections)]  # nothing to split: the note as it is, even without sections
     parts: list[tuple[str, list[Section]]] = []
     taken: set[str] = set()
     for number, group in enumerate(groups):

@@ -67,7 +67,16 @@ def test_a_note_under_the_limit_and_a_limit_of_zero_never_split(notes):
     assert len(item["sections"]) == 7
 
 
+def test_a_long_note_without_two_top_level_sections_stays_one_item(notes):
+    notes.write("title-only.md", "# Title {#" + "a" * 300 + "\n")
+    notes.write("one.md", "# Title\n\nIntro.\n\n## Only\n\n" + "Text. " * 60 + "\n")
+    items = notes.fetch_all(SPLIT_BYTES="100").by_id
+    assert set(items) == {"title-only.md", "one.md"}
+    assert [section["heading"] for section in items["one.md"]["sections"]] == [None, "Only"]
+
+
 def test_a_wrong_split_bytes_is_a_settings_error(notes):
-    for value, words in (("lots", "is not a whole number of bytes"), ("-1", "must be 0 (never split) or more")):
+    wrong = {"lots": "is not a whole number of bytes", "-1": "must be 0 (never split) or more"}
+    for value, words in wrong.items():
         result = notes.run("list", SPLIT_BYTES=value)
         assert result.code == 2 and words in result.stderr, result.stderr
