@@ -59,9 +59,10 @@ def test_a_long_note_is_one_item_per_top_level_section(notes):
     assert changed.code == 0 and set(changed.by_id) == set(versions)
 
 
-def test_a_note_under_the_limit_and_a_limit_of_zero_never_split(notes):
+def test_by_default_and_under_the_limit_no_note_is_split(notes):
     notes.write("config.md", PAGE)
-    assert list(notes.list()) == ["config.md"]  # the default, 100,000 bytes
+    assert list(notes.list()) == ["config.md"]  # the default, 0: never
+    assert list(notes.list(SPLIT_BYTES="100000")) == ["config.md"]
     assert list(notes.list(SPLIT_BYTES="0")) == ["config.md"]
     [item] = notes.fetch_all(SPLIT_BYTES="0").records
     assert len(item["sections"]) == 7
