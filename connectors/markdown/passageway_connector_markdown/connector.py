@@ -46,23 +46,25 @@ _ID_CHARACTER = re.compile(rb"[\w:.-]")
 
 def has_heading_id(data: bytes) -> bool:
     """Whether a line of ``data`` ends with an attribute block holding an ``#id``: a ``}`` at the
-    line's end whose text after the line's last ``{`` has a ``#`` followed by an id character.
+    line's end, and before it (after any other ``}``) a ``{`` whose first following ``#`` is
+    followed by an id character.
 
     It does not check that the line is a heading: a rare false match only costs that note one more
     fetch. Linear in ``data`` (issue 38, item 2): the pattern starts at a ``}`` and reads only the
-    blanks after it, and each candidate line is scanned once from its end.
+    blanks after it, and each candidate line is read once, from one ``#`` to the next.
     """
     if b"#" not in data or b"{" not in data:
         return False
     for end in _BLOCK_END.finditer(data):
         line_start = data.rfind(b"\n", 0, end.start()) + 1
-        opening = data.rfind(b"{", line_start, end.start())
-        if opening < 0:
-            continue
-        inner = data[opening + 1 : end.start()]
-        mark = inner.find(b"#")
-        if mark >= 0 and b"}" not in inner and _ID_CHARACTER.match(inner, mark + 1):
-            return True
+        start = data.rfind(b"}", line_start, end.start()) + 1 or line_start
+        previous = start  # where the text since the last "#" begins
+        mark = data.find(b"#", start, end.start())
+        while mark >= 0:
+            if data.find(b"{", previous, mark) >= 0 and _ID_CHARACTER.match(data, mark + 1, end.start()):
+                return True
+            previous = mark + 1
+            mark = data.find(b"#", previous, end.start())
     return False
 
 
