@@ -320,8 +320,9 @@ Use `[x](y)` and `<module>.disabled` as written:
 
 </details>"""
     shown, moved = tidy(page)
-    assert shown == ("Fish tip Read the guide first. Use `[x](y)` and `<module>.disabled` as written: "
-                     '```html <a href="/docs">docs</a> --name ```')
+    # Code keeps its line breaks (the same length as the spaces of the flat text).
+    assert shown == ("Fish tip Read the guide first. Use `[x](y)` and `<module>.disabled` as written:\n"
+                     '```html\n<a href="/docs">docs</a> --name\n```')
     place = flat(page).index("Read the")
     assert shown[moved(place):].startswith("Read the")
     assert shown[moved(flat(page).index("{*")):].startswith("Use `[x](y)`")  # a removed part: what follows

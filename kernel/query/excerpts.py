@@ -305,17 +305,21 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
     """The flat text of ``text`` as an excerpt shows it, with :func:`_noise` taken out, and the
     map from a place in the flat text to the same place in the result. Documentation markup
     (link targets, ``<details>``, ``{* include *}`` lines, terminal colours) can fill a third of
-    a share and holds no answer; it is only taken out of what is shown, never out of the index."""
+    a share and holds no answer; it is only taken out of what is shown, never out of the index.
+    Fenced code keeps its line breaks (not its indentation), so it reads as code, not as one line."""
     flat_text = flat(text)
     spans: list[tuple[int, int]] = []
+    breaks: list[int] = []  # the spaces that stand for a code block's line breaks
     offset = 0
     for kind, block in blocks(text):
         block_flat = flat(block)
         if block_flat:
             spans += [(offset + start, offset + end) for start, end in _noise(kind, block_flat)]
+            if kind == "code":
+                breaks += _line_breaks(block, offset, len(flat_text))
             offset += len(block_flat) + 1
     if not spans:
-        return flat_text, lambda place: place
+        return _with_breaks(flat_text, breaks), lambda place: place
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -346,4 +350,28 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
         before = bisect.bisect_right(ends, place)
         return place - (cut_out[before - 1][2] if before else 0)
 
-    return "".join(pieces), moved
+    return _with_breaks("".join(pieces), [moved(place) for place in breaks]), moved
+
+
+def _line_breaks(block: str, offset: int, length: int) -> list[int]:
+    """Where, in a flat text of ``length`` characters, the code ``block`` at ``offset`` has its line
+    breaks: around the block and between its lines (a space each in the flat text)."""
+    found = [offset - 1] if offset else []
+    for line in block.split("\n"):
+        line_flat = flat(line)
+        if line_flat:
+            offset += len(line_flat) + 1
+            found.append(offset - 1)
+    return [place for place in found if place < length]
+
+
+def _with_breaks(shown: str, breaks: Sequence[int]) -> str:
+    """``shown`` with the spaces at ``breaks`` made line breaks again: code is shown line by line,
+    as written, with the same length, so every place in the excerpt stays where it was."""
+    if not breaks:
+        return shown
+    characters = list(shown)
+    for place in breaks:
+        if 0 <= place < len(characters) and characters[place] == " ":
+            characters[place] = "\n"
+    return "".join(characters)

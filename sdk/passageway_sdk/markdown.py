@@ -1,73 +1,146 @@
 """Helpers for connectors whose source is markdown, or converts to it.
 
-Only ``#`` headings (ATX) split a document; a heading's attribute block at its end (``## Title {#id}``,
-``## Title { #id .class }``, as MkDocs, VitePress and Pandoc write them) is not part of its text:
-its id is the section's ``anchor`` (:func:`heading_id` reads it from one line). Underlined (setext)
-headings and indented code blocks are not recognised. A fenced code block (``` or ~~~) hides
-everything inside it, so a ``# comment`` in a shell snippet never becomes a heading.
+``#`` headings (ATX) and underlined (setext) headings split a document; a heading's attribute block
+at its end (``## Title {#id}``, ``## Title { #id .class }``, ``## Title {: #id }``, as MkDocs,
+VitePress, Pandoc and Python-Markdown write them) is not part of its text: its id is the section's
+``anchor`` (:func:`heading_id` reads it from one line). A fenced code block (``` or ~~~) hides
+everything inside it, so a ``# comment`` in a shell snippet never becomes a heading; indented code
+blocks are not recognised. What documentation sites add is read as they show it (:func:`_read`):
+reference-link definitions and rules are left out, an admonition shows its title.
+
+Every rule is linear in its input (issue 38, items 2 and 5): a line is read by string tests or by
+patterns that cannot backtrack over it, and an attribute block is at most
+:data:`MAX_ATTRIBUTES_LENGTH` characters.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 
 TRAIL_SEPARATOR = " › "
 """Joins the headings of a section's trail: ``Setup › Linux``."""
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+_BACKTICKS = re.compile(r"`+")
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
-# One attribute: #id, .class or key=value (the value bare or quoted).
 _ATTRIBUTE = r"""[#.][\w:.-]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s}]+)"""
 _ATTRIBUTE_TOKEN = re.compile(_ATTRIBUTE)
-_ATTRIBUTES = re.compile(rf"[ \t]*\{{[ \t]*((?:{_ATTRIBUTE})(?:[ \t]+(?:{_ATTRIBUTE}))*)[ \t]*\}}[ \t]*$")
+# A reference-link definition, ``[name]: https://…`` (not a footnote, ``[^1]: …``); the label bounded.
+_REFERENCE = re.compile(r" {0,3}\[(?!\^)[^\]\n]{1,999}\]:[ \t]*\S")
+_ADMONITION_MARKS = ("???+", "!!!", "???", "===")
+_CLASS_NAME = re.compile(r"[\w-]+")
+# A PyMdown block, ``/// admonition | Title`` (``///`` alone closes one); possessive, so linear.
+_SLASH_BLOCK = re.compile(r"/{3,}+[ \t]*+([\w-]*+)[ \t]*+(?:\|[ \t]*+(.{0,500}))?")
+_INLINE_ATTRIBUTES = re.compile(r"\{:[^{}\n]{0,500}\}")
+_NOT_PARAGRAPH = re.compile(r"(?: {4}|\t| {0,3}(?:[>|<]|(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)))")
+MAX_ATTRIBUTES_LENGTH = 1024
+"""The longest attribute block read as one; a longer ``{…}`` at a heading's end stays in its text."""
+
+
+class _Fences:
+    """Follows fenced code blocks line by line: :meth:`inside` says whether a line belongs to one
+    (fence lines included)."""
+
+    def __init__(self) -> None:
+        self.fence: str | None = None
+
+    def inside(self, line: str) -> bool:
+        if self.fence is None and "`" not in line and "~" not in line:
+            return False  # the common case, without a pattern
+        match = _FENCE.match(line)
+        if self.fence is None:
+            # A backtick fence's info string may not contain a backtick (CommonMark).
+            if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
+                self.fence = match.group(1)
+                return True
+            return False
+        if (match is not None and match.group(1)[0] == self.fence[0]
+                and len(match.group(1)) >= len(self.fence) and not match.group(2).strip()):
+            self.fence = None
+        return True
 
 
 def _lines(text: str) -> Iterator[tuple[str, bool]]:
     """Each line with whether it belongs to a fenced code block (fence lines included)."""
-    fence: str | None = None
+    fences = _Fences()
     for line in text.splitlines():
-        match = _FENCE.match(line)
-        if fence is None:
-            # A backtick fence's info string may not contain a backtick (CommonMark).
-            if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
-                fence = match.group(1)
-                yield line, True
-            else:
-                yield line, False
-        else:
-            closes = (
-                match is not None
-                and match.group(1)[0] == fence[0]
-                and len(match.group(1)) >= len(fence)
-                and not match.group(2).strip()
-            )
-            yield line, True
-            if closes:
-                fence = None
+        yield line, fences.inside(line)
 
 
 MAX_ANCHOR_LENGTH = 256
 """The protocol's limit on a section's ``anchor``; a longer id is not sent."""
 
 
+def _atx(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` of an ATX heading line, closing ``#`` marks dropped; None for other lines.
+
+    Plain string scanning, no regular expression: a heading of any length costs one pass, however
+    many spaces or ``#`` marks it holds (issue 38, item 5)."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3 or not stripped.startswith("#"):
+        return None
+    rest = stripped.lstrip("#")
+    level = len(stripped) - len(rest)
+    if level > 6 or (rest and rest[0] not in " \t"):
+        return None
+    text = rest.strip()
+    unclosed = text.rstrip("#")
+    if unclosed != text and (not unclosed or unclosed[-1] in " \t"):
+        text = unclosed.rstrip()
+    return level, text
+
+
+def _attributes(text: str) -> tuple[str, str | None] | None:
+    """A heading's text without its trailing attribute block (``{#id .class}``, ``{: #id }``) and
+    the block's first ``#id`` (None without one); None when the text ends in no attribute block.
+
+    The block is the text after the last ``{``, at most :data:`MAX_ATTRIBUTES_LENGTH` characters,
+    read token by token, so the cost is bounded whatever the line holds."""
+    if not text.endswith("}"):
+        return None
+    opening = text.rfind("{", max(0, len(text) - MAX_ATTRIBUTES_LENGTH))
+    if opening < 0:
+        return None
+    inner = text[opening + 1 : -1]
+    if inner.startswith(":"):
+        inner = inner[1:]  # Python-Markdown's attr_list writes {: #id }
+    tokens: list[str] = []
+    position = 0
+    while True:
+        while position < len(inner) and inner[position] in " \t":
+            position += 1
+        if position == len(inner):
+            break
+        if tokens and inner[position - 1] not in " \t":
+            return None  # attributes are separated by spaces
+        token = _ATTRIBUTE_TOKEN.match(inner, position)
+        if token is None:
+            return None
+        tokens.append(token.group())
+        position = token.end()
+    if not tokens:
+        return None
+    # Tokens, not words: a quoted value such as title="a #b" holds no id.
+    ids = [token[1:] for token in tokens if token.startswith("#")]
+    return text[:opening].strip(), ids[0] if ids else None
+
+
 def _heading(line: str) -> tuple[int, str, str | None] | None:
     """``(level, text, id)`` of a heading line, the attribute block left out of the text; None for
     a line that is no heading."""
-    match = _HEADING.match(line)
-    if match is None:
+    found = _atx(line) if "#" in line else None
+    if found is None:
         return None
-    text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
-    attributes = _ATTRIBUTES.search(text)
-    if attributes is None:
-        return len(match.group(1)), text, None
-    # Tokens, not words: a quoted value such as title="a #b" holds no id.
-    ids = [token[1:] for token in _ATTRIBUTE_TOKEN.findall(attributes.group(1)) if token.startswith("#")]
-    found = ids[0] if ids and len(ids[0]) <= MAX_ANCHOR_LENGTH else None
-    return len(match.group(1)), text[: attributes.start()].strip(), found
+    level, text = found
+    split = _attributes(text)
+    if split is None:
+        return level, text, None
+    text, found_id = split
+    if text.endswith("#"):  # ### Title ### {: #id }
+        text = (_atx("# " + text) or (1, text))[1]
+    return level, text, found_id if found_id is not None and len(found_id) <= MAX_ANCHOR_LENGTH else None
 
 
 def heading_id(line: str) -> str | None:
@@ -82,14 +155,159 @@ def _clean(text: str) -> str:
     return _LEADING_BLANK_LINES.sub("", text).rstrip()
 
 
+def _rule(line: str) -> str | None:
+    """``=`` or ``-`` for a line that can underline a setext heading, ``*`` for any other
+    thematic break (``***``, ``- - -``, ``___``), None for other lines. String tests only."""
+    stripped = line.strip()
+    if not stripped or len(line) - len(line.lstrip(" ")) > 3:
+        return None
+    if stripped.strip("=") == "":
+        return "="
+    if stripped.strip("-") == "":
+        return "-"
+    marks = stripped.replace(" ", "").replace("\t", "")
+    return "*" if len(marks) >= 3 and marks.strip(marks[0]) == "" and marks[0] in "*_-" else None
+
+
+def _admonition_title(line: str) -> str | None:
+    """What an admonition or tab header line shows (``!!! tip "Title"``, ``??? note``, ``===
+    "Tab"``): its quoted title, else its capitalised type (Python-Markdown's rule); ``""`` for an
+    empty title; None for other lines. String tests only."""
+    mark = next((mark for mark in _ADMONITION_MARKS if line.startswith(mark)), None)
+    if mark is None or not line[len(mark) : len(mark) + 1].isspace():
+        return None
+    rest = line[len(mark) :].strip()
+    quote = rest.find('"')
+    title = None
+    if quote >= 0:
+        if quote == len(rest) - 1 or not rest.endswith('"'):
+            return None
+        rest, title = rest[:quote], rest[quote + 1 : -1].strip()
+    names = rest.split()
+    if mark == "===":
+        return title if title is not None and not names else None
+    if not names or not all(_CLASS_NAME.fullmatch(name) for name in names):
+        return None
+    return title if title is not None else names[0].capitalize()
+
+
+def _read(text: str) -> Iterator[tuple[str, tuple[int, str, str | None] | None]]:
+    """Each line of section text, ``(line, None)``, and each heading, ``("", (level, text, id))``.
+
+    Besides ATX headings and fenced code (:class:`_Fences`) it reads what documentation sites
+    write: a paragraph line underlined with ``===`` or ``---`` is a heading (setext); other
+    thematic breaks, reference-link definitions and block attribute lists (``{: .class }`` on a
+    line of their own) show nothing and are left out; ``{: …}`` inside a line is taken out; an
+    admonition or tab header (``!!! tip "Title"``, ``??? note``, ``=== "Tab"``, ``/// note |
+    Title``) becomes its title, and the indented body under it loses that indentation. Front
+    matter at the very top (``---`` … ``---`` with no blank line) is kept as it is.
+    """
+    fences = _Fences()
+    indents = 0  # open admonitions whose body is indented
+    pending: str | None = None  # a paragraph line that an underline may make a heading
+    lines = text.splitlines()
+    front = -1  # the line that closes front matter at the top (before any blank line), if any
+    if lines and lines[0].strip() == "---":
+        for number in range(1, len(lines)):
+            closing = lines[number].strip()
+            if closing in ("---", "...") or not closing:
+                front = number if closing else -1
+                break
+    for number, raw in enumerate(lines):
+        line = raw
+        if indents:
+            level = 0
+            while level < indents and (line.startswith("    ") or line.startswith("\t")):
+                line = line[4:] if line.startswith("    ") else line[1:]
+                level += 1
+            if line.strip():
+                indents = level
+            else:
+                line = ""
+        if fences.inside(line):
+            if pending is not None and (shown := _shown(pending)) is not None:
+                yield shown, None
+            pending = None
+            yield line, None
+            continue
+        if number <= front:
+            yield line, None
+            continue
+        if not line or line.isspace():
+            if pending is not None and (shown := _shown(pending)) is not None:
+                yield shown, None
+            pending = None
+            yield line, None
+            continue
+        rule = _rule(line)
+        if pending is not None:
+            if rule in ("=", "-"):
+                yield "", _setext(pending, 1 if rule == "=" else 2)
+                pending = None
+                continue
+            else:
+                if (shown := _shown(pending)) is not None:
+                    yield shown, None
+                pending = None
+        if rule is not None:
+            yield "", None  # a thematic break: a blank line keeps the blocks apart
+            continue
+        found = _heading(line) if "#" in line else None
+        if found is not None:
+            yield "", found
+            continue
+        if "!!!" in line or "???" in line or "===" in line:
+            title = _admonition_title(line)
+            if title is not None:
+                indents += 1
+                if title:
+                    yield title, None
+                    yield "", None
+                continue
+        if "///" in line:
+            block = _SLASH_BLOCK.fullmatch(line.strip())
+            if block is not None:
+                title = (block.group(2) or "").strip() or block.group(1).capitalize()
+                if title:
+                    yield title, None
+                    yield "", None
+                continue
+        if "]:" in line and _REFERENCE.match(line):
+            continue
+        if line.strip() and not _NOT_PARAGRAPH.match(line):
+            pending = line
+        elif (shown := _shown(line)) is not None:
+            yield shown, None
+    if pending is not None and (shown := _shown(pending)) is not None:
+        yield shown, None
+
+
+def _shown(line: str) -> str | None:
+    """``line`` without its ``{: …}`` attribute lists; None when nothing else was on it."""
+    if "{:" not in line:
+        return line
+    line = _INLINE_ATTRIBUTES.sub("", line)
+    return line if line.strip() else None
+
+
+def _setext(text: str, level: int) -> tuple[int, str, str | None]:
+    """The heading a setext underline makes of ``text``, its attribute block read as an ATX one's."""
+    found = _heading("#" * level + " " + text.strip())
+    assert found is not None
+    return found
+
+
 def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str | None]]:
     """The sections of a markdown document, ready for an item record's ``sections``.
 
-    Every heading from ``#`` to ``######`` outside a fenced code block starts a section. Its
+    Every heading from ``#`` to ``######`` outside a fenced code block starts a section, and so
+    does a paragraph line underlined with ``===`` (level 1) or ``---`` (level 2). Its
     ``heading`` is the trail of the enclosing headings joined by `` › `` (a ``### Linux`` under
     ``## Setup`` becomes ``Setup › Linux``); text before the first heading is a section whose
     ``heading`` is ``None``. Each ``text`` keeps its lines and blank lines as written, without
-    leading blank lines or trailing whitespace; sections with no text are left out.
+    leading blank lines or trailing whitespace; sections with no text are left out. Markup a
+    documentation site does not show is left out of it (reference-link definitions, rules, ``{:
+    …}`` attribute lists), and an admonition header is replaced by its title (:func:`_read`).
 
     A heading with an id in its attribute block (``## Install {#install}``, ``{ #install .wide }``)
     gives its section an ``anchor`` key with the id, which passageway puts on the section's link
@@ -114,8 +332,7 @@ def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str
                 section["anchor"] = anchor
             sections.append(section)
 
-    for line, in_code in _lines(text):
-        found = None if in_code else _heading(line)
+    for line, found in _read(text):
         if found is None:
             body.append(line)
             continue
@@ -136,10 +353,7 @@ def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str
 
 def first_h1(text: str) -> str | None:
     """The text of the first level-1 heading outside fenced code, or ``None`` if there is none."""
-    for line, in_code in _lines(text):
-        if in_code:
-            continue
-        found = _heading(line)
+    for _, found in _read(text):
         if found is not None and found[0] == 1 and found[1]:
             return found[1]
     return None
@@ -152,4 +366,30 @@ def strip_code(text: str) -> str:
     inside code is not a link. The result is for searching, not for display.
     """
     kept = "\n".join(line for line, in_code in _lines(text) if not in_code)
-    return _INLINE_CODE.sub("", kept)
+    return _without_code_spans(kept) if "`" in kept else kept
+
+
+def _without_code_spans(text: str) -> str:
+    """``text`` without its code spans: a run of backticks up to the next run of the same length.
+
+    The runs are found once and each opening run looks up the next run of its length by bisection,
+    so the cost stays near linear whatever the runs are (a pattern that searched forward from
+    every backtick took seconds for 20 KB of runs of every length)."""
+    runs = [(match.start(), match.end()) for match in _BACKTICKS.finditer(text)]
+    by_length: dict[int, list[int]] = {}
+    for number, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(number)
+    kept: list[str] = []
+    position = number = 0
+    while number < len(runs):
+        start, end = runs[number]
+        same = by_length[end - start]
+        closing = bisect.bisect_right(same, number)
+        if closing == len(same):
+            number += 1  # no run of this length follows: these backticks are text
+            continue
+        kept.append(text[position:start])
+        position = runs[same[closing]][1]
+        number = same[closing] + 1
+    kept.append(text[position:])
+    return "".join(kept)

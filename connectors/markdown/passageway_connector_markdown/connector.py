@@ -22,23 +22,55 @@ from passageway_connector_markdown import front_matter
 from passageway_connector_markdown.folder import Folder, Note
 from passageway_connector_markdown.globs import Globs
 from passageway_connector_markdown.links import resolve_links
+from passageway_connector_markdown.parts import DEFAULT_SPLIT_BYTES, split_parts
 
 DEFAULT_INCLUDE = "*.md|*.markdown"
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
 MAX_ID_LENGTH = 1024  # the protocol's limit on an id
 
 HEADING_IDS_MARK = b"heading ids are anchors"
-"""Hashed into the version of a note whose headings may carry ids (:data:`_HEADING_WITH_ID`), so a
+"""Hashed into the version of a note whose headings may carry ids (:func:`has_heading_id`), so a
 note indexed before sections had anchors is fetched once more and gets them; other notes keep
 their version."""
-# An attribute block with an #id at a line's end. It does not check that the line is a heading: a
-# regular expression starting with a literal "{" scans a file about 18 times faster than one
-# anchored at every line start, and a rare false match only costs that note one more fetch.
-_HEADING_WITH_ID = re.compile(rb"\{[^}\n#]*#[\w:.-]+[^}\n]*\}[ \t]*$", re.MULTILINE)
+DOCS_MARKUP_MARK = b"documentation markup read"
+"""Hashed into the version of a note that may hold what the SDK's reader learnt to read
+(:data:`_DOCS_MARKUP`: underlined headings, thematic breaks, reference-link definitions,
+``{: …}`` attribute lists, admonitions), so such a note is fetched once more and read anew."""
+# Anchored at line starts or at a literal "{:", and each alternative gives up within its line:
+# linear in the file.
+_DOCS_MARKUP = re.compile(
+    rb"^ {0,3}(?:[-=*_][ \t]*)+$|^ {0,3}\[[^\]\n]{1,999}\]:|^(?:!!!|\?\?\?|===|///)|\{:", re.MULTILINE)
+_BLOCK_END = re.compile(rb"\}[ \t]*$", re.MULTILINE)
+_ID_CHARACTER = re.compile(rb"[\w:.-]")
+
+
+def has_heading_id(data: bytes) -> bool:
+    """Whether a line of ``data`` ends with an attribute block holding an ``#id``: a ``}`` at the
+    line's end, and before it (after any other ``}``) a ``{`` whose first following ``#`` is
+    followed by an id character.
+
+    It does not check that the line is a heading: a rare false match only costs that note one more
+    fetch. Linear in ``data`` (issue 38, item 2): the pattern starts at a ``}`` and reads only the
+    blanks after it, and each candidate line is read once, from one ``#`` to the next.
+    """
+    if b"#" not in data or b"{" not in data:
+        return False
+    for end in _BLOCK_END.finditer(data):
+        line_start = data.rfind(b"\n", 0, end.start()) + 1
+        start = data.rfind(b"}", line_start, end.start()) + 1 or line_start
+        previous = start  # where the text since the last "#" begins
+        mark = data.find(b"#", start, end.start())
+        while mark >= 0:
+            if data.find(b"{", previous, mark) >= 0 and _ID_CHARACTER.match(data, mark + 1, end.start()):
+                return True
+            previous = mark + 1
+            mark = data.find(b"#", previous, end.start())
+    return False
 
 
 class MarkdownConnector(Connector):
-    """Index the markdown files under ``FOLDER``. Settings: FOLDER, INCLUDE, EXCLUDE, MAX_FILE_BYTES."""
+    """Index the markdown files under ``FOLDER``. Settings: FOLDER, INCLUDE, EXCLUDE, MAX_FILE_BYTES,
+    SPLIT_BYTES."""
 
     name = "markdown connector"
 
@@ -64,26 +96,42 @@ class MarkdownConnector(Connector):
             raise SettingsError(f"MAX_FILE_BYTES {limit!r} is not a whole number of bytes") from None
         if self.max_file_bytes < 1:
             raise SettingsError(f"MAX_FILE_BYTES must be at least 1, not {self.max_file_bytes}")
+        split = env.get("SPLIT_BYTES", "").strip() or str(DEFAULT_SPLIT_BYTES)
+        try:
+            self.split_bytes = int(split)
+        except ValueError:
+            problem = f"SPLIT_BYTES {split!r} is not a whole number of bytes"
+            raise SettingsError(f"{problem}; set a size, or 0 to never split a note") from None
+        if self.split_bytes < 0:
+            raise SettingsError(f"SPLIT_BYTES must be 0 (never split) or more, not {self.split_bytes}")
         self._notes: dict[str, Note] | None = None
+        self._records: dict[str, list[dict[str, Any]]] = {}
 
     # -----------------------------------------------------------------------------------------
     # The protocol
     # -----------------------------------------------------------------------------------------
 
     def versions(self) -> dict[str, str]:
-        return {note.id: self.version(note) for note in self.notes().values()}
+        found: dict[str, str] = {}
+        for note in self.notes().values():
+            if self.splits(note):
+                found.update((record["id"], record["version"]) for record in self.records(note))
+            else:
+                found[note.id] = self.version(note)
+        return found
 
     def fetch(self, ids: Sequence[str]) -> Iterator[dict[str, Any]]:
         notes = self.notes()
         for item_id in ids:
-            if item_id in notes:
-                yield self.item(notes[item_id])
+            note = notes.get(item_id) or notes.get(item_id.rpartition("#")[0])
+            if note is not None:
+                yield from (record for record in self.records(note) if record["id"] == item_id)
 
     def changed(self, since: datetime) -> Iterator[dict[str, Any]]:
         threshold = since.timestamp()
         for note in self.notes().values():
             if note.changed_at >= threshold:
-                yield self.item(note)
+                yield from self.records(note)
 
     # -----------------------------------------------------------------------------------------
     # The notes
@@ -120,14 +168,45 @@ class MarkdownConnector(Connector):
     # -----------------------------------------------------------------------------------------
 
     def version(self, note: Note) -> str:
-        """A hash of the file, its place, and the notes it links to (see :data:`HEADING_IDS_MARK`)."""
+        """A hash of the file, its place, and the notes it links to (see :data:`HEADING_IDS_MARK`
+        and :data:`DOCS_MARKUP_MARK`)."""
         digest = hashlib.sha256()
         links = (link.encode("utf-8") for link in note.links)
-        mark = (HEADING_IDS_MARK,) if _HEADING_WITH_ID.search(note.data) else ()
+        mark = (HEADING_IDS_MARK,) if has_heading_id(note.data) else ()
+        if _DOCS_MARKUP.search(note.data):
+            mark += (DOCS_MARKUP_MARK,)
         for part in (note.relative.encode("utf-8"), note.data, *links, *mark):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)
         return digest.hexdigest()[:16]
+
+    def records(self, note: Note) -> list[dict[str, Any]]:
+        """The items of one note: the note itself, or, for a note over ``SPLIT_BYTES``, one per
+        top-level section (:mod:`.parts`), each with a version of its own."""
+        if note.id not in self._records:
+            record = self.item(note)
+            if not self.splits(note):
+                self._records[note.id] = [record]
+            else:
+                parts = split_parts(note.id, record["sections"])
+                self._records[note.id] = [self._part(record, part_id, sections, first=number == 0)
+                                          for number, (part_id, sections) in enumerate(parts)]
+        return self._records[note.id]
+
+    def splits(self, note: Note) -> bool:
+        """Whether ``note`` is over ``SPLIT_BYTES`` (and the setting is not 0)."""
+        return 0 < self.split_bytes < len(note.data)
+
+    @staticmethod
+    def _part(record: dict[str, Any], part_id: str, sections: list[dict[str, str | None]], first: bool
+              ) -> dict[str, Any]:
+        part = {**record, "id": part_id, "sections": sections}
+        if part_id != record["id"]:
+            version = f"{record['version']}\n{part_id}".encode()
+            part["version"] = hashlib.sha256(version).hexdigest()[:16]
+        if not first:
+            part.pop("links", None)  # links to other notes count once, on the note's own id
+        return part
 
     def item(self, note: Note) -> dict[str, Any]:
         """The protocol record of one note."""

@@ -15,8 +15,6 @@ import unicodedata
 from collections.abc import Iterator
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 
 # Every span is bounded in length, so that an opening mark with no closing one costs a bounded scan:
 # a paragraph of 80,000 unmatched ``*`` or ``[`` stays linear (issue 32, item 11).
@@ -28,7 +26,9 @@ _MARK_RUN = re.compile(r"\*+|_+")
 _SPAN_MARK = re.compile(r"\x00(\d+)\x00")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~])")
 _NOT_SLUG = re.compile(r"[\W_]+", re.UNICODE)
-_ATTRIBUTES = re.compile(r"[ \t]*\{:?[ \t]*(?:[.\w-]+[ \t]+)*#([^\s}]+)[^{}]*\}[ \t]*$")
+_ATTRIBUTE_WORD = re.compile(r"[.\w-]+")
+MAX_ATTRIBUTES_LENGTH = 1024
+"""The longest ``{…}`` block at a heading's end read as its attributes."""
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _NOT_PARAGRAPH = re.compile(r"^(?: {4}| {0,3}(?:[-*+>|<]|\d{1,9}[.)]|#{1,6}(?:[ \t]|$)|`{3}|~{3}))")
 _COMMENT_OPEN = "<!--"
@@ -99,19 +99,43 @@ def _without_comments(line: str, in_comment: bool) -> tuple[str, bool]:
 
 
 def heading_attributes(text: str) -> tuple[str, str | None]:
-    """A heading's text without a trailing ``{#id}`` / ``{ #id .class }`` / ``{: #id}`` block, and the id."""
-    found = _ATTRIBUTES.search(text)
-    if found is None:
+    """A heading's text without a trailing ``{#id}`` / ``{ #id .class }`` / ``{: #id}`` block, and the id.
+
+    The block is what follows the last ``{`` (at most :data:`MAX_ATTRIBUTES_LENGTH` characters):
+    plain string scanning, so a block that never closes or a long run of spaces costs one pass
+    (issue 38, item 5)."""
+    stripped = text.rstrip()
+    if not stripped.endswith("}"):
         return text, None
-    return text[: found.start()].rstrip(), found.group(1)
+    opening = stripped.rfind("{", max(0, len(stripped) - MAX_ATTRIBUTES_LENGTH))
+    inner = stripped[opening + 1 : -1] if opening >= 0 else "}"
+    if "}" in inner:
+        return text, None
+    words = inner.removeprefix(":").split()
+    for number, word in enumerate(words):
+        if word.startswith("#") and len(word) > 1:
+            if all(_ATTRIBUTE_WORD.fullmatch(before) for before in words[:number]):
+                return stripped[:opening].rstrip(), word[1:]
+            break
+    return text, None
 
 
 def heading(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` of an ATX heading line, closing hashes removed; None for other lines."""
-    match = _HEADING.match(line)
-    if match is None:
+    """``(level, text)`` of an ATX heading line, closing hashes removed; None for other lines.
+
+    String scanning, no regular expression: one pass whatever the line holds (issue 38, item 5)."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3 or not stripped.startswith("#"):
         return None
-    return len(match.group(1)), _CLOSING_HASHES.sub("", match.group(2) or "").strip()
+    rest = stripped.lstrip("#")
+    level = len(stripped) - len(rest)
+    if level > 6 or (rest and rest[0] not in " \t"):
+        return None
+    text = rest.strip()
+    unclosed = text.rstrip("#")
+    if unclosed != text and (not unclosed or unclosed[-1] in " \t"):
+        text = unclosed.rstrip()
+    return level, text
 
 
 def plain(text: str) -> str:
