@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -64,7 +64,7 @@ from passageway.kernel.query.stopwords import content_words, language_of, langua
 from passageway.kernel.ranking import DEPTH, Gate, Ranked
 from passageway.kernel.store import Candidate
 
-from . import signals
+from . import answerability, signals
 
 REFERENCE_RANK = 9
 """The lead of a passage is its cosine minus the cosine of the tenth-best candidate."""
@@ -179,6 +179,8 @@ class FusionRanker:
         those are closer by ``named_margin``.
     :param focus_items: the same for an item named by a title word no other candidate item's title
         has; off, because it cost answers on the held-out project (docs/gate-levels.md).
+    :param min_answerable: the answerability score (:mod:`.answerability`, weights ``weights``)
+        an answer must reach, else it is silence; ``None`` turns the score off.
     """
 
     signals: str = "hybrid"
@@ -198,6 +200,8 @@ class FusionRanker:
     focus: bool = True
     focus_items: bool = False
     named_margin: float = NAMED_MARGIN
+    min_answerable: float | None = answerability.MIN_SCORE
+    weights: Mapping[str, float] = answerability.WEIGHTS
 
     @property
     def name(self) -> str:
@@ -287,6 +291,15 @@ class FusionRanker:
             unknown = signals.unknown_words(question_words, vocabulary)
         evidence = Evidence(language_of(question), unknown, reference, terms)
         return scored, evidence
+
+    def answerable(self, question: str, hits: Sequence[Candidate], keyword: Sequence[Candidate],
+                   vector: Sequence[Candidate], sentences: Sequence[float | None], gate: Gate) -> bool:
+        """The answerability score (:mod:`.answerability`) of the answer ``hits`` reaches
+        :attr:`min_answerable` (always, when that is None)."""
+        if self.min_answerable is None or not hits:
+            return True
+        found = answerability.features(question, hits, keyword, vector, sentences, gate)
+        return answerability.score(found, self.weights) >= self.min_answerable
 
     def _focused(self, scored: list[Scored]) -> list[Scored]:
         """``scored`` with every passage of a named source or item ahead of the others, except

@@ -48,7 +48,7 @@ import numpy as np
 
 from passageway.kernel.embedder import MAX_TOKENS, Embedder, with_defaults
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.index.windows import VectorLookup
+from passageway.kernel.index.windows import VectorLookup, flat, window_plan
 from passageway.kernel.query.duplicates import Pool, distinct
 from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
 from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
@@ -56,7 +56,7 @@ from passageway.kernel.query.prompt_names import known_names, with_names
 from passageway.kernel.query.question_queue import yielding
 from passageway.kernel.query.rendering import fit_budget
 from passageway.kernel.query.stopwords import content_words, words
-from passageway.kernel.ranking import CANDIDATES, DEPTH, MAX_HITS, Gate, Ranked, Ranker
+from passageway.kernel.ranking import CANDIDATES, DEPTH, MAX_HITS, AnswerCheck, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.store import Candidate, Store
 
@@ -230,6 +230,12 @@ async def recall(
     ranked, copies = await distinct(ordered, question, lookup, pool=Pool(candidates, vector_cache))
     if not ranked:
         return Answer()
+    # The answer as a whole: a ranker that judges answers may still choose silence.
+    if isinstance(ranker, AnswerCheck):
+        hit_candidates = [entry.candidate for entry in ranked]
+        sentences = await sentence_cosines(hit_candidates, vector, lookup)
+        if not ranker.answerable(question, hit_candidates, keyword, by_vector, sentences, gate):
+            return Answer()
     related = await _related(ranked, stores)
     hits = tuple(
         attrs.evolve(_hit(entry), also_in=copies.get((entry.candidate.source, entry.candidate.item_id), ()))
@@ -240,6 +246,23 @@ async def recall(
     hits = tuple(attrs.evolve(hit, text=joined(part)) for hit, part in zip(hits, parts, strict=True))
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
+
+
+async def sentence_cosines(hits: Sequence[Candidate], question_vector: np.ndarray,
+                           lookup: VectorLookup | None) -> list[float | None]:
+    """For each hit, the best cosine of its excerpt windows with the question (the vectors the
+    index made for excerpts, already fetched for the excerpts); None for a hit without them."""
+    if lookup is None:
+        return [None] * len(hits)
+    plans = [window_plan(flat(hit.text)) for hit in hits]
+    found = await lookup.get_many([digest for plan in plans for _, digest in plan])
+    query = np.asarray(question_vector, dtype=np.float32).reshape(-1)
+    best: list[float | None] = []
+    for plan in plans:
+        cosines = [float(np.dot(np.asarray(found[digest], dtype=np.float32), query))
+                   for _, digest in plan if digest in found]
+        best.append(max(cosines) if cosines else None)
+    return best
 
 
 async def _embedded(text: str, embedder: Embedder, pasted: bool) -> np.ndarray:
