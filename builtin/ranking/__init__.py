@@ -47,7 +47,8 @@ Whatever passes nothing is silence. Two further checks were measured and are off
 (:class:`FusionRanker` parameters): a raised bar when the question holds a word no candidate
 contains (``unknown_margin``), and a relative path for a passage that leads the tenth-best
 candidate by a margin (``lead``). ``docs/ranking-and-gate.md`` shows the study and the sweeps
-behind every constant (``bench/gate_study.py``).
+behind every constant (``bench/gate_study.py``). After the gate, :meth:`FusionRanker.answerable`
+judges the answer as a whole with the answerability score (:mod:`.answerability`).
 """
 
 from __future__ import annotations

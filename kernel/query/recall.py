@@ -42,6 +42,7 @@ import contextlib
 import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import zip_longest
 
 import attrs
 import numpy as np
@@ -49,6 +50,7 @@ import numpy as np
 from passageway.kernel.embedder import MAX_TOKENS, Embedder, with_defaults
 from passageway.kernel.errors import EmbedderError, StoreError
 from passageway.kernel.index.windows import VectorLookup, flat, window_plan
+from passageway.kernel.query import prompt_names
 from passageway.kernel.query.duplicates import Pool, distinct
 from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
 from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
@@ -89,6 +91,26 @@ def merge_candidates(
     pooled = [candidate for one in lists for candidate in one]
     pooled.sort(key=lambda candidate: (-getattr(candidate, by), candidate.source, candidate.passage_key))
     return [candidate.at_rank(rank) for rank, candidate in enumerate(pooled[:limit])]
+
+
+def _session_rules(found: list[Candidate], excluded: set[tuple[str, str]], boost: frozenset[str]
+                   ) -> list[Candidate]:
+    """``found`` without the excluded items, each boosted by the session's words."""
+    if not excluded and not boost:
+        return found
+    return [_boosted(c, boost) for c in found if (c.source, c.item_id) not in excluded]
+
+
+def alternated(first: Sequence[Ranked], second: Sequence[Ranked]) -> list[Ranked]:
+    """``first`` and ``second`` taken in turn, ``first`` leading, each item once."""
+    merged: list[Ranked] = []
+    seen: set[tuple[str, str]] = set()
+    for pair in zip_longest(first, second):
+        for entry in pair:
+            if entry is not None and (entry.candidate.source, entry.candidate.item_id) not in seen:
+                seen.add((entry.candidate.source, entry.candidate.item_id))
+                merged.append(entry)
+    return merged
 
 
 def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:
@@ -210,21 +232,27 @@ async def recall(
     # The names of a paste around the question join the keyword search; those a candidate shows
     # as code are embedded with the question for a second search (kernel/query/prompt_names.py).
     # The ranker and the gate still read the question alone.
-    searched = " ".join((question, *reduced.terms))
+    rule = prompt_names.KEYWORD_NAMES
+    searched = " ".join((question, *reduced.terms)) if rule == "all" else question
     keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
     names = known_names(reduced.terms, [*keyword, *by_vector])
+    first: tuple[np.ndarray, list[Candidate], list[Candidate]] | None = None
     if names:
+        first = (vector, keyword, by_vector) if prompt_names.BARE_FIRST else None
         vector = await _embedded(with_names(question, names), embedder, True)
+        searched = " ".join((question, *names)) if rule == "known" else searched
         keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
 
     excluded = {(source, item_id) for source, item_id in exclude_items}
     boost = frozenset(word for text in boost_words for word in words(text) if len(word) > 2)
-    if excluded or boost:
-        keyword = [_boosted(c, boost) for c in keyword if (c.source, c.item_id) not in excluded]
-        by_vector = [_boosted(c, boost) for c in by_vector if (c.source, c.item_id) not in excluded]
+    keyword, by_vector = _session_rules(keyword, excluded, boost), _session_rules(by_vector, excluded, boost)
 
-    # The ranker is asked once; the duplicate rule filters its list (kernel/query/duplicates.py).
+    # The ranker is asked once (twice for a paste whose first search stays first); the duplicate
+    # rule filters its list (kernel/query/duplicates.py).
     ordered = list(ranker.rank(question, vector, keyword, by_vector, gate))[:DEPTH]
+    if first is not None:
+        lists = [_session_rules(part, excluded, boost) for part in first[1:]]
+        ordered = alternated(ranker.rank(question, first[0], lists[0], lists[1], gate), ordered)[:DEPTH]
     candidates = [*by_vector, *keyword]
     lookup = await prefetch(vector_cache, [entry.candidate for entry in ordered[:MAX_HITS]], candidates)
     ranked, copies = await distinct(ordered, question, lookup, pool=Pool(candidates, vector_cache))
