@@ -24,6 +24,8 @@ POOL = [
     passage(1, "The prompt shows the git branch of the current directory.", 0.88),
     passage(2, "Install the prompt with the installer script.", 0.86),
 ]
+BIG = POOL + [passage(10 + n, f"Filler passage {n} about the prompt.", 0.80) for n in range(8)]
+"""Enough candidates for the score to judge (``answerability.MIN_POOL``)."""
 
 
 def test_features_measure_words_against_the_candidates():
@@ -57,18 +59,31 @@ def test_the_ranker_judges_answers_only_when_a_bar_is_set():
     ranker = FusionRanker("hybrid", min_answerable=None)
     assert isinstance(ranker, AnswerCheck)
     question = "How do I show the weather in the prompt?"
-    assert ranker.answerable(question, POOL[:1], POOL, POOL, [None], GATE)
+    assert ranker.answerable(question, BIG[:1], BIG, BIG, [None], GATE)
     strict = FusionRanker("hybrid", min_answerable=0.5, weights={"bias": -5.0})
-    assert not strict.answerable(question, POOL[:1], POOL, POOL, [None], GATE)
+    assert not strict.answerable(question, BIG[:1], BIG, BIG, [None], GATE)
     lenient = FusionRanker("hybrid", min_answerable=0.5, weights={"bias": 5.0})
-    assert lenient.answerable(question, POOL[:1], POOL, POOL, [None], GATE)
+    assert lenient.answerable(question, BIG[:1], BIG, BIG, [None], GATE)
+    # a pool of a few notes is not judged: word rarity among three candidates means nothing
+    assert strict.answerable(question, POOL[:1], POOL, POOL, [None], GATE)
+
+
+def test_the_cosine_bar_is_lowered_only_while_the_score_judges():
+    question = "Where is the prompt installer?"
+    with_score = FusionRanker("vector", min_answerable=0.0, bar_margin=0.02)
+    passed = {entry.candidate.item_id for entry in with_score.rank(question, None, BIG, BIG, GATE)}
+    assert "page-2" in passed  # 0.86 passes the bar 0.87 − 0.02
+    without = FusionRanker("vector", min_answerable=None, bar_margin=0.02)
+    assert "page-2" not in {e.candidate.item_id for e in without.rank(question, None, BIG, BIG, GATE)}
+    small = {e.candidate.item_id for e in with_score.rank(question, None, POOL, POOL, GATE)}
+    assert "page-2" not in small  # too few candidates to judge: the plain bar
 
 
 class FixedStore:
     source = "docs"
 
     def search(self, question, vector, limit):
-        return list(POOL), list(POOL)
+        return list(BIG), list(BIG)
 
     async def items(self, item_ids):
         return []

@@ -182,6 +182,9 @@ class FusionRanker:
         has; off, because it cost answers on the held-out project (docs/gate-levels.md).
     :param min_answerable: the answerability score (:mod:`.answerability`, weights ``weights``)
         an answer must reach, else it is silence; ``None`` turns the score off.
+    :param bar_margin: how much lower than the gate's the cosine bar of :meth:`rank` is, because
+        the score judges the answers after it (``answerability.BAR_MARGIN``, fitted with it; only
+        when the score is on and judges the question, ``answerability.MIN_POOL``).
     """
 
     signals: str = "hybrid"
@@ -203,6 +206,7 @@ class FusionRanker:
     named_margin: float = NAMED_MARGIN
     min_answerable: float | None = answerability.MIN_SCORE
     weights: Mapping[str, float] = answerability.WEIGHTS
+    bar_margin: float = answerability.BAR_MARGIN
 
     @property
     def name(self) -> str:
@@ -219,6 +223,8 @@ class FusionRanker:
         gate: Gate,
     ) -> list[Ranked]:
         scored, evidence = self.score(question, keyword, vector)
+        if self.bar_margin and self.min_answerable is not None and len(scored) >= answerability.MIN_POOL:
+            gate = attrs.evolve(gate, min_similarity=gate.min_similarity - self.bar_margin)
         ranked: list[Ranked] = []
         for entry in best_per_item(scored):
             reason = self.passes(entry, evidence, gate)
@@ -297,7 +303,7 @@ class FusionRanker:
                    vector: Sequence[Candidate], sentences: Sequence[float | None], gate: Gate) -> bool:
         """The answerability score (:mod:`.answerability`) of the answer ``hits`` reaches
         :attr:`min_answerable` (always, when that is None)."""
-        if self.min_answerable is None or not hits:
+        if self.min_answerable is None or not hits or not answerability.judges(keyword, vector):
             return True
         found = answerability.features(question, hits, keyword, vector, sentences, gate)
         return answerability.score(found, self.weights) >= self.min_answerable

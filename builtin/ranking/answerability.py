@@ -40,23 +40,37 @@ from passageway.kernel.query.stopwords import content_words, language_of_words, 
 from passageway.kernel.ranking import Gate
 from passageway.kernel.store import Candidate
 
-VERSION = "docs-2026-12"
+VERSION = "docs-2026-12-a"
 """The name of the weights below; docs/gate-levels.md names it with every figure."""
 
 WEIGHTS: Mapping[str, float] = {
-    "bias": 0.0,
-    "sentence": 0.0,
-    "cosine": 0.0,
-    "coverage": 0.0,
-    "absent": 0.0,
-    "keyword": 0.0,
-    "across": 0.0,
+    "bias": -0.803,
+    "sentence": 32.764,
+    "cosine": 33.236,
+    "coverage": 1.524,
+    "absent": -2.583,
+    "keyword": 2.435,
+    "across": -0.486,
 }
 """The logistic weights of :data:`VERSION` (``bias`` is the intercept), for the features of
-:class:`Features` as they are (not standardised)."""
+:class:`Features` as they are (not standardised): fitted by ``bench/answerability.py`` on the
+starship and typer questions of ``corpus/docs`` (answered against near-topic and answered
+anyway) with the ranker's cosine bar :data:`BAR_MARGIN` under the built-in model's 0.87."""
 
-MIN_SCORE = 0.0
-"""The answer is silence when the score is below this (0: the score never silences)."""
+MIN_SCORE = 0.6
+"""The answer is silence when the score is below this: the bar with the most near-topic silence
+on the tuning projects that costs them at most 2 points of hit@3 and XQuAD's tuning half at
+most 2 points of any rate (``bench/answerability.py``)."""
+
+MIN_POOL = 10
+"""The score judges only a question with at least this many distinct candidate passages: how
+rare a word is among the candidates means nothing in a pool of a few notes, so a small source
+keeps the plain gate (and its bar)."""
+
+BAR_MARGIN = 0.02
+"""How much lower the ranker's cosine bar is than the gate level's while the score judges the
+answers (fitted with the weights): the score then does part of the cosine bar's work. The
+features still measure cosines against the level's own bar, so a level keeps its place."""
 
 KEYWORD_DEPTH = 50
 """A first hit at this keyword rank or lower counts as not found by the keyword search."""
@@ -75,6 +89,11 @@ class Features:
 
     def as_dict(self) -> dict[str, float]:
         return attrs.asdict(self)
+
+
+def judges(keyword: Sequence[Candidate], vector: Sequence[Candidate]) -> bool:
+    """Whether the question's candidates are enough for the score (:data:`MIN_POOL`)."""
+    return len({(c.source, c.passage_key) for c in (*keyword, *vector)}) >= MIN_POOL
 
 
 def bar_of(candidate: Candidate, question_language: str | None, gate: Gate) -> tuple[float, bool]:

@@ -250,9 +250,12 @@ async def recall(
     # The ranker is asked once (twice for a paste whose first search stays first); the duplicate
     # rule filters its list (kernel/query/duplicates.py).
     ordered = list(ranker.rank(question, vector, keyword, by_vector, gate))[:DEPTH]
+    judged = (vector, keyword, by_vector)  # what the answer as a whole is judged by
     if first is not None:
         lists = [_session_rules(part, excluded, boost) for part in first[1:]]
-        ordered = alternated(ranker.rank(question, first[0], lists[0], lists[1], gate), ordered)[:DEPTH]
+        leading = ranker.rank(question, first[0], lists[0], lists[1], gate)
+        ordered = alternated(leading, ordered)[:DEPTH]
+        judged = (first[0], lists[0], lists[1]) if leading else judged
     candidates = [*by_vector, *keyword]
     lookup = await prefetch(vector_cache, [entry.candidate for entry in ordered[:MAX_HITS]], candidates)
     ranked, copies = await distinct(ordered, question, lookup, pool=Pool(candidates, vector_cache))
@@ -261,8 +264,8 @@ async def recall(
     # The answer as a whole: a ranker that judges answers may still choose silence.
     if isinstance(ranker, AnswerCheck):
         hit_candidates = [entry.candidate for entry in ranked]
-        sentences = await sentence_cosines(hit_candidates, vector, lookup)
-        if not ranker.answerable(question, hit_candidates, keyword, by_vector, sentences, gate):
+        sentences = await sentence_cosines(hit_candidates, judged[0], lookup)
+        if not ranker.answerable(question, hit_candidates, judged[1], judged[2], sentences, gate):
             return Answer()
     related = await _related(ranked, stores)
     hits = tuple(
