@@ -224,7 +224,7 @@ class FusionRanker:
     ) -> list[Ranked]:
         scored, evidence = self.score(question, keyword, vector)
         if self.bar_margin and self.min_answerable is not None and len(scored) >= answerability.MIN_POOL:
-            gate = attrs.evolve(gate, min_similarity=gate.min_similarity - self.bar_margin)
+            gate = answerability.lowered(gate, self.bar_margin)
         ranked: list[Ranked] = []
         for entry in best_per_item(scored):
             reason = self.passes(entry, evidence, gate)
@@ -306,7 +306,8 @@ class FusionRanker:
         if self.min_answerable is None or not hits or not answerability.judges(keyword, vector):
             return True
         found = answerability.features(question, hits, keyword, vector, sentences, gate)
-        return answerability.score(found, self.weights) >= self.min_answerable
+        # words cannot judge across languages: the gate's own cross-language bar did
+        return bool(found.across) or answerability.score(found, self.weights) >= self.min_answerable
 
     def _focused(self, scored: list[Scored]) -> list[Scored]:
         """``scored`` with every passage of a named source or item ahead of the others, except
