@@ -132,7 +132,6 @@ async def windows_of(kind: str, recorded: Sequence[Recorded], offset: float, dat
 def project(entry: Recorded) -> str:
     return entry.case.group.split("-")[0] if entry.case.group else ""
 
-
 def rows_of(recorded: Sequence[Recorded], results: Sequence[tuple[bool, bool, bool, bool]],
             found: dict[str, answerability.Features]) -> list[dict[str, Any]]:
     """One row per question: its project, group, label, outcome without the score, features."""
@@ -162,7 +161,6 @@ def outcome(rows: Sequence[dict[str, Any]], weights: dict[str, float] | None, ba
 
 def matrix(rows: Sequence[dict[str, Any]]) -> np.ndarray:
     return np.array([[row["features"].as_dict()[name] for name in FEATURES] for row in rows], float)
-
 
 def fit(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Logistic regression (ridge, Newton's method) of "answered" (an answerable question whose
@@ -258,9 +256,8 @@ async def replayed(args: argparse.Namespace, kinds: Sequence[str]) -> None:
 
 
 async def timing(args: argparse.Namespace, rounds: int = 3) -> None:
-    """Recall's time per question on the documentation set with the score off and on, side by
-    side (the two alternate question by question, so the machine's load falls on both alike);
-    the question vectors are recorded, so this is recall without the embedding."""
+    """Recall's time on the documentation set, score off and on alternating question by question
+    (the machine's load falls on both alike); without the embedding (vectors are recorded)."""
     recorded, embedder = await load("docs", args)
     cache = await windows_of("docs", recorded, embedder.cross_language_offset, args.data_dir)
     rankers = {"off": FusionRanker("hybrid", min_answerable=None), "on": FusionRanker("hybrid")}
