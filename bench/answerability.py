@@ -148,8 +148,8 @@ def outcome(rows: Sequence[dict[str, Any]], weights: dict[str, float] | None, ba
             ) -> tuple[float, float, float, int, int]:
     """hit@3, answer@3, silence (%) and the counts, with the score at ``bar`` (None: no score)."""
     def silenced(row: dict[str, Any]) -> bool:
-        return (weights is not None and row["features"] is not None
-                and answerability.score(row["features"], weights) < bar)
+        return (weights is not None and row["features"] is not None and not row["features"].across
+                and answerability.score(row["features"], weights) < bar)  # as FusionRanker.answerable
     yes = [row for row in rows if row["answerable"]]
     no = [row for row in rows if not row["answerable"]]
     hit = sum(row["ok"] and not silenced(row) for row in yes)

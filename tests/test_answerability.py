@@ -122,3 +122,12 @@ async def test_sentence_cosines_read_the_hits_window_vectors():
     assert best[0] == pytest.approx(0.5 + 0.1 * (len(plan) - 1))
     assert best[1] is None  # a short passage has no windows
     assert await sentence_cosines([hit], query, None) == [None]
+
+
+def test_an_answer_in_another_language_is_not_judged_and_keeps_the_cross_language_bar():
+    german = "Wie stelle ich die Wartezeit des Prompts in Millisekunden ein?"
+    strict = FusionRanker("hybrid", min_answerable=0.5, weights={"bias": -5.0})
+    assert strict.answerable(german, BIG[:1], BIG, BIG, [None], GATE)  # English hit: not judged
+    lowered = answerability.lowered(GATE, 0.03)
+    assert lowered.min_similarity == pytest.approx(0.84)
+    assert lowered.min_similarity - lowered.cross_language_offset == pytest.approx(0.81)  # as before
