@@ -11,6 +11,7 @@ numbers that belong to the model rather than to the ranker. Plugin authors impor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import attrs
@@ -95,3 +96,26 @@ class Ranker(Protocol):
         vector: list[Candidate],
         gate: Gate,
     ) -> list[Ranked]: ...
+
+
+@runtime_checkable
+class AnswerCheck(Protocol):
+    """A ranker that can also judge a whole answer (optional; the built-in rankers can).
+
+    After the gate and the duplicate rule, recall hands the answer's hits (best first, at least
+    one) to ``answerable`` with the candidate lists the ranker received, the gate, and for each
+    hit the best cosine of its excerpt windows with the question (None when the hit has no
+    window vectors: a short passage, an index without them). ``False`` makes the answer
+    silence: the hits are close to the question, but the question as a whole looks unanswered
+    by them (docs/ranking-and-gate.md, "The answerability score"). It must not do I/O.
+    """
+
+    def answerable(
+        self,
+        question: str,
+        hits: Sequence[Candidate],
+        keyword: Sequence[Candidate],
+        vector: Sequence[Candidate],
+        sentences: Sequence[float | None],
+        gate: Gate,
+    ) -> bool: ...

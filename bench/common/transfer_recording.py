@@ -32,6 +32,9 @@ from passageway.kernel.ranking import Gate
 HELD_OUT = "starlette"
 DOCS_SOURCES = (("starship-en", "starship/en"), ("starship-de", "starship/de"),
                 ("typer", "typer"), ("starlette", "starlette"))
+INDEX_OF = {"users": "docs"}
+"""Kinds asked of another kind's index: ``users`` (corpus/docs/near-topic-users.toml, issue 35)
+is asked of the documentation set's index."""
 
 
 @attrs.frozen
@@ -48,6 +51,8 @@ def config_text(kind: str) -> str:
     python = sys.executable
     if kind == "xquad":
         pairs = [(f"corpus-{lang}", ROOT / "corpus" / lang) for lang in ("en", "de")]
+    elif kind == "mkdocs":
+        pairs = [("mkdocs", ROOT / "corpus" / "docs" / "mkdocs")]
     else:
         pairs = [(name, ROOT / "corpus" / "docs" / folder) for name, folder in DOCS_SOURCES]
     return "".join(
@@ -64,6 +69,10 @@ def cases_of(kind: str) -> tuple[list[Case], list[bool]]:
                                  ROOT / "corpus" / "near-topic.toml"]).cases)
         return cases, [half == 1 for half in halves(cases)]
     docs = ROOT / "corpus" / "docs"
+    if kind in ("mkdocs", "users"):  # reported only: every case is held out
+        name = "mkdocs-questions.toml" if kind == "mkdocs" else "near-topic-users.toml"
+        cases = list(load_cases([docs / name]).cases)
+        return cases, [True] * len(cases)
     cases = list(load_cases([docs / "questions.toml", docs / "near-topic.toml"]).cases)
     cases += [case for case in load_cases([docs / "pastes.toml"]).cases if case.group == "paste-only"]
     return cases, [case.group_label.startswith(HELD_OUT) for case in cases]
@@ -87,7 +96,7 @@ async def record(kind: str, data_dir: Path, windows: bool = True) -> tuple[list[
     folder = Path(tempfile.mkdtemp(prefix=f"passageway-gate-transfer-{kind}-"))
     config = folder / "passageway.toml"
     config.write_text(config_text(kind), encoding="utf-8")
-    index = data_dir / kind
+    index = data_dir / INDEX_OF.get(kind, kind)
     index.mkdir(parents=True, exist_ok=True)
     cases, held = cases_of(kind)
     async with KernelEngine.open(load_settings(config_path=config), data_dir=index,

@@ -47,14 +47,15 @@ Whatever passes nothing is silence. Two further checks were measured and are off
 (:class:`FusionRanker` parameters): a raised bar when the question holds a word no candidate
 contains (``unknown_margin``), and a relative path for a passage that leads the tenth-best
 candidate by a margin (``lead``). ``docs/ranking-and-gate.md`` shows the study and the sweeps
-behind every constant (``bench/gate_study.py``).
+behind every constant (``bench/gate_study.py``). After the gate, :meth:`FusionRanker.answerable`
+judges the answer as a whole with the answerability score (:mod:`.answerability`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 import numpy as np
@@ -64,7 +65,7 @@ from passageway.kernel.query.stopwords import content_words, language_of, langua
 from passageway.kernel.ranking import DEPTH, Gate, Ranked
 from passageway.kernel.store import Candidate
 
-from . import signals
+from . import answerability, signals
 
 REFERENCE_RANK = 9
 """The lead of a passage is its cosine minus the cosine of the tenth-best candidate."""
@@ -179,6 +180,11 @@ class FusionRanker:
         those are closer by ``named_margin``.
     :param focus_items: the same for an item named by a title word no other candidate item's title
         has; off, because it cost answers on the held-out project (docs/gate-levels.md).
+    :param min_answerable: the answerability score (:mod:`.answerability`, weights ``weights``)
+        an answer must reach, else it is silence; ``None`` turns the score off.
+    :param bar_margin: how much lower than the gate's the cosine bar of :meth:`rank` is, because
+        the score judges the answers after it (``answerability.BAR_MARGIN``, fitted with it; only
+        when the score is on and judges the question, ``answerability.MIN_POOL``).
     """
 
     signals: str = "hybrid"
@@ -198,6 +204,9 @@ class FusionRanker:
     focus: bool = True
     focus_items: bool = False
     named_margin: float = NAMED_MARGIN
+    min_answerable: float | None = answerability.MIN_SCORE
+    weights: Mapping[str, float] = answerability.WEIGHTS
+    bar_margin: float = answerability.BAR_MARGIN
 
     @property
     def name(self) -> str:
@@ -214,6 +223,8 @@ class FusionRanker:
         gate: Gate,
     ) -> list[Ranked]:
         scored, evidence = self.score(question, keyword, vector)
+        if self.bar_margin and self.min_answerable is not None and len(scored) >= answerability.MIN_POOL:
+            gate = answerability.lowered(gate, self.bar_margin)
         ranked: list[Ranked] = []
         for entry in best_per_item(scored):
             reason = self.passes(entry, evidence, gate)
@@ -287,6 +298,16 @@ class FusionRanker:
             unknown = signals.unknown_words(question_words, vocabulary)
         evidence = Evidence(language_of(question), unknown, reference, terms)
         return scored, evidence
+
+    def answerable(self, question: str, hits: Sequence[Candidate], keyword: Sequence[Candidate],
+                   vector: Sequence[Candidate], sentences: Sequence[float | None], gate: Gate) -> bool:
+        """The answerability score (:mod:`.answerability`) of the answer ``hits`` reaches
+        :attr:`min_answerable` (always, when that is None)."""
+        if self.min_answerable is None or not hits or not answerability.judges(keyword, vector):
+            return True
+        found = answerability.features(question, hits, keyword, vector, sentences, gate)
+        # words cannot judge across languages: the gate's own cross-language bar did
+        return bool(found.across) or answerability.score(found, self.weights) >= self.min_answerable
 
     def _focused(self, scored: list[Scored]) -> list[Scored]:
         """``scored`` with every passage of a named source or item ahead of the others, except

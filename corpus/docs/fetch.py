@@ -187,6 +187,35 @@ PROJECTS = {
             "websockets.md",
         ],
     },
+    "mkdocs": {
+        # The held-out project of the answerability score (issue 35): every markdown page of
+        # docs/ except the release notes (111 kB).
+        "repo": "mkdocs/mkdocs",
+        "commit": "2862536793b3c67d9d83c33e0dd6d50a791928f8",
+        "licence": "LICENSE",
+        "docs": "docs/",
+        "rename": {},
+        "files": [
+            "about/contributing.md",
+            "about/license.md",
+            "dev-guide/README.md",
+            "dev-guide/api.md",
+            "dev-guide/plugins.md",
+            "dev-guide/themes.md",
+            "dev-guide/translations.md",
+            "getting-started.md",
+            "index.md",
+            "user-guide/README.md",
+            "user-guide/choosing-your-theme.md",
+            "user-guide/cli.md",
+            "user-guide/configuration.md",
+            "user-guide/customizing-your-theme.md",
+            "user-guide/deploying-your-docs.md",
+            "user-guide/installation.md",
+            "user-guide/localizing-your-theme.md",
+            "user-guide/writing-your-docs.md",
+        ],
+    },
 }
 
 

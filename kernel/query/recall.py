@@ -42,13 +42,15 @@ import contextlib
 import logging
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import zip_longest
 
 import attrs
 import numpy as np
 
 from passageway.kernel.embedder import MAX_TOKENS, Embedder, with_defaults
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.index.windows import VectorLookup
+from passageway.kernel.index.windows import VectorLookup, flat, window_plan
+from passageway.kernel.query import prompt_names
 from passageway.kernel.query.duplicates import Pool, distinct
 from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
 from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
@@ -56,7 +58,7 @@ from passageway.kernel.query.prompt_names import known_names, with_names
 from passageway.kernel.query.question_queue import yielding
 from passageway.kernel.query.rendering import fit_budget
 from passageway.kernel.query.stopwords import content_words, words
-from passageway.kernel.ranking import CANDIDATES, DEPTH, MAX_HITS, Gate, Ranked, Ranker
+from passageway.kernel.ranking import CANDIDATES, DEPTH, MAX_HITS, AnswerCheck, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.store import Candidate, Store
 
@@ -89,6 +91,26 @@ def merge_candidates(
     pooled = [candidate for one in lists for candidate in one]
     pooled.sort(key=lambda candidate: (-getattr(candidate, by), candidate.source, candidate.passage_key))
     return [candidate.at_rank(rank) for rank, candidate in enumerate(pooled[:limit])]
+
+
+def _session_rules(found: list[Candidate], excluded: set[tuple[str, str]], boost: frozenset[str]
+                   ) -> list[Candidate]:
+    """``found`` without the excluded items, each boosted by the session's words."""
+    if not excluded and not boost:
+        return found
+    return [_boosted(c, boost) for c in found if (c.source, c.item_id) not in excluded]
+
+
+def alternated(first: Sequence[Ranked], second: Sequence[Ranked]) -> list[Ranked]:
+    """``first`` and ``second`` taken in turn, ``first`` leading, each item once."""
+    merged: list[Ranked] = []
+    seen: set[tuple[str, str]] = set()
+    for pair in zip_longest(first, second):
+        for entry in pair:
+            if entry is not None and (entry.candidate.source, entry.candidate.item_id) not in seen:
+                seen.add((entry.candidate.source, entry.candidate.item_id))
+                merged.append(entry)
+    return merged
 
 
 def _boosted(candidate: Candidate, boost: frozenset[str]) -> Candidate:
@@ -210,26 +232,41 @@ async def recall(
     # The names of a paste around the question join the keyword search; those a candidate shows
     # as code are embedded with the question for a second search (kernel/query/prompt_names.py).
     # The ranker and the gate still read the question alone.
-    searched = " ".join((question, *reduced.terms))
+    rule = prompt_names.KEYWORD_NAMES
+    searched = " ".join((question, *reduced.terms)) if rule == "all" else question
     keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
     names = known_names(reduced.terms, [*keyword, *by_vector])
+    first: tuple[np.ndarray, list[Candidate], list[Candidate]] | None = None
     if names:
+        first = (vector, keyword, by_vector) if prompt_names.BARE_FIRST else None
         vector = await _embedded(with_names(question, names), embedder, True)
+        searched = " ".join((question, *names)) if rule == "known" else searched
         keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
 
     excluded = {(source, item_id) for source, item_id in exclude_items}
     boost = frozenset(word for text in boost_words for word in words(text) if len(word) > 2)
-    if excluded or boost:
-        keyword = [_boosted(c, boost) for c in keyword if (c.source, c.item_id) not in excluded]
-        by_vector = [_boosted(c, boost) for c in by_vector if (c.source, c.item_id) not in excluded]
+    keyword, by_vector = _session_rules(keyword, excluded, boost), _session_rules(by_vector, excluded, boost)
 
-    # The ranker is asked once; the duplicate rule filters its list (kernel/query/duplicates.py).
+    # The ranker is asked once (twice for a paste whose first search stays first); the duplicate
+    # rule filters its list (kernel/query/duplicates.py).
     ordered = list(ranker.rank(question, vector, keyword, by_vector, gate))[:DEPTH]
+    judged = (vector, keyword, by_vector)  # what the answer as a whole is judged by
+    if first is not None:
+        lists = [_session_rules(part, excluded, boost) for part in first[1:]]
+        leading = ranker.rank(question, first[0], lists[0], lists[1], gate)
+        ordered = alternated(leading, ordered)[:DEPTH]
+        judged = (first[0], lists[0], lists[1]) if leading else judged
     candidates = [*by_vector, *keyword]
     lookup = await prefetch(vector_cache, [entry.candidate for entry in ordered[:MAX_HITS]], candidates)
     ranked, copies = await distinct(ordered, question, lookup, pool=Pool(candidates, vector_cache))
     if not ranked:
         return Answer()
+    # The answer as a whole: a ranker that judges answers may still choose silence.
+    if isinstance(ranker, AnswerCheck):
+        hit_candidates = [entry.candidate for entry in ranked]
+        sentences = await sentence_cosines(hit_candidates, judged[0], lookup)
+        if not ranker.answerable(question, hit_candidates, judged[1], judged[2], sentences, gate):
+            return Answer()
     related = await _related(ranked, stores)
     hits = tuple(
         attrs.evolve(_hit(entry), also_in=copies.get((entry.candidate.source, entry.candidate.item_id), ()))
@@ -240,6 +277,23 @@ async def recall(
     hits = tuple(attrs.evolve(hit, text=joined(part)) for hit, part in zip(hits, parts, strict=True))
     starts = await anchors(parts, vector, lookup)
     return fit_budget(Answer(hits=hits, related=tuple(related)), question, anchors=starts)
+
+
+async def sentence_cosines(hits: Sequence[Candidate], question_vector: np.ndarray,
+                           lookup: VectorLookup | None) -> list[float | None]:
+    """For each hit, the best cosine of its excerpt windows with the question (the vectors the
+    index made for excerpts, already fetched for the excerpts); None for a hit without them."""
+    if lookup is None:
+        return [None] * len(hits)
+    plans = [window_plan(flat(hit.text)) for hit in hits]
+    found = await lookup.get_many([digest for plan in plans for _, digest in plan])
+    query = np.asarray(question_vector, dtype=np.float32).reshape(-1)
+    best: list[float | None] = []
+    for plan in plans:
+        cosines = [float(np.dot(np.asarray(found[digest], dtype=np.float32), query))
+                   for _, digest in plan if digest in found]
+        best.append(max(cosines) if cosines else None)
+    return best
 
 
 async def _embedded(text: str, embedder: Embedder, pasted: bool) -> np.ndarray:
