@@ -143,3 +143,31 @@ def test_the_pastes_of_the_documentation_set_that_ask_nothing_reduce_to_nothing(
     assert len(alone) == 10 and all(asked(query).silent for query in alone)
     questions = [case["query"] for case in cases if case["group"] != "paste-only"]
     assert len(questions) == 30 and not any(asked(query).silent for query in questions)
+
+
+def test_a_setting_key_is_read_in_one_pass_over_a_long_pasted_run():
+    # Issue 38: the key pattern tried every separator of a run in turn, quadratic on a letter
+    # and 19,900 underscores. Read whole, 200,000 characters take well under a second; the old
+    # pattern would take hours, so the generous bound below cannot be met by it.
+    import time
+
+    from passageway.kernel.query.prompt_names import _setting_key
+
+    started = time.perf_counter()
+    assert _setting_key("a" + "_" * 200_000) is None
+    assert _setting_key("a" + "_" * 200_000 + " = 1") == "a" + "_" * 200_000
+    assert time.perf_counter() - started < 10
+
+
+def test_a_setting_key_is_what_the_split_pattern_found():
+    import random
+    import re
+
+    from passageway.kernel.query.prompt_names import _setting_key
+
+    split = re.compile(r"^\s*\"?([A-Za-z][\w.-]*[_.-][\w.-]*|[a-z][a-z0-9]*)\"?\s*[:=]")
+    chance = random.Random(38)
+    for _ in range(20_000):
+        line = "".join(chance.choice('aZ_.-9 ":=\tb') for _ in range(chance.randint(0, 14)))
+        found = split.match(line)
+        assert _setting_key(line) == (found.group(1) if found else None), line

@@ -49,7 +49,22 @@ _CAPITALISED = re.compile(r"(?<![\w.])([A-Z]\w*[a-z]\w*)\b")
 _ANNOTATION = re.compile(r"(?:[(,]\s*\w+\s*:|->)\s*([A-Za-z_][\w.]*)")
 _KEYWORD_ARGUMENT = re.compile(r"[(,]\s*([A-Za-z_]\w*)\s*=(?!=)")
 _TABLE = re.compile(r"^\s*\[\[?([\w.-]+)\]\]?\s*$")
-_SETTING = re.compile(r"^\s*\"?([A-Za-z][\w.-]*[_.-][\w.-]*|[a-z][a-z0-9]*)\"?\s*[:=]")
+# A setting's key is the whole run of name characters before ``=`` or ``:``; it counts when it
+# holds a ``_``, ``.`` or ``-`` after its first letter, or is one plain lower-case word. The run is
+# taken whole and judged in Python: a pattern that split it at each separator in turn backtracked
+# over every split, quadratic on a long pasted run of underscores (issue 38).
+_SETTING = re.compile(r"^\s*\"?([A-Za-z][\w.-]*)\"?\s*[:=]")
+_PLAIN_KEY = re.compile(r"[a-z][a-z0-9]*")
+
+
+def _setting_key(line: str) -> str | None:
+    found = _SETTING.match(line)
+    if found is None:
+        return None
+    key = found.group(1)
+    if any(mark in key[1:] for mark in "_.-") or _PLAIN_KEY.fullmatch(key):
+        return key
+    return None
 _FENCED = re.compile(r"(```|~~~).*?(?:\1|$)", re.DOTALL)
 _BACKTICKED = re.compile(r"`[^`\n]+`")
 
@@ -88,9 +103,9 @@ def paste_terms(material: Iterable[str], question: str = "") -> tuple[str, ...]:
         found["name"] += [word for word in _CAPITALISED.findall(line) if any(c.isupper() for c in word[1:])]
         found["name"] += _ANNOTATION.findall(line)
         found["setting"] += _KEYWORD_ARGUMENT.findall(line) + _TABLE.findall(line)
-        setting = _SETTING.match(line)
+        setting = _setting_key(line)
         if setting and not CODE_START.match(line) and not TRACE.match(line):
-            found["setting"].append(setting.group(1))
+            found["setting"].append(setting)
     asked_words = {word.casefold() for word in re.findall(r"[\w.-]+", question)}
     terms: dict[str, None] = {}
     for kind in ("exception", "flag", "module", "name", "setting"):
