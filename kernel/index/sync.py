@@ -54,7 +54,13 @@ from passageway.kernel.index.fetch_run import (
 )
 from passageway.kernel.index.item_updates import EMBED_BATCH, UpdateMaker
 from passageway.kernel.index.reconcile_plan import latest_versions, reconcile_plan
-from passageway.kernel.index.sync_health import BuildProgress, SourceHealth, joined, left_out_message
+from passageway.kernel.index.sync_health import (
+    BuildProgress,
+    SourceHealth,
+    joined,
+    left_out_message,
+    nothing_fetched,
+)
 from passageway.kernel.index.sync_passes import (
     WINDOWS_STATE,
     embed_all_windows,
@@ -255,7 +261,7 @@ class SourceSync:
         outcome = await self._fetch_and_store(list(listed))
         await self.store.set_state(LAST_POLL, _iso(started))
         await self._complete(began)
-        return joined(outcome.message(), left_out)
+        return joined(self._fetch_failure(outcome, len(listed)), left_out)
 
     async def _reconcile(self) -> str | None:
         if not await self._index_fits():
@@ -283,7 +289,7 @@ class SourceSync:
         finally:
             self._end_progress()
             self._health.building = False
-        return joined(outcome.message(), left_out)
+        return joined(self._fetch_failure(outcome, len(changed), build=False), left_out)
 
     async def _poll(self) -> str | None:
         last = await self.store.get_state(LAST_POLL)
@@ -363,6 +369,16 @@ class SourceSync:
                 self._end_progress()
             with contextlib.suppress(PassagewayError):  # a store that cannot write says so itself
                 await self.store.set_state(POISONED, poisoned_to_save(poisoned))
+
+    def _fetch_failure(self, outcome: FetchOutcome, wanted: int, build: bool = True) -> str | None:
+        """The fetch's failure for health: a fetch that stored none of its items fails whole. A
+        reconcile's fetch may find none of a few changed ids (deleted since the list) without a
+        failure; a build's that finds none of the whole listing is one."""
+        message = outcome.message()
+        if (message is None and not build) or not wanted or outcome.stored:
+            return message
+        self._health.failed_items = wanted
+        return nothing_fetched(message, wanted, outcome.stored)
 
     def _end_progress(self) -> None:
         if self._progress is not None:
