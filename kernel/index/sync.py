@@ -223,6 +223,10 @@ class SourceSync:
         return await self.store.embedder() == (self.embedder.name, self.embedder.dim)
 
     async def _start(self) -> str | None:
+        # What the store holds already answers: health counts it before the list, the fetch and
+        # a resumed embedding or windows pass, which can take minutes (issue 38.7).
+        with contextlib.suppress(PassagewayError):
+            await self.refresh_counts()
         recorded = await self.store.embedder()
         if recorded != (self.embedder.name, self.embedder.dim):
             if recorded is not None:
