@@ -223,8 +223,7 @@ class SourceSync:
         return await self.store.embedder() == (self.embedder.name, self.embedder.dim)
 
     async def _start(self) -> str | None:
-        # What the store holds already answers: health counts it before the list, the fetch and
-        # a resumed embedding or windows pass, which can take minutes (issue 38.7).
+        # Health counts what the store holds before a resumed pass, which can take minutes (38.7).
         with contextlib.suppress(PassagewayError):
             await self.refresh_counts()
         recorded = await self.store.embedder()
@@ -265,7 +264,7 @@ class SourceSync:
         outcome = await self._fetch_and_store(list(listed))
         await self.store.set_state(LAST_POLL, _iso(started))
         await self._complete(began)
-        return joined(self._fetch_failure(outcome, len(listed)), left_out)
+        return joined(nothing_fetched(self._health, outcome.message(), len(listed), outcome.stored), left_out)
 
     async def _reconcile(self) -> str | None:
         if not await self._index_fits():
@@ -293,7 +292,9 @@ class SourceSync:
         finally:
             self._end_progress()
             self._health.building = False
-        return joined(self._fetch_failure(outcome, len(changed), build=False), left_out)
+        failure = outcome.message()  # changed ids that fetch skips without a failure: deleted since
+        failure = failure and nothing_fetched(self._health, failure, len(changed), outcome.stored)
+        return joined(failure, left_out)
 
     async def _poll(self) -> str | None:
         last = await self.store.get_state(LAST_POLL)
@@ -373,16 +374,6 @@ class SourceSync:
                 self._end_progress()
             with contextlib.suppress(PassagewayError):  # a store that cannot write says so itself
                 await self.store.set_state(POISONED, poisoned_to_save(poisoned))
-
-    def _fetch_failure(self, outcome: FetchOutcome, wanted: int, build: bool = True) -> str | None:
-        """The fetch's failure for health: a fetch that stored none of its items fails whole. A
-        reconcile's fetch may find none of a few changed ids (deleted since the list) without a
-        failure; a build's that finds none of the whole listing is one."""
-        message = outcome.message()
-        if (message is None and not build) or not wanted or outcome.stored:
-            return message
-        self._health.failed_items = wanted
-        return nothing_fetched(message, wanted, outcome.stored)
 
     def _end_progress(self) -> None:
         if self._progress is not None:
