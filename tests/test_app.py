@@ -330,3 +330,19 @@ def test_a_private_folder_makes_its_missing_parents_private_too(tmp_path):
         os.umask(old_umask)
     assert set(modes_under(tmp_path / "share").values()) == {0o700}
     assert secure_data_folder(tmp_path / "share" / "passageway") == 0
+
+
+async def test_a_store_that_knows_its_database_is_away_fails_its_source_in_health_at_once(tmp_path):
+    # Issue 38.7: the syncing replica said indexing for 28-56 s of a PostgreSQL outage.
+    environ = write_instance(tmp_path)
+    async with Kernel.open(load_settings(environ), make_kernel(environ).manager, environ) as kernel:
+        await kernel.sync_once()
+        [source] = kernel.sources.values()
+        source.store.unreachable = "source 'notes': no connection to PostgreSQL within 10 s"  # type: ignore[union-attr]
+        report = kernel.health(include_errors=True)
+        assert report["status"] == "degraded"
+        [entry] = report["sources"].values()
+        assert entry["state"] == "failing" and "PostgreSQL" in entry["error"]
+        assert "PostgreSQL" not in str(kernel.health(include_errors=False))
+        source.store.unreachable = None  # type: ignore[union-attr]
+        assert kernel.health(include_errors=True)["status"] == "ok"

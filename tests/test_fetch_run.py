@@ -93,3 +93,39 @@ async def test_bad_records_are_remembered_across_a_restart_and_never_look_like_a
             await sync.sync_once()
         assert runner.fetch_calls == [[f"item-{n}"] for n in (3, 4, 5, 6, 7)]
         assert "looks down" not in str(raised.value) and sync.health().items == 95
+
+
+async def test_a_build_whose_every_fetch_fails_says_nothing_could_be_fetched_not_ready(tmp_path, caplog):
+    # Issue 38.7: "ready: 0 items" was logged for a source none of whose items could be fetched.
+    runner = FakeRunner("notes", [item(n) for n in range(120)])
+    runner.fail_batches = set(range(1, 1000))
+    caplog.set_level("INFO", logger="passageway")
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="nothing could be fetched: none of the 120 items"):
+            await sync.sync_once()
+        health = sync.health()
+        assert health.state == "failing" and health.items == 0
+        assert health.full()["failed_items"] == 120
+        assert "nothing could be fetched" in health.full()["last_error"]
+    lines = [record.getMessage() for record in caplog.records]
+    assert not [line for line in lines if "ready" in line]
+    [summary] = [line for line in lines if "nothing could be fetched" in line]
+    assert "120 items" in summary and "next sync" in summary
+
+
+class EmptyFetch(FakeRunner):
+    """A connector that lists items and then delivers none of them, without an error."""
+
+    async def fetch(self, ids):  # type: ignore[no-untyped-def]
+        self.fetch_calls.append(list(ids))
+        return []
+
+
+async def test_a_fetch_that_returns_none_of_the_listed_items_is_a_failure_not_ready(tmp_path, caplog):
+    runner = EmptyFetch("notes", [item(n) for n in range(60)])
+    caplog.set_level("INFO", logger="passageway")
+    async with Setup(tmp_path, runner) as sync:
+        with pytest.raises(SyncError, match="nothing could be fetched: none of the 60 items"):
+            await sync.sync_once()
+        assert sync.health().state == "failing" and sync.health().full()["failed_items"] == 60
+    assert not [record for record in caplog.records if "ready" in record.getMessage()]

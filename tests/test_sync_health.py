@@ -3,6 +3,7 @@ success clears which failure, a build's counts and its note for answers."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -142,3 +143,37 @@ async def test_a_resync_counts_items_as_fetched_when_the_connector_has_answered(
         # (the sqlite store takes the passages before their vectors: none is ready at the first write)
         assert seen[0][0] is not None and seen[0][0] >= 50, seen
         assert sync.health().items == 200 and sync.health().fetched is None
+
+
+class GatedEmbedder(ToyEmbedder):
+    """A toy embedder whose calls wait for ``go``, so a test can look at health meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.called, self.go = asyncio.Event(), asyncio.Event()
+
+    async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
+        self.called.set()
+        await self.go.wait()
+        return await super().embed(texts, kind)
+
+
+async def test_a_restart_counts_what_the_store_holds_before_the_resumed_passes(tmp_path):
+    # Issue 38.7: after a kill -9 in the embedding pass, /health said 0 items for the ~100 s of
+    # the resumed pass while recall answered from the 200 items already stored.
+    runner = FakeRunner("notes", [item(n) for n in range(10)])
+    stopped = ToyEmbedder()
+    stopped.fail = True  # the build stores its passages, then stops before their vectors
+    async with Setup(tmp_path, runner, embedder=stopped) as sync:
+        with pytest.raises(PassagewayError):
+            await sync.sync_once()
+    gated = GatedEmbedder()
+    async with Setup(tmp_path, runner, embedder=gated) as sync:
+        assert (sync.health().items, sync.health().passages) == (0, 0)
+        resumed = asyncio.ensure_future(sync.sync_once())
+        await gated.called.wait()  # the resumed embedding pass has started and is held
+        assert (sync.health().items, sync.health().passages) == (10, 20)
+        assert sync.health().state == "indexing"
+        gated.go.set()
+        await resumed
+        assert (sync.health().state, sync.health().items) == ("ok", 10)

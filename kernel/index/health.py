@@ -51,7 +51,10 @@ def _source_entry(kernel: Kernel, source: Source, include_errors: bool) -> dict[
         items, passages = source.counts
         return {"state": "ok", "items": items, "passages": passages, "removed": True}
     entry: dict[str, Any] = {"state": "indexing", "items": 0, "passages": 0}
-    error = source.error or kernel.syncs.errors.get(source.name)
+    # A store that knows its database is away says why (the postgres store's ``unreachable``): the
+    # source fails now, not when a sync stuck in the database's timeouts gives up (issue 38.7).
+    away = getattr(source.store, "unreachable", None)
+    error = source.error or kernel.syncs.errors.get(source.name) or (away if isinstance(away, str) else None)
     if source.sync is not None:
         health = source.sync.health()
         entry = dict(health.full() if include_errors else health.public())

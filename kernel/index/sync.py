@@ -54,7 +54,13 @@ from passageway.kernel.index.fetch_run import (
 )
 from passageway.kernel.index.item_updates import EMBED_BATCH, UpdateMaker
 from passageway.kernel.index.reconcile_plan import latest_versions, reconcile_plan
-from passageway.kernel.index.sync_health import BuildProgress, SourceHealth, joined, left_out_message
+from passageway.kernel.index.sync_health import (
+    BuildProgress,
+    SourceHealth,
+    joined,
+    left_out_message,
+    nothing_fetched,
+)
 from passageway.kernel.index.sync_passes import (
     WINDOWS_STATE,
     embed_all_windows,
@@ -217,6 +223,9 @@ class SourceSync:
         return await self.store.embedder() == (self.embedder.name, self.embedder.dim)
 
     async def _start(self) -> str | None:
+        # Health counts what the store holds before a resumed pass, which can take minutes (38.7).
+        with contextlib.suppress(PassagewayError):
+            await self.refresh_counts()
         recorded = await self.store.embedder()
         if recorded != (self.embedder.name, self.embedder.dim):
             if recorded is not None:
@@ -255,7 +264,7 @@ class SourceSync:
         outcome = await self._fetch_and_store(list(listed))
         await self.store.set_state(LAST_POLL, _iso(started))
         await self._complete(began)
-        return joined(outcome.message(), left_out)
+        return joined(nothing_fetched(self._health, outcome.message(), len(listed), outcome.stored), left_out)
 
     async def _reconcile(self) -> str | None:
         if not await self._index_fits():
@@ -283,7 +292,9 @@ class SourceSync:
         finally:
             self._end_progress()
             self._health.building = False
-        return joined(outcome.message(), left_out)
+        failure = outcome.message()  # changed ids that fetch skips without a failure: deleted since
+        failure = failure and nothing_fetched(self._health, failure, len(changed), outcome.stored)
+        return joined(failure, left_out)
 
     async def _poll(self) -> str | None:
         last = await self.store.get_state(LAST_POLL)

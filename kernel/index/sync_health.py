@@ -267,6 +267,19 @@ def left_out_message(notes: Iterable[str]) -> str | None:
     return f"{len(found)} listed entries were left out: {found[0]}{more}"
 
 
+def nothing_fetched(health: SourceHealth, message: str | None, wanted: int, stored: int) -> str | None:
+    """Health's words for a fetch of ``wanted`` items of which none was stored (every call failed,
+    or the connector answered without them), else ``message`` as it is: such a source is failing
+    with a count and a next step (``failed_items`` counts them all), never ``ready`` with 0 items."""
+    if not wanted or stored:
+        return message
+    health.failed_items = wanted
+    why = message or "the connector answered every call without the items it had listed"
+    return (f"nothing could be fetched: none of the {wanted} items was stored; see the connector's "
+            f"warnings above (passageway check-connector runs it alone), fix it or the service it "
+            f"reads, and the next sync fetches them again: {why}")
+
+
 def joined(*failures: str | None) -> str | None:
     """The failures that happened, as one message; None when there were none."""
     found = [failure for failure in failures if failure]

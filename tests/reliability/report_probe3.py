@@ -69,4 +69,23 @@ to the page and the CPU time grow linearly (`tests/reliability/test_probe3_index
     ("chrome: time, peak memory", f"{index['chrome_seconds']} s, {index['chrome_peak_mib']} MiB"),
 ])}
 """)
+    parts.append(LOW_FINDINGS)
     return "".join(parts)
+
+
+LOW_FINDINGS = """
+## Third probe: the low findings
+
+Each is fixed where it arose, and a test fails without the fix:
+
+- a build whose every fetch failed logged `ready: 0 items`; it now fails with `nothing could be
+  fetched`, the number of items and what to do (`tests/test_fetch_run.py`);
+- after a `kill -9` in the embedding or windows pass, `/health` said 0 items while the resumed
+  pass ran; a source's start now reads its counts from the index first (`tests/test_sync_health.py`);
+- a page past libxml2's depth or text limits was read as empty, silently; `passageway index` now
+  skips it with one line naming the page and the limit
+  (`plugins/passage-index/tests/test_html_page.py`);
+- during a PostgreSQL outage each `/recall` waited 10 s for a connection and the syncing server
+  said `indexing`; once a call has found the database away, later calls wait half a second and
+  `/health` shows the source failing (`stores/postgres/tests/test_store.py`, `tests/test_app.py`).
+"""

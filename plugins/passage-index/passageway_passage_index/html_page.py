@@ -97,6 +97,7 @@ def read_page(content: bytes) -> HtmlPage:
     """The title, language and sections of one built page (``content`` is its bytes)."""
     # lxml's etree parser, not lxml.html: its element classes cost a lookup per element visited.
     document = etree.fromstring(content if content.strip() else b"<p/>", _PARSER)
+    _within_limits(_PARSER.error_log)
     if document is None:
         document = etree.fromstring(b"<p/>", _PARSER)
     language = document.get("lang") or None
@@ -112,6 +113,16 @@ def read_page(content: bytes) -> HtmlPage:
     fragment = document.find(".//title") is None and document.find(".//h1") is None
     return HtmlPage(title=title, language=language, generator=generator, redirect=redirect,
                     fragment=fragment, sections=writer.sections)
+
+
+def _within_limits(errors: etree._ListErrorLog) -> None:
+    """Raise :class:`ValueError` when libxml2 stopped at one of its limits: what follows was not
+    read, and the page must not pass for an empty or short one."""
+    for error in errors:
+        if error.type_name == "ERR_RESOURCE_LIMIT" or "XML_PARSE_HUGE" in error.message:
+            raise ValueError(
+                f"it goes past the HTML parser's limits, elements nested deeper than 256 or one text "
+                f"over 10 MB (libxml2: {error.message.strip()}); flatten its markup or split the page")
 
 
 _METAS = etree.XPath("//meta")

@@ -4,7 +4,9 @@ choose exactly what the rules say."""
 
 from __future__ import annotations
 
+import pytest
 from passageway_passage_index.html_page import read_page
+from passageway_passage_index.html_site import read_html_site
 
 
 def text_of(html: str) -> str:
@@ -69,3 +71,22 @@ def test_a_ragged_table_pads_only_its_header_row():
     lines = text.split("\n")
     assert lines[0].count("|") == cells + 1 and lines[1] == "|" + "---|" * cells
     assert lines[2] == "| r |" and len(text) < 20 * cells
+
+
+HEAD = b"<html><head><title>T</title></head><body>"
+DEEP = HEAD + b"<div>" * 300 + b"<p>Deep.</p>" + b"</div>" * 300 + b"</body></html>"
+LONG_TEXT = HEAD + b"<p>" + b"word " * 2_200_000 + b"</p></body></html>"
+
+
+@pytest.mark.parametrize("content", [DEEP, LONG_TEXT], ids=["deep", "long text"])
+def test_a_page_past_the_parsers_limits_is_named_and_skipped_not_read_as_empty(tmp_path, content):
+    # Issue 38.7: such a page read as empty, and no line said which page or why.
+    (tmp_path / "good.html").write_bytes(HEAD + b"<p>Good.</p></body></html>")
+    (tmp_path / "big.html").write_bytes(content)
+    problems: list[str] = []
+    pages, _ = read_html_site(tmp_path, lambda problem: problems.append(str(problem)))
+    assert [page.url for page in pages] == ["/good.html"]
+    [problem] = problems
+    assert problem.startswith("big.html ") and "limits" in problem and "split the page" in problem
+    with pytest.raises(ValueError, match="libxml2"):
+        read_page(content)

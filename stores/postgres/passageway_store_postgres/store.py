@@ -36,11 +36,12 @@ EF_SEARCH = 100
 """pgvector's ``hnsw.ef_search`` (candidate list of the graph walk): at least recall's 50
 candidates, with room for accuracy."""
 CONNECT_TIMEOUT = 10.0
+AWAY_WAIT = 0.5
+"""A call's wait for a connection while the database is away (:attr:`PostgresStore.unreachable`)."""
 RECONNECT_SECONDS = 8.0
 SIDE_BY_SIDE_FROM = 50_000
 """From this many passages on, a search runs its keyword and vector queries on two connections at
-once; below, both queries go in one round trip on one connection, which costs less than a second
-connection's hand-over when each query takes a millisecond or two."""
+once; below, both go in one round trip on one connection (cheaper than a second's hand-over)."""
 
 
 class ConnectionLost(StoreError):
@@ -64,6 +65,7 @@ class PostgresStore:
         self._pool: ConnectionPool | None = None
         self._threads = ThreadPoolExecutor(max_workers=self._pool_size, thread_name_prefix=f"pg-{source}")
         self._closed = False
+        self._unreachable: str | None = None
         self._lock = threading.Lock()
         self.keyword_row_budget = KEYWORD_ROW_BUDGET  # 0: none (bench/postgres.py compares)
         self._word_statistics = Statistics(lambda connection: statistics_of(connection, self.names))
@@ -77,29 +79,35 @@ class PostgresStore:
     def _configure(self, connection: psycopg.Connection[Any]) -> None:
         connection.execute(self.names.search_path())
         connection.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-        # A large index makes the keyword query look costly enough for JIT compilation, which
-        # costs more than the query (tens of milliseconds a connection and plan).
+        # JIT compilation of the keyword query on a large index costs more than the query.
         connection.execute("SET jit = off")
         connection.commit()
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the database is away (no connection within :data:`CONNECT_TIMEOUT`), or ``None``; while
+        away a call waits :data:`AWAY_WAIT` (recall fails fast), and one that connects ends it."""
+        return self._unreachable
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
         pool = self._pool
         if self._closed or pool is None:
             raise StoreError(f"the index of source {self.source!r} is closed")
+        away = self._unreachable
         try:
-            with pool.connection(timeout=CONNECT_TIMEOUT) as connection:
+            with pool.connection(timeout=AWAY_WAIT if away else CONNECT_TIMEOUT) as connection:
+                self._unreachable = None
                 yield connection
         except PoolClosed:
             raise StoreError(f"the index of source {self.source!r} is closed") from None
         except PoolTimeout:
-            raise StoreError(
+            self._unreachable = away or (
                 f"source {self.source!r}: no connection to PostgreSQL within {CONNECT_TIMEOUT:g} s; "
-                "check that the server is up and [store] dsn points at it"
-            ) from None
+                "check that the server is up and [store] dsn points at it")
+            raise StoreError(self._unreachable) from None
         except psycopg.OperationalError as error:
-            # The database went away under a query (a restart, a lost network); the pool drops
-            # the broken connection, and the next query gets a new one.
+            # Lost under a query (a restart, the network): the pool drops it, the next call connects.
             raise ConnectionLost(
                 f"source {self.source!r}: the PostgreSQL connection was lost ({_first_line(error)}); "
                 "check that the server is up"
@@ -158,8 +166,7 @@ class PostgresStore:
     # -- which server syncs -----------------------------------------------------------------
 
     async def lead(self, replica: str) -> bool:
-        """Whether this server is, or has now become, the one that syncs this source (see
-        :mod:`.lead`); ``replica`` names this server for :meth:`leader`."""
+        """Whether this server (``replica``) is, or has now become, the one that syncs (:mod:`.lead`)."""
         return await self._run(self._lead.take, replica)
 
     async def leader(self) -> str | None:
@@ -307,9 +314,8 @@ class PostgresStore:
         return self._keyword_candidates(keyword_rows), self._vector_candidates(vector_rows)
 
     def _searching(self, function: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """``function`` on a pooled connection, tried once more on a fresh one when the connection
-        was lost (a restarted server, a dropped network path); a second loss is a StoreError, which
-        recall reports as a failing source."""
+        """``function`` on a pooled connection, tried once more on a fresh one when it was lost (a
+        restart, the network); a second loss is a StoreError: recall reports a failing source."""
         for attempt in (1, 2):
             try:
                 return self._read(function)
@@ -376,8 +382,7 @@ class PostgresStore:
                               "ORDER BY ordinal"), (item_id,)).fetchall()])  # type: ignore[misc]
 
     async def analyze(self) -> None:
-        """Refresh PostgreSQL's statistics of this source's tables now (autovacuum does it in time;
-        a benchmark that has just written a large index wants them before its first question)."""
+        """Refresh PostgreSQL's statistics of this source's tables now (for a benchmark's fresh index)."""
         def analyze(connection: psycopg.Connection[Any]) -> None:
             connection.execute(self.names.format("ANALYZE {items}"))
             connection.execute(self.names.format("ANALYZE {passages}"))
@@ -386,8 +391,7 @@ class PostgresStore:
         await self._run(self._write, analyze)
 
     def bulk_load(self, **options: Any) -> BulkLoad:
-        """A :class:`~passageway_store_postgres.bulk.BulkLoad` into this source (for a large first
-        load; ``options`` are its settings)."""
+        """A :class:`~.bulk.BulkLoad` into this source (a large first load), with ``options``."""
         return BulkLoad(self._dsn, self.names, self.source, self._config,
                         finished=self._word_statistics.forget, **options)
 

@@ -105,3 +105,51 @@ async def test_a_question_vector_of_another_dimension_is_a_store_error(opened):
         await asyncio.to_thread(opened.search, "river", np.ones(8, dtype=np.float32) / np.sqrt(8), 5)
     with pytest.raises(StoreError, match="dimension"):
         await asyncio.to_thread(opened.search, "", np.ones(8, dtype=np.float32) / np.sqrt(8), 5)
+
+
+async def test_while_the_database_is_away_a_search_fails_fast_and_the_store_says_so():
+    # Issue 38.7: during an outage each /recall waited the 10 s connect timeout, then answered 503.
+    from passageway_store_postgres import store as store_module
+    from passageway_store_postgres.testing import StoppableServer
+
+    try:
+        database = StoppableServer()
+    except RuntimeError as error:
+        pytest.skip(str(error))
+    store = PostgresStore(database.uri, "notes", schema_name=fresh_schema())
+    await store.open()
+    try:
+        await store.reset("toy-hash-64", DIM)
+        await store.apply([update_for(doc("mill", "Mill", "the mill by the river"))], [])
+        vector = question_vector("river")
+        assert store.unreachable is None
+        database.stop()
+        with pytest.raises(StoreError, match="'notes'"):
+            await asyncio.to_thread(store.search, "river", vector, 5)  # finds out: waits its timeout
+        assert store.unreachable is not None and "PostgreSQL" in store.unreachable
+        waits: list[float] = []
+        pool = store._pool
+        assert pool is not None
+        asked = pool.connection
+
+        def counted(timeout=None):  # type: ignore[no-untyped-def]
+            waits.append(timeout)
+            return asked(timeout=timeout)
+
+        pool.connection = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            with pytest.raises(StoreError, match="'notes'"):
+                await asyncio.to_thread(store.search, "river", vector, 5)
+        # Each search while it is known to be away asks the pool once, for a short wait.
+        assert waits and all(wait == store_module.AWAY_WAIT for wait in waits)
+        assert len(waits) == 3 and store_module.AWAY_WAIT * 10 <= store_module.CONNECT_TIMEOUT
+        database.start()
+        for _ in range(200):  # the pool connects again in the background
+            try:
+                keyword, _ = await asyncio.to_thread(store.search, "river", vector, 5)
+                break
+            except StoreError:
+                await asyncio.sleep(0.1)
+        assert [hit.item_id for hit in keyword] == ["mill"] and store.unreachable is None
+    finally:
+        await store.close()
