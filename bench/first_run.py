@@ -91,9 +91,10 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def config_for(folders: list[Path], path: Path, python: str) -> None:
+def config_for(folders: list[Path], path: Path, python: str, embedder: str = "") -> None:
     command = f'["{python}", "-m", "passageway_connector_markdown"]'
-    blocks = [
+    blocks = [embedder] if embedder else []
+    blocks += [
         f'[[connector]]\nname = "docs-{number}"\ncommand = {command}\nenv = {{ FOLDER = "{folder}" }}\n\n'
         for number, folder in enumerate(folders)
     ]
@@ -103,7 +104,8 @@ def config_for(folders: list[Path], path: Path, python: str) -> None:
 class Run:
     """One ``passageway serve`` of one engine on one folder set, in a fresh data folder."""
 
-    def __init__(self, engine: str, checkout: Path, folders: list[Path], work: Path, model_dir: Path) -> None:
+    def __init__(self, engine: str, checkout: Path, folders: list[Path], work: Path, model_dir: Path,
+                 embedder: str = "") -> None:
         self.engine = engine
         self.checkout = checkout
         self.port = free_port()
@@ -113,7 +115,7 @@ class Run:
         shared.mkdir(parents=True)
         (shared / "models").symlink_to(model_dir / ".local" / "share" / "passageway" / "models")
         python = str(checkout / ".venv" / "bin" / "python")
-        config_for(folders, home / "passageway.toml", python)
+        config_for(folders, home / "passageway.toml", python, embedder)
         self.environ = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
             "PASSAGEWAY_CONFIG": str(home / "passageway.toml"), "PASSAGEWAY_DATA_DIR": str(home / "data"),
@@ -302,6 +304,8 @@ async def main() -> int:
     parser.add_argument("--question", help="a question the folder answers")
     parser.add_argument("--expect", help="a part of the answering page's URL or text")
     parser.add_argument("--probe", default=PROBE)
+    parser.add_argument("--this-embedder", default="", metavar="KEY=VALUE,...",
+                        help='[embedder] keys for this engine only, e.g. windows="passage"')
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--corpus", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--docs", action="store_true", help="add corpus/docs (four sources)")
@@ -346,7 +350,10 @@ async def main() -> int:
         bare: list[dict[str, float]] = []
         for round_number in range(args.rounds):
             print(f"{title}: round {round_number + 1} ...", file=sys.stderr)
-            runs = {engine: Run(engine, checkout, folders, args.work, models[engine])
+            embedder = ("[embedder]\n" + args.this_embedder.replace(",", "\n") + "\n\n"
+                        if args.this_embedder else "")
+            runs = {engine: Run(engine, checkout, folders, args.work, models[engine],
+                                embedder if engine == "this" else "")
                     for engine, checkout in engines.items()}
             if args.together:  # the engines at the same time: the same load for both
                 measured = await asyncio.gather(*(measure(run, question, expect, args.probe, args.until)

