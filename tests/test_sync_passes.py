@@ -207,10 +207,11 @@ class SpanEmbedder(HeldEmbedder):
         self.span_calls: list[list[list[str]]] = []
 
     async def embed_spans(self, texts, spans):  # type: ignore[no-untyped-def]
-        self.span_calls.append([[text[start:end] for start, end in each] for text, each in zip(texts, spans)])
+        pairs = list(zip(texts, spans, strict=True))
+        self.span_calls.append([[text[start:end] for start, end in each] for text, each in pairs])
         vectors = await HeldEmbedder.embed(self, texts, "passage")
         return vectors, [toy_vectors([" ".join(text[start:end].split()) for start, end in each])
-                         for text, each in zip(texts, spans)]
+                         for text, each in pairs]
 
 
 async def test_windows_come_from_the_passages_pass_when_the_embedder_pools_spans(tmp_path):
