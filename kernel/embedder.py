@@ -38,6 +38,10 @@ def approx_model_tokens(text: str) -> int:
     return -(-len(text.encode("utf-8")) // 3) + 2
 
 
+SpanVectors = tuple[np.ndarray, list[np.ndarray]]
+"""What :meth:`BaseEmbedder.embed_spans` returns: the texts' vectors and each text's span vectors."""
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """What the kernel needs of an embedder: the members below. :class:`BaseEmbedder` adds the
@@ -85,7 +89,9 @@ class BaseEmbedder:
       languages run lower (default 0, no lower bar); it belongs to the model like
       ``min_similarity`` does;
     - ``gate_levels``: the measured thresholds of the gate's named levels ``answers`` and
-      ``silence`` (``passageway.kernel.gate_levels``; default none, only ``balanced``).
+      ``silence`` (``passageway.kernel.gate_levels``; default none, only ``balanced``);
+    - ``embed_spans(texts, spans)``: passage vectors and, from the same forward pass, a vector for
+      each character span of each text (:meth:`embed_spans`; default ``None``, cannot).
     """
 
     max_tokens: int = MAX_TOKENS
@@ -94,6 +100,22 @@ class BaseEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return approx_model_tokens(text)
+
+    async def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+                          ) -> SpanVectors | None:
+        """Passage vectors of ``texts`` and, from the same forward pass, one vector for each
+        ``(start, end)`` character span of each text: an optional capability, ``None`` when the
+        embedder has not got it (the default, and any embedder that cannot see token states).
+
+        Returns ``(vectors, span_vectors)``: ``vectors`` exactly as ``embed(texts, "passage")``
+        gives them; ``span_vectors[i]`` a ``(len(spans[i]), dim)`` float32 array of unit rows, the
+        span's tokens pooled in the context of the whole text (late chunking). Spans start and end
+        at a word. The sync uses it for the excerpt windows of each passage
+        (:func:`passageway.kernel.index.windows.window_spans`) and embeds them as texts of their
+        own when it returns ``None``. It may return ``None`` on one call and not on another (an
+        engine chosen at start); raises ``EmbedderError`` like :meth:`Embedder.embed`.
+        """
+        return None
 
 
 class ForwardingEmbedder(BaseEmbedder):
@@ -138,6 +160,12 @@ class ForwardingEmbedder(BaseEmbedder):
     def count_tokens(self, text: str) -> int:
         return self._extras.count_tokens(text)
 
+    async def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+                          ) -> SpanVectors | None:
+        """The inner embedder's; a wrapper that overrides :meth:`embed` to count or meter passages
+        overrides this too, since the sync sends the passages of long texts here when it can."""
+        return await self._extras.embed_spans(texts, spans)
+
     async def start(self) -> None:
         await self.inner.start()
 
@@ -170,6 +198,11 @@ class _Adopted(BaseEmbedder):
     def count_tokens(self, text: str) -> int:
         count = getattr(self._embedder, "count_tokens", None)
         return approx_model_tokens(text) if count is None else int(count(text))
+
+    async def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+                          ) -> SpanVectors | None:
+        method = getattr(self._embedder, "embed_spans", None)
+        return None if method is None else await method(texts, spans)  # type: ignore[no-any-return]
 
 
 def with_defaults(embedder: Embedder) -> BaseEmbedder:

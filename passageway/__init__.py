@@ -52,6 +52,7 @@ PUBLIC: dict[str, str] = {
     "Embedder": "passageway.kernel.embedder",
     "BaseEmbedder": "passageway.kernel.embedder",
     "ForwardingEmbedder": "passageway.kernel.embedder",
+    "SpanVectors": "passageway.kernel.embedder",
     "EmbedderContext": "passageway.kernel.embedder",
     "EmbedderSettings": "passageway.kernel.config_file",
     # ranking

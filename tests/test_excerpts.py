@@ -13,6 +13,8 @@ from passageway.kernel.index.windows import (
     embed_windows,
     flat,
     sentence_starts,
+    window_plan,
+    window_spans,
     window_texts,
     windows,
 )
@@ -326,3 +328,15 @@ Use `[x](y)` and `<module>.disabled` as written:
     place = flat(page).index("Read the")
     assert shown[moved(place):].startswith("Read the")
     assert shown[moved(flat(page).index("{*")):].startswith("Use `[x](y)`")  # a removed part: what follows
+
+
+def test_window_spans_cover_each_window_in_the_embedding_input():
+    raw = ENGLISH.replace(". ", ".\n  ", 5).replace(" the ", "  the\t", 3)  # the source's own spacing
+    full = "Title › Part: " + raw
+    spans = window_spans(raw, full)
+    assert [digest for digest, _, _ in spans] == [digest for _, digest in window_plan(flat(raw))]
+    for (_, start, end), text in zip(spans, window_texts(raw), strict=True):
+        assert flat(full[start:end]) == text
+        assert not full[start].isspace() and not full[end - 1].isspace()
+    assert window_spans("A short passage. It is shown whole.", "T: A short passage. It is shown whole.") == []
+    assert window_spans(raw, "not the passage") == []  # an input that does not end with the text

@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from passageway.builtin.ranking import FusionRanker
+from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.sync_passes import WINDOWS_STATE
 from passageway.kernel.index.windows import window_texts
 from passageway.kernel.ranking import Gate
@@ -195,4 +196,53 @@ async def test_a_build_stopped_before_its_vectors_resumes_as_a_build(tmp_path):
         await sync.sync_once()  # a reconcile that finds passages without vectors
         assert notes and all(note is not None for note in notes)  # answers say it is still building
         assert await sync.store.pending(10) == [] and not sync.health().building
+        assert sync.health().state == "ok"
+
+
+class SpanEmbedder(HeldEmbedder):
+    """A toy embedder that can pool spans: each span's vector is the toy vector of its text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.span_calls: list[list[list[str]]] = []
+
+    async def embed_spans(self, texts, spans):  # type: ignore[no-untyped-def]
+        pairs = list(zip(texts, spans, strict=True))
+        self.span_calls.append([[text[start:end] for start, end in each] for text, each in pairs])
+        vectors = await HeldEmbedder.embed(self, texts, "passage")
+        return vectors, [toy_vectors([" ".join(text[start:end].split()) for start, end in each])
+                         for text, each in pairs]
+
+
+async def test_windows_come_from_the_passages_pass_when_the_embedder_pools_spans(tmp_path):
+    embedder = SpanEmbedder()
+    runner = FakeRunner("notes", [long_item(n) for n in range(4)] + [item(n) for n in range(3)])
+    async with Setup(tmp_path, runner, embedder=embedder, fetch_batch=2) as sync:
+        await sync.sync_once()
+        windows = {text for n in range(4) for section in long_item(n).sections
+                   for text in window_texts(section.text)}
+        embedded = {text for call in embedder.seen_calls for text in call}
+        assert not windows & embedded  # not one window was a forward pass of its own
+        pooled = {" ".join(span.split()) for call in embedder.span_calls for each in call for span in each}
+        assert pooled == windows
+        cached = await sync.vector_cache.get_many([digest_of(text) for text in windows])
+        assert len(cached) == len(windows)
+        for text in windows:  # each window's vector is the one its span was given
+            assert cached[digest_of(text)] == pytest.approx(toy_vectors([text])[0], abs=1e-6)
+        assert await sync.store.get_state(WINDOWS_STATE) == "done" and sync.health().state == "ok"
+
+
+async def test_an_embedder_that_declines_spans_gets_its_windows_as_texts(tmp_path):
+    embedder = SpanEmbedder()
+
+    async def declines(texts, spans):  # type: ignore[no-untyped-def]
+        return None
+
+    embedder.embed_spans = declines  # type: ignore[method-assign]
+    runner = FakeRunner("notes", [long_item(n) for n in range(2)])
+    async with Setup(tmp_path, runner, embedder=embedder) as sync:
+        await sync.sync_once()
+        windows = {text for n in range(2) for section in long_item(n).sections
+                   for text in window_texts(section.text)}
+        assert windows <= {text for call in embedder.seen_calls for text in call}
         assert sync.health().state == "ok"

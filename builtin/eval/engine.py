@@ -24,7 +24,7 @@ import numpy as np
 from passageway.builtin.eval.report import IndexInfo, SourceCount
 from passageway.builtin.eval.runner import Reply
 from passageway.kernel.app import Kernel
-from passageway.kernel.embedder import Embedder, ForwardingEmbedder
+from passageway.kernel.embedder import Embedder, ForwardingEmbedder, SpanVectors
 from passageway.kernel.errors import EvalError, PassagewayError
 
 if TYPE_CHECKING:
@@ -72,6 +72,13 @@ class MeteredEmbedder(ForwardingEmbedder):
         else:
             self.passages_embedded += len(texts)
         return vectors
+
+    async def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+                          ) -> SpanVectors | None:
+        made = await super().embed_spans(texts, spans)
+        if made is not None:
+            self.passages_embedded += len(texts)
+        return made
 
 
 def _stderr(message: str) -> None:

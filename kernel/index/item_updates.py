@@ -23,7 +23,7 @@ import numpy as np
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.index.sync_health import BuildProgress
-from passageway.kernel.index.sync_passes import embed_into_cache
+from passageway.kernel.index.sync_passes import Spans, embed_into_cache
 from passageway.kernel.index.windows import embed_windows, window_texts
 from passageway.kernel.records import Item, Passage
 from passageway.kernel.store import ItemUpdate, VectorCache
@@ -84,10 +84,11 @@ class UpdateMaker:
         return np.vstack([vectors[passage.digest] for passage in passages]).astype(np.float32)
 
     async def embed(self, pairs: list[tuple[str, str]], progress: BuildProgress | None,
-                    counted: bool = True) -> dict[str, np.ndarray]:
+                    counted: bool = True, spans: Spans | None = None) -> dict[str, np.ndarray]:
         """Vectors for ``(digest, text)`` pairs, in embedder calls of ``embed_batch``, each call's
-        into the vector cache at once (``counted=False``: excerpt windows)."""
+        into the vector cache at once (``counted=False``: excerpt windows; ``spans``: the windows
+        to pool from the passages' own pass, :func:`.sync_passes.embed_into_cache`)."""
         made, seconds = await embed_into_cache(self.embedder, self.vector_cache, pairs, self.embed_batch,
-                                               progress, windows=not counted)
+                                               progress, windows=not counted, spans=spans)
         self.embed_seconds += seconds
         return made

@@ -63,6 +63,7 @@ from passageway.kernel.index.sync_health import (
 )
 from passageway.kernel.index.sync_passes import (
     WINDOWS_STATE,
+    Spans,
     embed_all_windows,
     embed_pending,
     while_embedding,
@@ -394,6 +395,7 @@ class SourceSync:
         if self._stored_more is not None:
             self._stored_more.set()
 
-    async def _embed_counted(self, pairs: list[tuple[str, str]], counted: bool) -> dict[str, np.ndarray]:
-        return await self.update_maker.embed(pairs, self._progress, counted=counted)
+    async def _embed_counted(self, pairs: list[tuple[str, str]], counted: bool, spans: Spans | None = None
+                             ) -> dict[str, np.ndarray]:
+        return await self.update_maker.embed(pairs, self._progress, counted=counted, spans=spans)
 

@@ -11,6 +11,12 @@ vectors, so its passages are found by keywords within seconds. Then:
    of every passage are embedded into the vector cache; recall uses the word rule for a passage
    until its windows are there.
 
+An embedder that can pool spans of a text from its forward pass (``BaseEmbedder.embed_spans``, the
+built-in model on onnxruntime) gets each long passage's windows as spans in the first pass and
+gives their vectors with the passage's: the second pass then finds them in the cache and embeds
+only the windows of passages whose vector came from the cache. Any other embedder embeds every
+window as a text of its own in the second pass.
+
 Both passes read what is left from the store (and the ``windows`` state key says whether the
 second one is due), so a server killed in the middle resumes them at its next start.
 """
@@ -26,11 +32,11 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from passageway.kernel.embedder import Embedder
+from passageway.kernel.embedder import Embedder, with_defaults
 from passageway.kernel.errors import EmbedderError
 from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.sync_health import BuildProgress
-from passageway.kernel.index.windows import window_texts
+from passageway.kernel.index.windows import window_spans, window_texts
 from passageway.kernel.store import LaterVectors, Store, VectorCache
 
 PENDING_ROUND = 512
@@ -41,8 +47,17 @@ WINDOWS_STATE = "windows"
 """State key: ``due`` while passages were stored whose windows may lack a vector, ``done`` after."""
 
 T = TypeVar("T")
-Embed = Callable[[list[tuple[str, str]], bool], Awaitable[dict[str, np.ndarray]]]
-"""The sync's embedding call: ``(digest, text)`` pairs and whether they count as passages."""
+Spans = dict[str, list[tuple[str, int, int]]]
+"""A passage's digest -> its windows as ``(window digest, start, end)`` spans of its embedding input
+(:func:`~passageway.kernel.index.windows.window_spans`)."""
+
+
+class Embed(Protocol):
+    """The sync's embedding call: ``(digest, text)`` pairs, whether they count as passages, and
+    the windows to pool from the passages' own pass where the embedder can (:data:`Spans`)."""
+
+    def __call__(self, pairs: list[tuple[str, str]], counted: bool, spans: Spans | None = None
+                 ) -> Awaitable[dict[str, np.ndarray]]: ...
 
 
 class LaterStore(Store, LaterVectors, Protocol):
@@ -62,12 +77,14 @@ async def embed_pending(store: LaterStore, cache: VectorCache, embed: Embed, emb
         ready = [(p.item_id, p.ordinal, cached[p.digest]) for p in waiting if p.digest in cached]
         await store.set_vectors(ready)
         missing: dict[str, str] = {}
+        spans: Spans = {}
         for passage in waiting:
-            if passage.digest not in cached:
-                missing.setdefault(passage.digest, passage.embedding_input)
+            if passage.digest not in cached and passage.digest not in missing:
+                missing[passage.digest] = passage.embedding_input
+                spans[passage.digest] = window_spans(passage.text, passage.embedding_input)
         pairs = sorted(missing.items(), key=lambda pair: len(pair[1]))
         for start in range(0, len(pairs), embed_batch):
-            made = await embed(pairs[start : start + embed_batch], True)
+            made = await embed(pairs[start : start + embed_batch], True, spans)
             embedded += len(made)
             await store.set_vectors(
                 [(p.item_id, p.ordinal, made[p.digest]) for p in waiting if p.digest in made])
@@ -103,10 +120,12 @@ async def embed_all_windows(store: LaterStore, cache: VectorCache, embed: Embed,
 
 
 async def embed_into_cache(embedder: Embedder, cache: VectorCache, pairs: list[tuple[str, str]], batch: int,
-                           progress: BuildProgress | None, *, windows: bool = False
-                           ) -> tuple[dict[str, np.ndarray], float]:
+                           progress: BuildProgress | None, *, windows: bool = False,
+                           spans: Spans | None = None) -> tuple[dict[str, np.ndarray], float]:
     """Vectors for ``(digest, text)`` pairs in embedder calls of ``batch``, and the seconds spent
-    awaiting the embedder.
+    awaiting the embedder. With ``spans`` (passages only), a call whose texts have windows goes
+    to ``embed_spans`` first, and the windows' vectors it gives go into the cache beside the
+    passages' (not into the result); when it gives none, the windows wait for the second pass.
 
     Each call's vectors go to the vector cache at once, so work survives a crash or a kill in
     the middle: the next start embeds only what no call finished. Vectors are made unit length
@@ -114,27 +133,61 @@ async def embed_into_cache(embedder: Embedder, cache: VectorCache, pairs: list[t
     """
     result: dict[str, np.ndarray] = {}
     seconds = 0.0
+    model = with_defaults(embedder)
     for start in range(0, len(pairs), batch):
         chunk = pairs[start : start + batch]
         if progress is not None:
             progress.embedding()  # the rate counts from the first call, windows' too
         began = time.perf_counter()
-        matrix = np.asarray(await embedder.embed([text for _, text in chunk], "passage"), dtype=np.float32)
+        texts = [text for _, text in chunk]
+        chunk_spans = [(spans or {}).get(digest, []) for digest, _ in chunk]
+        pooled = None
+        if any(chunk_spans):
+            pooled = await model.embed_spans(texts, [[(first, end) for _, first, end in each]
+                                                     for each in chunk_spans])
+        if pooled is None:
+            matrix = np.asarray(await embedder.embed(texts, "passage"), dtype=np.float32)
+            windows_made: dict[str, np.ndarray] = {}
+        else:
+            matrix = np.asarray(pooled[0], dtype=np.float32)
+            windows_made = _span_vectors(embedder, chunk_spans, pooled[1])
         seconds += time.perf_counter() - began
-        if matrix.shape != (len(chunk), embedder.dim):
-            raise EmbedderError(
-                f"the embedder {embedder.name!r} returned vectors of shape {matrix.shape} for "
-                f"{len(chunk)} texts of dimension {embedder.dim}; check the embedder program"
-            )
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.where(norms > 0, norms, 1.0)
-        made = {digest: np.asarray(vector, dtype=np.float32)
-                for (digest, _), vector in zip(chunk, matrix, strict=True)}
-        await cache.put_many(made)
+        _check_shape(embedder, matrix, len(chunk))
+        made = {digest: vector for (digest, _), vector in zip(chunk, _unit(matrix), strict=True)}
+        await cache.put_many({**windows_made, **made})
         result.update(made)
         if progress is not None:
-            progress.embedded([text for _, text in chunk], windows=windows)
+            progress.embedded(texts, windows=windows)
     return result, seconds
+
+
+def _check_shape(embedder: Embedder, matrix: np.ndarray, count: int) -> None:
+    if matrix.shape != (count, embedder.dim):
+        raise EmbedderError(
+            f"the embedder {embedder.name!r} returned vectors of shape {matrix.shape} for "
+            f"{count} texts of dimension {embedder.dim}; check the embedder program"
+        )
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    """``matrix``'s rows made unit length (a zero row stays zero), float32."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def _span_vectors(embedder: Embedder, spans: list[list[tuple[str, int, int]]], vectors: list[np.ndarray]
+                  ) -> dict[str, np.ndarray]:
+    """The windows' vectors from ``embed_spans``, checked and by window digest."""
+    if len(vectors) != len(spans):
+        raise EmbedderError(f"the embedder {embedder.name!r} returned span vectors for {len(vectors)} "
+                            f"texts, not {len(spans)}; check the embedder plugin")
+    made: dict[str, np.ndarray] = {}
+    for each, matrix in zip(spans, vectors, strict=True):
+        if each:
+            matrix = np.asarray(matrix, dtype=np.float32)
+            _check_shape(embedder, matrix, len(each))
+            made.update(zip((digest for digest, _, _ in each), _unit(matrix), strict=True))
+    return made
 
 
 async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,

@@ -10,6 +10,7 @@ halves must cut alike, so the cutting lives here, on the index path, and the que
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -92,6 +93,35 @@ def window_texts(passage_text: str) -> list[str]:
     if len(text) <= SHORT_PASSAGE:
         return []
     return [text[start:end].strip() for start, end in windows(text)]
+
+
+def window_spans(passage_text: str, embedding_input: str) -> list[tuple[str, int, int]]:
+    """The windows of a passage as spans of its ``embedding_input`` (which ends with its text):
+    ``(digest, start, end)``, the digest the window's vector is cached under (:func:`window_plan`),
+    the span from the window's first word to its last; none for a short passage. The sync hands
+    the spans to an embedder that can pool them from the passage's own forward pass
+    (``BaseEmbedder.embed_spans``)."""
+    if not embedding_input.endswith(passage_text):
+        return []
+    words = passage_text.split()
+    text = " ".join(words)
+    if len(text) <= SHORT_PASSAGE:
+        return []
+    offset = len(embedding_input) - len(passage_text)
+    raw_starts, flat_starts, position, flat_position = [], [], 0, 0
+    for word in words:
+        position = passage_text.find(word, position)
+        raw_starts.append(offset + position)
+        flat_starts.append(flat_position)
+        position += len(word)
+        flat_position += len(word) + 1
+    spans = []
+    for start, end in windows(text):
+        first = bisect.bisect_left(flat_starts, start)
+        last = max(first, bisect.bisect_left(flat_starts, end) - 1)
+        end_of_last = raw_starts[last] + len(words[last])
+        spans.append((digest_of(text[start:end].strip()), raw_starts[first], end_of_last))
+    return spans
 
 
 async def embed_windows(

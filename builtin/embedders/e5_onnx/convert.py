@@ -33,7 +33,7 @@ from passageway.builtin.embedders.model_files import file_sha256 as sha256_of
 from passageway.kernel.data_folder import FILE_MODE, private_folder
 from passageway.kernel.errors import ModelError
 
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
 """Bumped whenever the converter writes different files; an older folder is then rebuilt."""
 MANIFEST = "manifest.json"
 MODEL, TOKENIZER, NORMALISATION = "model.onnx", "tokenizer.json", "normalisation.json"

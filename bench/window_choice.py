@@ -1,0 +1,135 @@
+"""Where excerpts start with each window vector store: windows embedded apart against windows
+pooled from the passage's own forward pass (issue 37), compared passage by passage.
+
+For every answerable question of a set, every long passage of an expected page that holds one of
+the question's answer texts is cut as recall cuts it (``kernel/query/rendering.py``): the unit the
+excerpt is anchored at (:func:`~passageway.kernel.query.excerpts.best_start`, window similarity
+plus the question's rare words) and the excerpt of ``--limit`` characters around it. The windows'
+vectors come from two vector caches, one filled by each kind of build (for example the shared data
+folders of two ``corpus/measure.sh`` runs, ``HOME`` set apart); the questions are embedded once,
+on the converted built-in model in ``--model``. Printed per set and group: passages compared, how
+many start at the same unit, and how many excerpts show the answer with each cache.
+
+    uv run python bench/window_choice.py --before HOME_A/.local/share/passageway/vectors/X.db \\
+        --after HOME_B/.local/share/passageway/vectors/X.db --model MODEL_FOLDER [--set corpus|docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from passageway.builtin.eval.cases import contains_answer, load_cases
+from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.index.windows import SHORT_PASSAGE, flat, window_plan
+from passageway.kernel.query.excerpts import best_start, cut, unit_starts
+from passageway.kernel.records import Passage, item_from_json
+
+ROOT = Path(__file__).resolve().parents[1]
+SETS = {
+    "corpus": (ROOT / "corpus", ["en", "de"], ["questions-all.toml", "questions.toml"]),
+    "docs": (ROOT / "corpus" / "docs", ["starship/en", "starship/de", "typer", "starlette"],
+             ["questions.toml"]),
+}
+
+
+def pages(root: Path, folders: list[str]) -> dict[str, list[Passage]]:
+    """Each page's passages, by its path under ``root``, read by the markdown connector."""
+    from passageway_connector_markdown import MarkdownConnector
+
+    found: dict[str, list[Passage]] = {}
+    for folder in folders:
+        connector = MarkdownConnector({"FOLDER": str(root / folder)})
+        for value in connector.fetch(list(connector.versions())):
+            item = item_from_json(value)
+            key = f"{folder}/{item.id}" if root.name == "docs" else item.id
+            found[key] = passages_for(item)
+    return found
+
+
+def vectors(path: Path, digests: list[str]) -> dict[str, np.ndarray]:
+    found: dict[str, np.ndarray] = {}
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        for start in range(0, len(digests), 500):
+            chunk = digests[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            query = f"SELECT digest, vector FROM vectors WHERE digest IN ({marks})"
+            for digest, blob in db.execute(query, chunk):
+                found[digest] = np.frombuffer(blob, dtype="<f4")
+    return found
+
+
+def _sharpened(window: np.ndarray, passage: np.ndarray, share: float) -> np.ndarray:
+    if not share:
+        return window
+    moved = window - share * passage
+    return moved / max(float(np.linalg.norm(moved)), 1e-12)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, required=True, help="the cache of windows embedded apart")
+    parser.add_argument("--after", type=Path, required=True, help="the vector cache of pooled windows")
+    parser.add_argument("--model", type=Path, required=True, help="a converted built-in model folder")
+    parser.add_argument("--set", choices=sorted(SETS), default="corpus")
+    parser.add_argument("--limit", type=int, default=400, help="the excerpt's characters (three hits' share)")
+    parser.add_argument("--sharpen", type=float, default=0.0,
+                        help="pooled windows: compare normalise(window - SHARPEN * passage vector)")
+    args = parser.parse_args()
+    from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
+
+    root, folders, files = SETS[args.set]
+    texts = pages(root, folders)
+    cases = [case for case in load_cases([root / name for name in files]).cases
+             if case.answerable and case.expect_text]
+    pairs = [(case, passage) for case in cases for page in case.expect if page in texts
+             for passage in texts[page] if len(flat(passage.text)) > SHORT_PASSAGE
+             and contains_answer(case, passage.text)]
+    digests = sorted({digest for _, passage in pairs for _, digest in window_plan(flat(passage.text))})
+    digests += sorted({passage.digest for _, passage in pairs})
+    before, after = vectors(args.before, digests), vectors(args.after, digests)
+    engine = ConvertedEngine(args.model, threads=None, verify=False)
+    questions = sorted({case.query for case, _ in pairs})
+    asked = dict(zip(questions, engine.embed(questions, "query"), strict=True))
+    counts: dict[str, Counter[str]] = {}
+    for case, passage in pairs:
+        text = passage.text
+        plan = window_plan(flat(text))
+        if passage.digest not in after or any(d not in before or d not in after for _, d in plan):
+            counts.setdefault(case.group_label, Counter())["missing"] += 1
+            continue
+        row = counts.setdefault(case.group_label, Counter())
+        row["passages"] += 1
+        starts = unit_starts(text)
+        chosen = []
+        for cache in (before, after):
+            windows = tuple((start, float(_sharpened(cache[digest], after[passage.digest],
+                                                     args.sharpen if cache is after else 0.0)
+                                          @ asked[case.query])) for start, digest in plan)
+            start = best_start(text, case.query, windows, starts)
+            chosen.append(start)
+            shown = contains_answer(case, cut(flat(text), start, args.limit, starts=starts))
+            row["answer before" if cache is before else "answer after"] += shown
+        row["same start"] += chosen[0] == chosen[1]
+        words = cut(flat(text), best_start(text, case.query, None, starts), args.limit, starts=starts)
+        row["answer words"] += contains_answer(case, words)
+    total: Counter[str] = Counter()
+    print(f"| {args.set}: group | Passages | Same start | Answer shown, apart | pooled | words alone | "
+          "Left out (no vectors) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for group, row in sorted(counts.items()):
+        total.update(row)
+        print(f"| {group} | {row['passages']} | {row['same start']} | {row['answer before']} | "
+              f"{row['answer after']} | {row['answer words']} | {row['missing']} |")
+    print(f"| all | {total['passages']} | {total['same start']} | {total['answer before']} | "
+          f"{total['answer after']} | {total['answer words']} | {total['missing']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Windows pooled from a passage's own forward pass on the converted built-in model
+(``ConvertedEngine.embed_spans``, ``BuiltinE5Embedder.embed_spans``): the passage vectors are the
+ones ``embed`` gives, and each span's vector is its tokens' mean in the passage's context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
+from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
+from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
+from passageway.builtin.embedders.options import OnnxOptions
+from passageway.kernel.config import EmbedderSettings
+from passageway.kernel.errors import ConfigError
+from passageway.kernel.index.windows import flat, window_spans, window_texts
+from tests.e5_onnx_helpers import converted_folder
+
+TEXT = (
+    "The Black Death reached Algiers in 1620. Between 30,000 and 50,000 people were lost in the "
+    "city over two years. It came back in 1654 and again later in the century.\n\nShips carried the "
+    "plague across the sea from port to port. Nobody at the time knew its cause. Doctors tried many "
+    "remedies and all of them failed. The city recovered slowly over the next decades."
+)
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    return converted_folder(tmp_path_factory)
+
+
+def test_span_vectors_come_with_the_same_passage_vectors(converted):
+    engine = ConvertedEngine(converted, threads=1)
+    full = "Plague › Algiers: " + TEXT
+    texts = [full, "short", "x " * 700]  # the last one is read in two windows of the model
+    spans = [[(start, end) for _, start, end in window_spans(TEXT, full)], [(0, 5)], [(0, 3), (1000, 1399)]]
+    vectors, span_vectors = engine.embed_spans(texts, spans)
+    np.testing.assert_array_equal(vectors, engine.embed(texts, "passage"))
+    assert [matrix.shape for matrix in span_vectors] == [(len(each), 384) for each in spans]
+    for matrix in span_vectors:
+        np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    # Each window embedded alone is nearest to its own pooled span of all the passage's spans.
+    alone = engine.embed(window_texts(TEXT), "passage")
+    similarity = span_vectors[0] @ alone.T
+    assert similarity.argmax(axis=0).tolist() == list(range(len(alone)))
+    assert (similarity.diagonal() > 0.8).all()
+
+
+def test_a_span_without_tokens_gets_the_texts_vector(converted):
+    engine = ConvertedEngine(converted, threads=1)
+    vectors, span_vectors = engine.embed_spans(["one two three"], [[(4, 4)]])
+    np.testing.assert_allclose(span_vectors[0][0], vectors[0], atol=1e-6)
+
+
+async def test_the_builtin_embedder_pools_spans_unless_told_to_embed_windows_apart(converted):
+    texts, spans = [flat(TEXT)], [[(0, 40)]]
+    for windows, pools in (("passage", True), ("separate", False)):
+        embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], converted, EmbedderSettings(),
+                                     OnnxOptions(engine="onnx", windows=windows))
+        try:
+            made = await embedder.embed_spans(texts, spans)
+            assert (made is not None) == pools
+        finally:
+            await embedder.close()
+
+
+def test_the_windows_setting_is_checked():
+    assert OnnxOptions.of(EmbedderSettings(options={"windows": "separate"})).windows == "separate"
+    with pytest.raises(ConfigError, match="`windows` is one of passage, separate"):
+        OnnxOptions.of(EmbedderSettings(options={"windows": "late"}))
