@@ -21,10 +21,9 @@ last (:mod:`.sync_passes`); another store gets each batch with its vectors. A pa
 digest already has a vector in the :class:`~passageway.kernel.store.VectorCache` is not
 embedded again.
 
-This module holds the operations and their order; the work they share lives beside it: the
-fetch in batches (:mod:`.fetch_run`), chunking and embedding a batch (:mod:`.item_updates`),
-the reconcile's plan and deletion guard (:mod:`.reconcile_plan`), health and progress
-(:mod:`.sync_health`).
+This module holds the operations and their order; beside it: the fetch (:mod:`.fetch_run`), a
+batch's chunks and vectors (:mod:`.item_updates`), the reconcile's plan and deletion guard
+(:mod:`.reconcile_plan`), health and progress (:mod:`.sync_health`).
 """
 
 from __future__ import annotations
