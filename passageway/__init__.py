@@ -59,6 +59,7 @@ PUBLIC: dict[str, str] = {
     "Ranker": "passageway.kernel.ranking",
     "Gate": "passageway.kernel.ranking",
     "Ranked": "passageway.kernel.ranking",
+    "AnswerCheck": "passageway.kernel.ranking",
     # the settings a plugin reads: env:NAME references and the checks of a table's keys
     "resolve_secrets": "passageway.kernel.config",
     "SECRET_REFERENCE": "passageway.kernel.tables",
