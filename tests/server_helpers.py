@@ -156,7 +156,7 @@ async def running_server(kernel: Kernel, *, start_sync: bool = True, port: int |
         await runner.cleanup()
 
 
-async def wait_built(kernel: Kernel, timeout: float = 30.0) -> None:
+async def wait_built(kernel: Kernel, timeout: float = 120.0) -> None:
     """Wait until every source left the ``indexing`` state."""
     import asyncio
 
