@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for ``-n auto``: the cores plus one, at least two (measured: docs/performance.md)."""
+    """Workers for ``-n auto``: the cores plus one, at least two (many tests wait, not compute)."""
     return max(2, (os.cpu_count() or 1) + 1)
 
 
