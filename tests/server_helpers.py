@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -115,7 +116,25 @@ def make_kernel(environ: Mapping[str, str]) -> Kernel:
     return Kernel.create(settings, manager, environ)
 
 
+_PORTS = random.SystemRandom()  # not the global generator, which a test may seed
+
+
 def free_port() -> int:
+    """A port nobody listens on, from below the system's range for outgoing connections.
+
+    The suite runs in parallel: a port the system hands out for ``bind(0)`` can meanwhile become
+    the local end of another worker's outgoing connection (a reliability test opens thousands),
+    and then the server that wanted it cannot listen. Ports from 20000 to 32767 are never given
+    to outgoing connections (Linux starts that range at 32768); each call tries a random one.
+    """
+    for _ in range(50):
+        port = _PORTS.randint(20_000, 32_767)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -137,7 +156,7 @@ async def running_server(kernel: Kernel, *, start_sync: bool = True, port: int |
         await runner.cleanup()
 
 
-async def wait_built(kernel: Kernel, timeout: float = 30.0) -> None:
+async def wait_built(kernel: Kernel, timeout: float = 120.0) -> None:
     """Wait until every source left the ``indexing`` state."""
     import asyncio
 

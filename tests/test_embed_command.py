@@ -149,9 +149,9 @@ def test_a_hanging_request_kills_the_process_group_and_the_next_call_restarts(tm
         started = time.monotonic()
         with pytest.raises(EmbedderError, match=r"within 1.5 seconds"):
             embedder.embed(["lighthouse"], "passage")
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 60  # about 1.5 s; the program hangs for good
         grandchild = int((tmp_path / "child.pid").read_text())
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while (alive(grandchild) or alive(program)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not alive(program)
@@ -257,7 +257,7 @@ def test_a_stopped_program_leaves_no_transport_open(tmp_path):
         process = embedder.embedder._program.process
     finally:
         embedder.close()
-        daemon, deadline = tmp_path / "child.pid", time.monotonic() + 5
+        daemon, deadline = tmp_path / "child.pid", time.monotonic() + 30
         while not daemon.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         os.kill(int(daemon.read_text()), signal.SIGKILL)

@@ -70,7 +70,7 @@ def _run(arguments, environ, stderr_on_terminal, interrupt_after=None):  # type:
     process = subprocess.Popen(toy_command(arguments), env=environ, stdout=subprocess.PIPE, stderr=secondary)
     os.close(secondary)
     chunks: list[bytes] = []
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # a wait only: a busy machine can take minutes
     while time.monotonic() < deadline:
         ready, _, _ = select.select([main], [], [], 0.1)
         if ready:

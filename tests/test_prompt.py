@@ -137,9 +137,9 @@ def test_reducing_is_idempotent():
 
 def test_twenty_thousand_characters_are_read_in_milliseconds():
     prompt = (CODE * 2)[:19_900] + "\n\n" + QUESTION  # a paragraph of its own, wherever the cut lands
-    started = time.perf_counter()
+    started = time.thread_time()  # processor time: a busy machine stretches wall-clock time
     result = asked(prompt)
-    elapsed = time.perf_counter() - started
+    elapsed = time.thread_time() - started
     assert result.text == QUESTION
     assert elapsed < 0.25  # about 5 ms here; the bound only catches a rule gone quadratic
 

@@ -70,13 +70,13 @@ def test_following_the_paragraph_reaches_a_first_answer(tmp_path):
         return [str(PASSAGEWAY), *(replace.get(word, word) for word in command[3:])]
 
     init, serve, status, search = readme_commands()
-    done = subprocess.run(argv(init), env=environ, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(argv(init), env=environ, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     server = subprocess.Popen(
         argv(serve), env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # the model loads first: minutes on a busy machine
         report: dict = {}
         while time.monotonic() < deadline and report.get("status") != "ok":
             assert server.poll() is None, server.communicate()[1]
@@ -86,9 +86,9 @@ def test_following_the_paragraph_reaches_a_first_answer(tmp_path):
             time.sleep(0.5)
         assert report.get("status") == "ok", report
         assert report["sources"]["notes"]["items"] == 3
-        done = subprocess.run(argv(status), env=environ, capture_output=True, text=True, timeout=30)
+        done = subprocess.run(argv(status), env=environ, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 and "  notes: ok: 3 items" in done.stdout
-        done = subprocess.run(argv(search), env=environ, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(argv(search), env=environ, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("1. **The lighthouse at Kap Arkona")
         assert "Schinkel" in done.stdout

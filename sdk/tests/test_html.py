@@ -71,8 +71,8 @@ def test_nested_lists_give_output_linear_in_their_depth():
 
 def test_one_long_sentence_is_cut_in_linear_time():
     text = "word " * 1_600_000  # 8 MB without a sentence end
-    began = time.perf_counter()
+    began = time.thread_time()  # processor time: a busy machine stretches wall-clock time
     parts = cut_text(text, 1400)
     # Each cut copied the rest of the sentence: about 12 s here, against 0.4 s cut in place.
-    assert time.perf_counter() - began < 5
+    assert time.thread_time() - began < 5
     assert all(len(part) <= 1400 for part in parts) and "".join(parts).count("word") == 1_600_000

@@ -133,7 +133,7 @@ def test_a_deadline_ends_a_drip_that_never_trips_the_socket_timeout():
             opener().open(f"{home}/slow", timeout=5) as response,
         ):
             read_capped(response, 10_000, "GET /slow", check)
-        assert time.monotonic() - began < 3
+        assert time.monotonic() - began < 30  # the drip lasts 50 s; the deadline ends it after 1 s
 
 
 def test_a_deadline_outside_the_main_thread_still_ends_the_read_between_chunks():

@@ -104,7 +104,7 @@ class Server:
         self.starts = 0
         self.nofile: int | None = None  # RLIMIT_NOFILE for the server process (ulimit -n)
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 300.0) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 (the child holds it)
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.serve_toy"], env=self.environ, cwd=ROOT,
@@ -135,12 +135,12 @@ class Server:
     def health(self, authorised: bool = True) -> dict[str, Any]:
         request = urllib.request.Request(f"{self.url}/health", headers=AUTH if authorised else {})
         try:
-            with urllib.request.urlopen(request, timeout=10) as response:
+            with urllib.request.urlopen(request, timeout=60) as response:
                 return dict(json.loads(response.read()))
         except urllib.error.HTTPError as error:
             return dict(json.loads(error.read()))
 
-    def wait_until(self, predicate: Any, timeout: float = 120.0) -> dict[str, Any]:
+    def wait_until(self, predicate: Any, timeout: float = 300.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         report: dict[str, Any] = {}
         while time.monotonic() < deadline:

@@ -1,7 +1,8 @@
 """Load on a real server: concurrent ``/recall`` clients and MCP clients, with memory before and after.
 
 The full form runs 64 hook clients and 16 MCP clients (each its own session) for 60 s; the
-reduced form 8 and 2 for a few seconds. Every request must succeed, and the server's memory
+reduced form 8 and 2 for a few seconds (each client sends at least two requests, however long
+they take on a busy machine). Every request must succeed, and the server's memory
 must not grow without bound (the session memory and the caches are bounded).
 """
 
@@ -21,13 +22,14 @@ from tests.reliability.conftest import AUTH, scale
 from tests.sync_helpers import WORDS, item
 
 ITEMS = 400
+LEAST = 2  # requests of each client, however busy the machine (then as many as the time allows)
 QUESTIONS = [f"what happens at the {word} and the {other}?" for word in WORDS for other in WORDS[:4]]
 
 
 async def hook_client(url: str, number: int, until: float, latencies: list[float], errors: list[str]) -> None:
     async with httpx2.AsyncClient(timeout=30) as http:
         sent = 0
-        while time.monotonic() < until:
+        while sent < LEAST or time.monotonic() < until:
             question = QUESTIONS[(number * 7 + sent) % len(QUESTIONS)]
             started = time.perf_counter()
             try:
@@ -46,7 +48,7 @@ async def mcp_client(url: str, number: int, until: float, latencies: list[float]
         http = httpx2.AsyncClient(headers=AUTH, timeout=30)
         async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
             sent = 0
-            while time.monotonic() < until:
+            while sent < LEAST or time.monotonic() < until:
                 started = time.perf_counter()
                 try:
                     question = QUESTIONS[(number + sent) % len(QUESTIONS)]
@@ -73,7 +75,7 @@ def test_concurrent_recall_and_mcp_clients_get_no_error(server_factory, figures)
     server.start()
     server.wait_until(lambda report: report["status"] == "ok"
                       and report["sources"]["notes"]["items"] == ITEMS)
-    hooks, mcps, seconds = scale(8, 64), scale(2, 16), scale(5.0, 60.0)
+    hooks, mcps, seconds = scale(8, 64), scale(2, 16), scale(3.0, 60.0)
     with contextlib.suppress(Exception):  # warm up the caches once, so "before" is a steady state
         asyncio.run(_run(server.url, 2, 1, 1.0, [], [], [], []))
     rss_before = server.rss_kib()
@@ -89,7 +91,7 @@ def test_concurrent_recall_and_mcp_clients_get_no_error(server_factory, figures)
     server.assert_clean_log()
     assert hook_errors == [] and mcp_errors == [], (hook_errors + mcp_errors)[:10]
     assert health["status"] == "ok"
-    assert len(hook_latencies) > hooks and len(mcp_latencies) > mcps
+    assert len(hook_latencies) >= LEAST * hooks and len(mcp_latencies) >= LEAST * mcps
     figures.add(
         "load", hook_clients=hooks, mcp_clients=mcps, seconds=seconds,
         hook_requests=len(hook_latencies), mcp_calls=len(mcp_latencies),

@@ -140,6 +140,8 @@ def test_anonymous_registrations_keep_the_oauth_state_small(server_factory, tmp_
     server.assert_clean_log()
     assert not stale.exists()
     assert size < 1_000_000, size
-    assert slowest < 1.0, slowest
+    # 0.15 s at most in the full run (docs/reliability.json); the bound is ten times a second, as
+    # a save on the loop (what made registrations slow) is tested by its thread in test_oauth.py.
+    assert slowest < 10.0, slowest
     figures.add("server_limits", registrations=made, oauth_state_bytes=size,
                 slowest_registration_s=round(slowest, 3))

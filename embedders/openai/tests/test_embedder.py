@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -135,13 +134,12 @@ def test_voyage_without_dimensions_sends_no_output_dimension(fake_api, api_key):
 def test_429_with_retry_after_is_waited_out(fake_api):
     fake_api.then(status=429, headers={"Retry-After": "1"})
     env = {"MODEL": "m", "BASE_URL": fake_api.base_url, "TIMEOUT": "10"}
-    started = time.monotonic()
-    replies, stderr = talk(env, [embed("passage", "hello")])
-    elapsed = time.monotonic() - started
+    waits: list[float] = []
+    replies, stderr = talk(env, [embed("passage", "hello")], sleep=waits.append)
     assert replies == [{"vectors": [fake_api.vector("hello")]}]
     assert len(fake_api.requests) == 2
     # Retry-After (1 s) is longer than the first back-off (0.05 s here), so it wins.
-    assert 0.95 <= elapsed < 5
+    assert waits == [1]
     assert "HTTP 429" in stderr and "retrying in 1 s" in stderr
 
 
@@ -177,12 +175,16 @@ def test_backoff_doubles_from_one_second_to_sixty_by_default(fake_api):
 def test_500_forever_gives_up_within_timeout_and_keeps_serving(fake_api):
     fake_api.always(status=500)
     env = {"MODEL": "m", "BASE_URL": fake_api.base_url, "TIMEOUT": "1"}
-    started = time.monotonic()
-    replies, _ = talk(env, [embed("passage", "x"), {"op": "bogus"}])
-    elapsed = time.monotonic() - started
+    now, waits = [0.0], []
+
+    def sleep(seconds: float) -> None:  # a clock that only the waits move, so load cannot
+        waits.append(seconds)
+        now[0] += seconds
+
+    replies, _ = talk(env, [embed("passage", "x"), {"op": "bogus"}], clock=lambda: now[0], sleep=sleep)
     error = replies[0]["error"]
-    assert "gave up after" in error and "attempts" in error and "HTTP 500" in error
-    assert elapsed < 1.5
+    assert "gave up after 7 attempts" in error and "HTTP 500" in error
+    assert waits == [0.05, 0.1, 0.2, 0.2, 0.2, 0.2]  # 0.95 s: the next 0.2 s would pass TIMEOUT
     # The process stays in use: the next request gets its own answer.
     assert "unknown op" in replies[1]["error"]
 
@@ -190,9 +192,9 @@ def test_500_forever_gives_up_within_timeout_and_keeps_serving(fake_api):
 def test_a_request_that_times_out_mid_answer_is_not_repeated(fake_api):
     fake_api.then(delay=3)
     env = {"MODEL": "m", "BASE_URL": fake_api.base_url, "TIMEOUT": "0.5"}
-    started = time.monotonic()
     replies, _ = talk(env, [embed("passage", "x")])
-    assert time.monotonic() - started < 2
+    # The socket's TIMEOUT ended the read (the answer takes 3 s), and the request is not sent again.
+    assert "did not finish answering within TIMEOUT (0.5 s)" in replies[0]["error"]
     assert "not repeated" in replies[0]["error"]
     assert len(fake_api.requests) == 1
 

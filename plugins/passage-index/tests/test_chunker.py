@@ -101,10 +101,10 @@ def test_a_page_that_is_not_utf8_is_skipped_with_a_warning_or_stops_with_strict(
 def test_many_equal_headings_take_linear_time(tmp_path):
     def seconds(count: int) -> float:
         site = write_site(tmp_path / f"s{count}", {"p": "## Same\n\nx\n\n" * count})
-        start = time.perf_counter()
+        start = time.thread_time()  # processor time: a busy machine stretches wall-clock time
         found = passages(site)
         assert found[-1]["id"] == f"p#same-{count}"
-        return time.perf_counter() - start
+        return time.thread_time() - start
 
     small, large = seconds(2_000), seconds(20_000)
     assert large < small * 25, (small, large)  # ten times the headings, about ten times the time

@@ -62,7 +62,7 @@ async def stopped(kernel: Kernel) -> None:
     await kernel.close_embedder()
 
 
-async def until(condition, timeout: float = 20.0) -> None:
+async def until(condition, timeout: float = 120.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "timed out"
