@@ -120,7 +120,7 @@ def ensure_converted(
         problem = folder_problem(folder, source, weights)  # another process may have converted meanwhile
         if problem is None:
             return folder
-        log(f"converting the built-in model to ONNX ({problem}); once, in about 10 to 30 s")
+        log(f"converting the built-in model to ONNX ({problem}); once; it takes under a minute on 2 cores")
         started = time.monotonic()
         convert(folder, source, weights)
         log(f"converted the built-in model to ONNX in {time.monotonic() - started:.0f} s: {folder}")
