@@ -66,6 +66,17 @@ def batches_by_length(
     return groups
 
 
+def padded_feeds(rows: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
+    """The graph's inputs for one batch: token ids padded to the longest row, and their mask."""
+    width = max(len(ids) for ids in rows)
+    input_ids = np.full((len(rows), width), PAD, dtype=np.int64)
+    attention_mask = np.zeros((len(rows), width), dtype=np.int64)
+    for row, ids in enumerate(rows):
+        input_ids[row, : len(ids)] = ids
+        attention_mask[row, : len(ids)] = 1
+    return dict(zip(INPUTS, (input_ids, attention_mask), strict=True))
+
+
 class ConvertedEngine:
     """One converted folder loaded: its tokenizer and two onnxruntime sessions, ``session``
     (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session``
@@ -134,13 +145,7 @@ class ConvertedEngine:
         lengths = [len(ids) for _, ids, _ in parts]
         means = np.zeros((len(parts), HIDDEN), dtype=np.float32)
         for group in batches_by_length(lengths):
-            width = max(lengths[index] for index in group)
-            input_ids = np.full((len(group), width), PAD, dtype=np.int64)
-            attention_mask = np.zeros((len(group), width), dtype=np.int64)
-            for row, index in enumerate(group):
-                input_ids[row, : lengths[index]] = parts[index][1]
-                attention_mask[row, : lengths[index]] = 1
-            feeds = dict(zip(INPUTS, (input_ids, attention_mask), strict=True))
+            feeds = padded_feeds([parts[index][1] for index in group])
             means[group] = session.run([OUTPUT], feeds)[0]
         sums = np.zeros((len(texts), HIDDEN), dtype=np.float64)
         for (text_index, _, weight), mean in zip(parts, means, strict=True):
@@ -165,13 +170,7 @@ class ConvertedEngine:
         states = [np.zeros((len(ids), HIDDEN), dtype=np.float32) for ids in content]
         means = np.zeros((len(parts), HIDDEN), dtype=np.float32)
         for group in batches_by_length(lengths):
-            width = max(lengths[index] for index in group)
-            input_ids = np.full((len(group), width), PAD, dtype=np.int64)
-            attention_mask = np.zeros((len(group), width), dtype=np.int64)
-            for row, index in enumerate(group):
-                input_ids[row, : lengths[index]] = parts[index][1]
-                attention_mask[row, : lengths[index]] = 1
-            feeds = dict(zip(INPUTS, (input_ids, attention_mask), strict=True))
+            feeds = padded_feeds([parts[index][1] for index in group])
             pooled, hidden = self.passage_session.run([OUTPUT, TOKENS], feeds)
             means[group] = pooled
             for row, index in enumerate(group):
