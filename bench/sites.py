@@ -129,7 +129,7 @@ def baseline(ref: str, into: Path) -> Any:
             source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:builtin/passage_index/{name}"],
                                     check=True, capture_output=True, text=True).stdout
             source = source.replace("passageway.builtin.passage_index", "baseline_passage_index")
-            source = source.replace("passageway.kernel.chunking", "passageway.kernel.index.chunking")
+            source = source.replace("passageway.kernel.chunking", "passageway.kernel.text.chunking")
             source = source.replace("from passageway.kernel.records import schema_errors",
                                     "from passageway_passage_index.files import schema_errors")
             (package / name).write_text(source)

@@ -171,7 +171,7 @@ class LaterVectors(Protocol):
 class VectorCache(Protocol):
     """Passage vectors by digest for one embedder (name and dimension), so that no passage is
     embedded twice: a passage's digest is the SHA-256 of its embedding input
-    (:mod:`passageway.kernel.index.chunking`), so a vector kept under it by the same embedder is the one
+    (:mod:`passageway.kernel.text.chunking`), so a vector kept under it by the same embedder is the one
     the passage would get again. It outlives every index (a rebuilt source, another source with
     the same text, ``passageway eval``'s throwaway indexes). The kernel gets one through the
     ``passageway_vector_cache`` hook and closes it when the stores close.

@@ -2,7 +2,7 @@
 
 Only what the chunker and the prepared search content need. A heading is an ATX heading
 (``## Title``, closing ``#`` marks dropped) outside a fenced code block; fences open and close by
-the rule :mod:`passageway.kernel.index.chunking` uses for its blocks, so a ``# comment`` inside a fence
+the rule :mod:`passageway.kernel.text.chunking` uses for its blocks, so a ``# comment`` inside a fence
 is code for both. :func:`normalised` first removes HTML comments and rewrites underlined (setext)
 headings as ATX ones, so that a ``## line`` in a comment starts nothing and ``Title`` over ``---``
 is a heading; :func:`heading_attributes` takes a ``{#id}`` attribute block off a heading's text.

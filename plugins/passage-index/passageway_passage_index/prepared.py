@@ -1,7 +1,7 @@
 """A passage's prepared search content: readable paragraphs and literal code and table lines.
 
 Passage search shows these instead of parsing Markdown when it answers. The passage is read as
-the blocks of :func:`passageway.kernel.index.chunking.blocks` (the blocks the splitter keeps whole):
+the blocks of :func:`passageway.kernel.text.chunking.blocks` (the blocks the splitter keeps whole):
 
 * a paragraph becomes one entry of ``paragraphs``: its lines joined by one space, ``>`` quote
   marks and a ``####`` heading's marks removed, inline Markdown made plain (link text kept);
@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from passageway.kernel.index.chunking import blocks
+from passageway.kernel.text.chunking import blocks
 from passageway_passage_index.markdown import heading, plain
 
 SEARCH_SCHEMA_VERSION = 1
