@@ -20,6 +20,8 @@ def imported_modules(path: Path) -> set[str]:
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
+            if node.module in {"passageway.kernel", "passageway.kernel.text", "passageway.kernel.program"}:
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
     return found
 
 
@@ -72,6 +74,31 @@ def test_the_public_door_names_where_each_name_is_defined():
         capture_output=True, text=True, check=True,
     )
     assert fresh.stdout.strip() == "[]"
+
+
+def test_every_public_name_reports_the_door_as_its_module():
+    """As httpx's names do: a class or function of the door says ``passageway``, so a repr, a
+    traceback or ``help()`` never names the module behind it (constants have no module of their own)."""
+    import inspect
+
+    import passageway
+
+    named = {name: getattr(passageway, name) for name in passageway.__all__}
+    modules = {name: value.__module__ for name, value in named.items()
+               if inspect.isclass(value) or inspect.isfunction(value)}
+    assert len(modules) > 30
+    assert {name: module for name, module in modules.items() if module != "passageway"} == {}
+    assert repr(passageway.Store) == "<class 'passageway.Store'>"
+    assert "kernel" not in repr(passageway.render_answer)
+
+
+def test_a_record_reached_through_the_door_still_loads():
+    """Its annotations are resolved where they were written before the door renames its module."""
+    script = ("import passageway; passageway.Item; from passageway.kernel.records import item_from_json; "
+              "print(item_from_json({'id': 'a', 'title': 'T', 'url': None, 'version': '1', "
+              "'sections': [{'text': 'x', 'heading': None, 'anchor': None}]}).sections[0].text)")
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "x"
 
 
 def test_the_docs_use_the_short_paths():
@@ -142,7 +169,7 @@ def test_workspace_tests_import_no_builtin():
 
 def test_the_kernels_data_paths_import_one_way():
     """kernel/connector/ knows nothing of indexes or questions; kernel/index/ never imports
-    kernel/query/ (the window cutting both need lives on the index path) and gets its connector
+    kernel/query/ (the window cutting both need lives on the ground floor) and gets its connector
     runner from the kernel; kernel/query/ never runs a program."""
     forbidden = {
         "connector": ("passageway.kernel.index", "passageway.kernel.query"),
@@ -157,6 +184,96 @@ def test_the_kernels_data_paths_import_one_way():
         for path in (ROOT / "kernel" / folder).rglob("*.py")
     }
     assert {path: names for path, names in offenders.items() if names} == {}
+
+
+GROUND_FLOOR = ("passageway.kernel.text", "passageway.kernel.program")
+"""What both data paths share, below both: the pure text rules (``kernel/text/``) and the child-program
+driver (``kernel/program/``). Builtins and plugins may import it beside the door."""
+
+CONTRACTS = {
+    "passageway.kernel.records": "what a connector sends and an answer holds",
+    "passageway.kernel.store": "the store contract and its optional protocols",
+    "passageway.kernel.embedder": "the embedder contract and the base classes an embedder derives from",
+    "passageway.kernel.ranking": "the ranker and gate contract",
+    "passageway.kernel.errors": "the error types a plugin raises for a user to read",
+    "passageway.kernel.hookspecs": "the reference of every hook",
+    "passageway.kernel.config": "the settings a command or plugin reads (load_settings, resolve_secrets)",
+    "passageway.kernel.config_file": "the tables of passageway.toml a plugin is handed",
+    "passageway.kernel.tables": "the checks of a settings table's keys and values",
+    "passageway.kernel.data_folder": "where a plugin's private files go, and their modes",
+    "passageway.kernel.instances": "which instance's folders a command works in",
+    "passageway.kernel.plugins": "the registries, for a command that builds its own embedder or store",
+    "passageway.kernel.app": "the running Kernel a transport or eval is handed",
+    "passageway.kernel.auth": "the bearer-password check every route that answers from the index makes",
+    "passageway.kernel.http_guard": "a client's address and network, for the HTTP transports",
+    "passageway.kernel.server": "the host names the server answers on",
+    "passageway.kernel.durations": "how a duration is written for a person",
+    "passageway.kernel.gate_levels": "the named gate levels eval measures",
+    "passageway.kernel.progress": "the progress bar of a first build, shown by eval as by serve",
+}
+"""The kernel modules a builtin or a plugin under ``plugins/`` may import besides ``passageway``,
+``passageway.testing`` and the ground floor, each with why: contracts and configuration, never a
+module inside a data path (``kernel/connector``, ``kernel/index``, ``kernel/query``) or the CLI
+(``kernel/cli.py``, ``kernel/commands``). A name a plugin needs from a path is given a door name."""
+
+WAITING_FOR_ONE_ENTRY = {
+    ("builtin/transport/hook_endpoint.py", "passageway.kernel.query.prompt"):
+        "the hook reduces the prompt itself until Kernel.recall takes a request (issue 39, item 2)",
+    ("builtin/transport/mcp_transport.py", "passageway.kernel.query.prompt"):
+        "the MCP door reduces the prompt itself until Kernel.recall takes a request (issue 39, item 2)",
+    ("builtin/eval/engine.py", "passageway.kernel.query.recall"):
+        "eval calls recall around Kernel.recall until that takes a request (issue 39, item 2)",
+}
+"""Path imports that go when the query path has one entry; the test below fails on an entry that is
+no longer needed, so none is forgotten."""
+
+
+def _plugin_code() -> list[Path]:
+    """The code of every builtin and of every plugin under ``plugins/`` (their tests aside)."""
+    found = list((ROOT / "builtin").rglob("*.py"))
+    for package in sorted(path.parent for path in ROOT.glob("plugins/*/pyproject.toml")):
+        found += [path for path in package.rglob("*.py")
+                  if not {"tests", ".venv"} & set(path.relative_to(package).parts)]
+    return sorted(found)
+
+
+def _allowed_to_a_plugin(name: str, builtin: bool) -> bool:
+    return (name in {"passageway", "passageway.testing", *CONTRACTS} or name.startswith("passageway.testing.")
+            or name.startswith(GROUND_FLOOR) or (builtin and name.startswith("passageway.builtin")))
+
+
+def test_builtins_and_plugins_import_the_door_the_ground_floor_and_the_contracts():
+    """No builtin and no plugin under ``plugins/`` reaches into a data path or the CLI: they import
+    ``passageway``, ``passageway.testing``, the ground floor and :data:`CONTRACTS` (another builtin
+    is the test above's business)."""
+    plugin_folders = sorted(path.parent.name for path in ROOT.glob("plugins/*/pyproject.toml"))
+    assert plugin_folders, "no plugin under plugins/ was found: the rule would check nothing"
+    offenders, waiting = {}, set()
+    for path in _plugin_code():
+        relative = str(path.relative_to(ROOT))
+        builtin = relative.startswith("builtin/")
+        for name in sorted(imported_modules(path)):
+            if not name.startswith("passageway") or name.startswith("passageway_") or _allowed_to_a_plugin(name, builtin):
+                continue
+            if (relative, name) in WAITING_FOR_ONE_ENTRY:
+                waiting.add((relative, name))
+            else:
+                offenders.setdefault(relative, []).append(name)
+    assert offenders == {}, "give these a door name (passageway.X) or a ground-floor path"
+    stale = sorted(set(WAITING_FOR_ONE_ENTRY) - waiting)
+    assert stale == [], f"remove from WAITING_FOR_ONE_ENTRY in tests/test_layout.py, now gone: {stale}"
+
+
+def test_the_ground_floor_imports_no_path_and_no_builtin():
+    """The ground floor is below both paths: it imports itself and the contracts, nothing above."""
+    offenders = {}
+    for floor in ("text", "program"):
+        for path in (ROOT / "kernel" / floor).rglob("*.py"):
+            names = sorted(name for name in imported_modules(path) if name.startswith("passageway")
+                           and not name.startswith(GROUND_FLOOR) and name not in CONTRACTS)
+            if names:
+                offenders[str(path.relative_to(ROOT))] = names
+    assert offenders == {}
 
 
 def test_nothing_subclasses_the_kernel():
