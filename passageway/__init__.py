@@ -114,13 +114,13 @@ def _name_the_door(value: Any) -> None:
     import inspect
 
     if inspect.isclass(value):
+        import contextlib
+
         import attrs
 
         if attrs.has(value):
-            try:
+            with contextlib.suppress(NameError):  # a name imported only for type checkers stays a string
                 attrs.resolve_types(value)
-            except NameError:  # a name imported only for type checkers: left as a string
-                pass
     elif not inspect.isfunction(value):
         return  # a constant: it has no module of its own
     value.__module__ = PROJECT

@@ -7,6 +7,7 @@ import importlib
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -253,7 +254,7 @@ def test_builtins_and_plugins_import_the_door_the_ground_floor_and_the_contracts
         relative = str(path.relative_to(ROOT))
         builtin = relative.startswith("builtin/")
         for name in sorted(imported_modules(path)):
-            if not name.startswith("passageway") or name.startswith("passageway_") or _allowed_to_a_plugin(name, builtin):
+            if not name.startswith("passageway.") or _allowed_to_a_plugin(name, builtin):
                 continue
             if (relative, name) in WAITING_FOR_ONE_ENTRY:
                 waiting.add((relative, name))
@@ -295,9 +296,14 @@ def test_nothing_subclasses_the_kernel():
     assert offenders == []
 
 
-LINE_CAP = 400
-"""The team rule: no module over about 400 lines. A longer one holds more than one responsibility
-(or one that wants a folder); split it by responsibility, never by cutting it in half."""
+LINE_WARNING = 400
+"""A module over this many lines is reported (a warning in the test summary): it may hold more
+than one responsibility, or be a feature that wants a folder. Size is measured in functions
+(ruff's complexity rules); the line count only points where to look."""
+
+LINE_CAP = 450
+"""No module over this many lines: past the warning, a file is split by responsibility, or its
+feature becomes a folder; never cut in half at a line count."""
 
 STILL_SPLITTING: dict[str, str] = {}
 """Modules over the cap while another change splits them; each entry goes when its split lands
@@ -318,6 +324,10 @@ def test_no_module_passes_the_line_cap():
     lengths = {str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
                for path in _source_modules()}
     assert len(lengths) > 100
+    long = {path: lines for path, lines in lengths.items() if LINE_WARNING < lines <= LINE_CAP}
+    if long:
+        warnings.warn(f"over {LINE_WARNING} lines, look for a second responsibility or a folder: {long}",
+                      stacklevel=1)
     over = {path: lines for path, lines in lengths.items()
             if lines > LINE_CAP and path not in STILL_SPLITTING}
     assert over == {}, f"split these by responsibility (at most {LINE_CAP} lines each): {over}"
