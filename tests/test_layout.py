@@ -127,6 +127,11 @@ def _workspace_packages() -> list[Path]:
                                               "stores/*/pyproject.toml") for path in ROOT.glob(pattern))
 
 
+def _plugin_packages() -> list[Path]:
+    """The plugins shipped from this repository as distributions of their own (``plugins/*``)."""
+    return sorted(path.parent for path in ROOT.glob("plugins/*/pyproject.toml"))
+
+
 def test_no_builtin_imports_another_builtin():
     """Each builtin is a plugin of its own: it imports the kernel, never another builtin."""
     offenders = {}
@@ -157,10 +162,11 @@ def test_workspace_packages_import_only_the_public_door():
 
 
 def test_workspace_tests_import_no_builtin():
-    """Their tests may drive the kernel (the command line, a whole server) but reach a builtin only
-    through the plugin registries, as a third party's tests would."""
+    """Their tests (and those of the plugins under ``plugins/``) may drive the kernel (the command
+    line, a whole server) but reach a builtin only through the plugin registries, as a third
+    party's tests would."""
     offenders = {}
-    for package in _workspace_packages():
+    for package in [*_workspace_packages(), *_plugin_packages()]:
         for path in (package / "tests").rglob("*.py"):
             names = sorted(name for name in imported_modules(path) if name.startswith("passageway.builtin"))
             if names:
@@ -232,7 +238,7 @@ no longer needed, so none is forgotten."""
 def _plugin_code() -> list[Path]:
     """The code of every builtin and of every plugin under ``plugins/`` (their tests aside)."""
     found = list((ROOT / "builtin").rglob("*.py"))
-    for package in sorted(path.parent for path in ROOT.glob("plugins/*/pyproject.toml")):
+    for package in _plugin_packages():
         found += [path for path in package.rglob("*.py")
                   if not {"tests", ".venv"} & set(path.relative_to(package).parts)]
     return sorted(found)
@@ -247,8 +253,7 @@ def test_builtins_and_plugins_import_the_door_the_ground_floor_and_the_contracts
     """No builtin and no plugin under ``plugins/`` reaches into a data path or the CLI: they import
     ``passageway``, ``passageway.testing``, the ground floor and :data:`CONTRACTS` (another builtin
     is the test above's business)."""
-    plugin_folders = sorted(path.parent.name for path in ROOT.glob("plugins/*/pyproject.toml"))
-    assert plugin_folders, "no plugin under plugins/ was found: the rule would check nothing"
+    assert _plugin_packages(), "no plugin under plugins/ was found: the rule would check nothing"
     offenders, waiting = {}, set()
     for path in _plugin_code():
         relative = str(path.relative_to(ROOT))
