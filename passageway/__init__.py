@@ -1,7 +1,7 @@
 """passageway: retrieval for Claude over MCP.
 
 This module is the door for plugin authors, as ``pytest`` is for pytest's: everything a store, an
-embedder kind, a ranker or a command implements or receives is imported from here::
+embedder kind, a ranker, a transport or a command implements or receives is imported from here::
 
     from passageway import Candidate, Gate, Ranked, hookimpl
 
