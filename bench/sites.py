@@ -37,9 +37,11 @@ from typing import Any
 from lxml import html
 from passageway_passage_index import build_index, chunks_document
 
+from passageway.kernel.text.fences import FENCE_RUN
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = "import sys; from passageway.kernel.cli import main; sys.exit(main(sys.argv[1:]))"
-CODE = re.compile(r"```.*?```|`[^`\n]*`|\"[^\"\n]{0,80}\"", re.DOTALL)
+CODE = re.compile(FENCE_RUN + r".*?\1|`[^`\n]*`|\"[^\"\n]{0,80}\"", re.DOTALL)
 """Code and quoted words are the author's: a site about a site generator writes about its
 "Edit this page" link."""
 CHROME_PHRASES = (
@@ -129,7 +131,7 @@ def baseline(ref: str, into: Path) -> Any:
             source = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:builtin/passage_index/{name}"],
                                     check=True, capture_output=True, text=True).stdout
             source = source.replace("passageway.builtin.passage_index", "baseline_passage_index")
-            source = source.replace("passageway.kernel.chunking", "passageway.kernel.index.chunking")
+            source = source.replace("passageway.kernel.chunking", "passageway.kernel.text.chunking")
             source = source.replace("from passageway.kernel.records import schema_errors",
                                     "from passageway_passage_index.files import schema_errors")
             (package / name).write_text(source)

@@ -49,11 +49,11 @@ def load_older_store(folder: Path) -> Any:
         text = (folder / (old.replace("passageway.", "").replace(".", "/") + ".py")).read_text("utf-8")
         for other_old, other_new in OLD_NAMES.items():
             text = text.replace(f"from {other_old} import", f"from {other_new} import")
-        # kernel/textsearch.py is now kernel/index/keyword_text.py, its FTS5 quoting in the store's package
+        # kernel/textsearch.py is now kernel/text/keyword_text.py, its FTS5 quoting in the store's package
         text = text.replace("from passageway.kernel.textsearch import match_terms",
                             "from passageway.builtin.storage.keyword import match_terms")
         text = text.replace("from passageway.kernel.textsearch import",
-                            "from passageway.kernel.index.keyword_text import")
+                            "from passageway.kernel.text.keyword_text import")
         (modules / f"{new}.py").write_text(text, "utf-8")
     loaded: ModuleType | None = None
     for new in OLD_NAMES.values():

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from passageway.builtin.eval.cases import contains_answer, load_cases
-from passageway.kernel.index.chunking import passages_for
-from passageway.kernel.index.windows import SHORT_PASSAGE, flat, window_plan
 from passageway.kernel.query.excerpts import best_start, cut, unit_starts
 from passageway.kernel.records import Passage, item_from_json
+from passageway.kernel.text.chunking import passages_for
+from passageway.kernel.text.windows import SHORT_PASSAGE, flat, window_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = {

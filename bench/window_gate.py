@@ -33,9 +33,9 @@ from common import ROOT
 from common.replay import Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
 
 from passageway.builtin.eval.cases import load_cases
-from passageway.kernel.index.chunking import digest_of
-from passageway.kernel.index.windows import flat, window_texts
 from passageway.kernel.query.recall import gather_candidates, question_for
+from passageway.kernel.text.chunking import digest_of
+from passageway.kernel.text.windows import flat, window_texts
 
 THRESHOLDS = (0.865, 0.87, 0.875, 0.88, 0.885)
 CORPUS = ROOT / "corpus"

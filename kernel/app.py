@@ -329,8 +329,8 @@ class Kernel:
             raise PassagewayError(f"the configuration is broken: {self.config_error}")
         if self.embedder is None or not self.embedder_started:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
-        from passageway.kernel.not_unicode import repaired
         from passageway.kernel.query.recall import recall as run_recall
+        from passageway.kernel.text.not_unicode import repaired
 
         # Text that is not Unicode is the client's mistake; it must never fail the embedder and
         # turn health to degraded (the hook answers 400 before; other callers get it repaired).
@@ -378,9 +378,9 @@ class Kernel:
         return configured or self.environ.get("APP_VERSION") or __version__
 
     def health(self, include_errors: bool) -> dict[str, Any]:
-        """The health report (:func:`passageway.kernel.index.health.health_report`); error texts only when
+        """The health report (:func:`passageway.kernel.health.health_report`); error texts only when
         ``include_errors`` (the caller showed the password)."""
-        from passageway.kernel.index.health import health_report
+        from passageway.kernel.health import health_report
 
         return health_report(self, include_errors)
 

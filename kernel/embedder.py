@@ -111,7 +111,7 @@ class BaseEmbedder:
         gives them; ``span_vectors[i]`` a ``(len(spans[i]), dim)`` float32 array of unit rows, the
         span's tokens pooled in the context of the whole text (late chunking). Spans start and end
         at a word. The sync uses it for the excerpt windows of each passage
-        (:func:`passageway.kernel.index.windows.window_spans`) and embeds them as texts of their
+        (:func:`passageway.kernel.text.windows.window_spans`) and embeds them as texts of their
         own when it returns ``None``. It may return ``None`` on one call and not on another (an
         engine chosen at start); raises ``EmbedderError`` like :meth:`Embedder.embed`.
         """

@@ -1,7 +1,7 @@
 """Every hook passageway calls, grouped by stage. This module is the reference for plugin authors.
 
 A plugin is a module or object with functions marked by ``passageway.hookimpl`` whose names match
-the specs below. passageway loads its builtins (``passageway.kernel.plugins.BUILTIN_PLUGINS``)
+the specs below. passageway loads its builtins (the tuple ``BUILTIN_PLUGINS`` in ``kernel/plugins.py``)
 and then every entry point of the group ``passageway``::
 
     [project.entry-points.passageway]
@@ -54,10 +54,10 @@ def passageway_register_stores(register: Register) -> None:
     Called once when the plugin manager is built, for every plugin that implements it.
 
     :param register: ``register(name, factory)``. ``factory(path, source, context)`` returns an
-        object satisfying :class:`passageway.kernel.store.Store` for the index file ``path`` (one
+        object satisfying :class:`passageway.Store` for the index file ``path`` (one
         per source, ``<data dir>/<source>.db`` for the builtin ``sqlite`` backend; a store on a
         database server may ignore it) of the source named ``source``. ``context`` is a
-        :class:`passageway.kernel.store.StoreContext`: the ``[store]`` table, which the factory
+        :class:`passageway.StoreContext`: the ``[store]`` table, which the factory
         checks (``ConfigError`` naming an unknown key), and the environment for its ``env:NAME``
         references. The store records which embedder built it (``embedder()`` / ``reset()``).
         Its ``search`` is blocking and called from recall's worker threads; everything else is
@@ -84,7 +84,7 @@ def passageway_vector_cache(store: str, folder: Path, embedder_name: str, dim: i
     :param embedder_name: the embedder's name; with ``dim`` it names the cache, whose vectors
         belong to that embedder alone.
     :param dim: the embedder's vector dimension.
-    :returns: an unopened :class:`passageway.kernel.store.VectorCache`, or None to leave it to
+    :returns: an unopened :class:`passageway.VectorCache`, or None to leave it to
         another plugin. The builtin ``storage`` plugin, called last, always answers: a SQLite
         file ``<folder>/vectors/<embedder name>-<dim>.db``, whatever the store.
     """
@@ -102,9 +102,9 @@ def passageway_register_embedders(register: Register) -> None:
     Called once when the plugin manager is built, for every plugin that implements it.
 
     :param register: ``register(kind, factory)``. ``factory(settings, context)`` receives the
-        table's :class:`passageway.kernel.config.EmbedderSettings` and an
-        :class:`passageway.kernel.embedder.EmbedderContext` (data folder, secrets resolver) and
-        returns an object satisfying :class:`passageway.kernel.embedder.Embedder`. It must not
+        table's :class:`passageway.EmbedderSettings` and an
+        :class:`passageway.EmbedderContext` (data folder, secrets resolver) and
+        returns an object satisfying :class:`passageway.Embedder`. It must not
         load a model yet: the kernel calls ``await embedder.start()`` off the event loop.
     :returns: nothing; every implementation is called.
 
@@ -124,7 +124,7 @@ def passageway_register_rankers(register: Register) -> None:
     Called once when the plugin manager is built, for every plugin that implements it.
 
     :param register: ``register(name, factory)``. ``factory()`` returns an object satisfying
-        :class:`passageway.kernel.ranking.Ranker`.
+        :class:`passageway.Ranker`.
     :returns: nothing; every implementation is called.
 
     The builtins register ``hybrid`` (the default), ``keyword`` and ``vector``;
@@ -148,7 +148,7 @@ def passageway_add_routes(app: web.Application, kernel: Kernel) -> None:
     :param app: the ``aiohttp.web.Application``; add routes with ``app.router`` and resources
         with ``app.cleanup_ctx``. The kernel has mounted ``/health`` already. A route that answers
         from the index must check the bearer password with ``kernel.authorize(request)``.
-    :param kernel: the running :class:`passageway.kernel.app.Kernel`: ``await kernel.recall(...)``,
+    :param kernel: the running :class:`passageway.Kernel`: ``await kernel.recall(...)``,
         ``kernel.health(...)`` and the settings.
     :returns: nothing; every implementation is called.
 
@@ -167,7 +167,7 @@ def passageway_register_commands(register: Register) -> None:
     """Register subcommands of ``passageway`` that belong to a plugin (``passageway model``).
 
     Called once when the command line needs them: for ``--help``, ``completion`` and a first word
-    that is not one of the kernel's own commands (``passageway.kernel.cli.COMMANDS``), for every
+    that is not one of the kernel's own commands (``COMMANDS`` in ``kernel/cli.py``), for every
     plugin that implements it.
 
     :param register: ``register(name, command)``. ``command`` is a module or object with ``HELP``

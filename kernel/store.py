@@ -168,10 +168,31 @@ class LaterVectors(Protocol):
 
 
 @runtime_checkable
+class SharedStore(Protocol):
+    """What a store offers, besides :class:`Store`, to be opened by several servers at once (the
+    ``postgres`` plugin's): exactly one server syncs each source and the others answer from the same
+    tables (``kernel/index/replicas.py`` runs it; ``docs/scale-out.md``)."""
+
+    async def lead(self, replica: str) -> bool:
+        """Whether this server is, or has now become, the one that syncs the source."""
+        ...
+
+    async def leader(self) -> str | None:
+        """The ``replica`` name of the server that syncs the source now, or None."""
+        ...
+
+    async def get_state(self, key: str) -> str | None: ...
+
+    async def set_state(self, key: str, value: str) -> None: ...
+
+    async def counts(self) -> tuple[int, int]: ...
+
+
+@runtime_checkable
 class VectorCache(Protocol):
     """Passage vectors by digest for one embedder (name and dimension), so that no passage is
     embedded twice: a passage's digest is the SHA-256 of its embedding input
-    (:mod:`passageway.kernel.index.chunking`), so a vector kept under it by the same embedder is the one
+    (:mod:`passageway.kernel.text.chunking`), so a vector kept under it by the same embedder is the one
     the passage would get again. It outlives every index (a rebuilt source, another source with
     the same text, ``passageway eval``'s throwaway indexes). The kernel gets one through the
     ``passageway_vector_cache`` hook and closes it when the stores close.

@@ -1,7 +1,7 @@
 """passageway: retrieval for Claude over MCP.
 
 This module is the door for plugin authors, as ``pytest`` is for pytest's: everything a store, an
-embedder kind, a ranker or a command implements or receives is imported from here::
+embedder kind, a ranker, a transport or a command implements or receives is imported from here::
 
     from passageway import Candidate, Gate, Ranked, hookimpl
 
@@ -40,10 +40,10 @@ PUBLIC: dict[str, str] = {
     "ItemUpdate": "passageway.kernel.store",
     "VectorCache": "passageway.kernel.store",
     "check_updates": "passageway.kernel.store",
-    "index_text": "passageway.kernel.index.keyword_text",
-    "query_terms": "passageway.kernel.index.keyword_text",
-    "CJK_CHARACTER": "passageway.kernel.index.keyword_text",
-    "BM25_WEIGHTS": "passageway.kernel.index.keyword_text",
+    "index_text": "passageway.kernel.text.keyword_text",
+    "query_terms": "passageway.kernel.text.keyword_text",
+    "CJK_CHARACTER": "passageway.kernel.text.keyword_text",
+    "BM25_WEIGHTS": "passageway.kernel.text.keyword_text",
     "Item": "passageway.kernel.records",
     "Section": "passageway.kernel.records",
     "Passage": "passageway.kernel.records",
@@ -60,6 +60,12 @@ PUBLIC: dict[str, str] = {
     "Gate": "passageway.kernel.ranking",
     "Ranked": "passageway.kernel.ranking",
     "AnswerCheck": "passageway.kernel.ranking",
+    "DEPTH": "passageway.kernel.ranking",
+    # transport: the running kernel a route is handed, what it answers and how that is shown
+    "Kernel": "passageway.kernel.app",
+    "Answer": "passageway.kernel.records",
+    "Hit": "passageway.kernel.records",
+    "render_answer": "passageway.kernel.query.rendering",
     # the settings a plugin reads: env:NAME references and the checks of a table's keys
     "resolve_secrets": "passageway.kernel.config",
     "SECRET_REFERENCE": "passageway.kernel.tables",
@@ -73,7 +79,10 @@ PUBLIC: dict[str, str] = {
     "ModelError": "passageway.kernel.errors",
     "StoreError": "passageway.kernel.errors",
 }
-"""Each public name and the kernel module that defines it (the one place it is written)."""
+"""Each public name and the kernel module that defines it (the one place it is written). A class or
+function looked up here reports ``passageway`` as its module (``repr(passageway.Store)`` is
+``<class 'passageway.Store'>``), as httpx's names do: the module behind it is not an address to
+import from."""
 
 __all__ = ["PROJECT", "__version__", "hookimpl", *PUBLIC]
 
@@ -83,6 +92,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         value = getattr(importlib.import_module(PUBLIC[name]), name)
+        _name_the_door(value)
         globals()[name] = value  # looked up once
         return value
     # The version is looked up on first use: importing importlib.metadata costs every connector
@@ -95,6 +105,25 @@ def __getattr__(name: str) -> Any:
         except PackageNotFoundError:  # a source tree that was never installed
             return "0.0.0"
     raise AttributeError(f"module 'passageway' has no attribute {name!r}")
+
+
+def _name_the_door(value: Any) -> None:
+    """Make a class or function report ``passageway`` as its module. An attrs class's annotations
+    are resolved first, in the module that wrote them: they are strings (``from __future__ import
+    annotations``), and once ``__module__`` names the door they would be looked up there."""
+    import inspect
+
+    if inspect.isclass(value):
+        import contextlib
+
+        import attrs
+
+        if attrs.has(value):
+            with contextlib.suppress(NameError):  # a name imported only for type checkers stays a string
+                attrs.resolve_types(value)
+    elif not inspect.isfunction(value):
+        return  # a constant: it has no module of its own
+    value.__module__ = PROJECT
 
 
 def __dir__() -> list[str]:

@@ -26,9 +26,9 @@ import numpy as np
 import pytest
 
 from passageway.kernel.errors import StoreError
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import Candidate, ItemUpdate, LaterVectors, Store
+from passageway.kernel.text.chunking import passages_for
 from passageway.testing.toy_embedder import toy_vectors
 
 __all__ = [

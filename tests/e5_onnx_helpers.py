@@ -162,7 +162,7 @@ def converted_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
 
 def corpus_passages() -> list[str]:
     """Every passage passageway's chunker cuts from the sample corpus's sections."""
-    from passageway.kernel.index.chunking import split_section
+    from passageway.kernel.text.chunking import split_section
 
     passages = []
     for path in sorted((ROOT / "corpus").glob("*/*.md")):

@@ -109,7 +109,7 @@ class Lookup:
 async def test_sentence_cosines_read_the_hits_window_vectors():
     import numpy as np
 
-    from passageway.kernel.index.windows import flat, window_plan
+    from passageway.kernel.text.windows import flat, window_plan
 
     long_text = " ".join(f"Sentence number {n} says something about the prompt." for n in range(8))
     hit = passage(5, long_text, 0.88)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from passageway.kernel.index.chunking import DEFAULT_CAP, embedding_input, passages_for, split_section
 from passageway.kernel.records import Item, Section
+from passageway.kernel.text.chunking import DEFAULT_CAP, embedding_input, passages_for, split_section
 
 
 def make_item(*sections: Section, title: str = "Guide", path: tuple[str, ...] = ()) -> Item:

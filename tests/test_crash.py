@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from passageway.builtin.storage import SqliteStore
-from passageway.kernel.index.chunking import passages_for
+from passageway.kernel.text.chunking import passages_for
 from tests.sync_helpers import item, stored_passages, write_items
 
 ITEMS = 200

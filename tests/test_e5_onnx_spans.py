@@ -15,7 +15,7 @@ from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.builtin.embedders.options import OnnxOptions
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.errors import ConfigError
-from passageway.kernel.index.windows import flat, window_spans, window_texts
+from passageway.kernel.text.windows import flat, window_spans, window_texts
 from tests.e5_onnx_helpers import converted_folder
 
 TEXT = (

@@ -7,10 +7,13 @@ import attrs
 import numpy as np
 
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.index.chunking import digest_of
-from passageway.kernel.index.windows import (
+from passageway.kernel.index.window_vectors import embed_windows
+from passageway.kernel.query.excerpts import cut
+from passageway.kernel.query.recall import recall
+from passageway.kernel.store import Candidate
+from passageway.kernel.text.chunking import digest_of
+from passageway.kernel.text.windows import (
     SHORT_PASSAGE,
-    embed_windows,
     flat,
     sentence_starts,
     window_plan,
@@ -18,9 +21,6 @@ from passageway.kernel.index.windows import (
     window_texts,
     windows,
 )
-from passageway.kernel.query.excerpts import cut
-from passageway.kernel.query.recall import recall
-from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
 
 FILLER = [

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from passageway.kernel.errors import PassagewayError
-from passageway.kernel.index.chunking import DEFAULT_CAP, passages_for
 from passageway.kernel.index.item_updates import UpdateMaker
+from passageway.kernel.text.chunking import DEFAULT_CAP, passages_for
 from passageway.testing import MemoryVectorCache
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import FakeRunner, Setup, item, keyword_list, vector_list

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from passageway.kernel.connector.processes import descendants, kill_tree
+from passageway.kernel.program.processes import descendants, kill_tree
 
 PARENT = """
 import subprocess, sys, time

@@ -1,4 +1,4 @@
-"""The one driver of child programs (kernel/connector/program.py): spawn, a masked stderr tail,
+"""The one driver of child programs (kernel/program/driver.py): spawn, a masked stderr tail,
 the group killed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from passageway.kernel.connector.program import STDERR_QUOTED_CHARS, Masker, Program, Stderr
+from passageway.kernel.program.driver import STDERR_QUOTED_CHARS, Masker, Program, Stderr
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,6 +70,6 @@ def test_one_driver_starts_every_child_program():
         for folder in ("kernel", "builtin") for path in (ROOT / folder).rglob("*.py")
         if "create_subprocess_exec" in path.read_text(encoding="utf-8")
     )
-    assert spawning == ["kernel/connector/program.py"]
+    assert spawning == ["kernel/program/driver.py"]
     for user in ("kernel/connector/runner.py", "builtin/embedders/embed_command.py"):
         assert "Program.spawn(" in (ROOT / user).read_text(encoding="utf-8")

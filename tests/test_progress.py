@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 
-from passageway.kernel.commands.progress import ProgressBar, build_progress
+from passageway.kernel.progress import ProgressBar, build_progress
 from tests.cli_helpers import process_environment, toy_command
 from tests.server_helpers import write_instance
 
@@ -153,7 +153,7 @@ def test_build_progress_counts_windows_once_every_passage_has_its_vector():
 
 
 def test_the_bar_counts_windows_in_the_windows_stage():
-    from passageway.kernel.commands.progress import build_progress
+    from passageway.kernel.progress import build_progress
 
     entry = {"state": "indexing", "stage": "windows", "of": 10, "fetched": 10, "ready": 39, "expected": 40,
              "windows": 12, "windows_expected": 50}

@@ -10,7 +10,9 @@ import pytest
 from passageway.builtin.ranking import FusionRanker
 from passageway.builtin.ranking.signals import unknown_words
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
-from passageway.kernel.query.stopwords import (
+from passageway.kernel.ranking import DEPTH, Gate, Ranker
+from passageway.kernel.store import Candidate
+from passageway.kernel.text.stopwords import (
     content_words,
     fold,
     language_of,
@@ -18,8 +20,6 @@ from passageway.kernel.query.stopwords import (
     matched_words,
     words,
 )
-from passageway.kernel.ranking import DEPTH, Gate, Ranker
-from passageway.kernel.store import Candidate
 
 VECTOR = np.zeros(4, dtype=np.float32)
 GATE = Gate(0.85)

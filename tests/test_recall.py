@@ -14,7 +14,6 @@ import passageway
 from passageway.builtin.ranking import FusionRanker
 from passageway.builtin.storage import SqliteStore
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.query.recall import _related, keyword_query, merge_candidates, recall
 from passageway.kernel.query.rendering import (
     BUDGET_TOKENS,
@@ -28,6 +27,7 @@ from passageway.kernel.query.rendering import (
 from passageway.kernel.ranking import Gate, Ranked
 from passageway.kernel.records import Answer, Item, Related, Section
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.kernel.text.chunking import passages_for
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests import test_duplicates as duplicate_cases
 

@@ -9,8 +9,9 @@ import json
 import attrs
 
 from passageway.kernel.index import replicas
-from passageway.kernel.index.replicas import Role, SharedStore, run_source
+from passageway.kernel.index.replicas import Role, run_source
 from passageway.kernel.index.sync_health import SourceHealth
+from passageway.kernel.store import SharedStore
 
 
 class FakeSync:

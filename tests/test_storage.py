@@ -19,10 +19,10 @@ from passageway.builtin.storage import SqliteStore
 from passageway.builtin.storage.keyword import similarities
 from passageway.builtin.storage.tables import MIGRATIONS
 from passageway.kernel.errors import StoreError
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.plugins import build_plugin_manager, collect_registries
 from passageway.kernel.records import Item, Passage, Section
 from passageway.kernel.store import ItemUpdate, Store
+from passageway.kernel.text.chunking import passages_for
 from passageway.testing import MemoryVectorCache, store_contract
 from passageway.testing.store_contract import *  # noqa: F403  (the contract tests, run for both stores)
 from passageway.testing.toy_embedder import toy_vectors

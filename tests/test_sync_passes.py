@@ -8,11 +8,11 @@ import asyncio
 import pytest
 
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.sync_passes import WINDOWS_STATE
-from passageway.kernel.index.windows import window_texts
 from passageway.kernel.ranking import Gate
 from passageway.kernel.records import Item, Section
+from passageway.kernel.text.chunking import digest_of
+from passageway.kernel.text.windows import window_texts
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import FakeRunner, Setup, item
 

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from common import ROOT
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.records import Item, Section
 from passageway.kernel.store import Candidate, StoredItem
+from passageway.kernel.text.chunking import passages_for
 
 PASSWORD = "bench-password-not-secret"
 

@@ -52,9 +52,9 @@ def synthetic_batches(
 ) -> Iterator[list[Any]]:
     """The synthetic index's items (``ItemUpdate``s) in batches of 2,000 items of five passages;
     a sample of the vectors is appended to ``samples`` on the way (the same data for one seed)."""
-    from passageway.kernel.index.chunking import passages_for
     from passageway.kernel.records import Item, Section
     from passageway.kernel.store import ItemUpdate
+    from passageway.kernel.text.chunking import passages_for
 
     rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, len(vocabulary) + 1)  # Zipf-like word frequencies

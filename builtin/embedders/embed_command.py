@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from passageway.kernel.connector.program import Masker, Program, Stderr
 from passageway.kernel.embedder import BaseEmbedder
 from passageway.kernel.errors import EmbedderError
+from passageway.kernel.program.driver import Masker, Program, Stderr
 from passageway.kernel.records import PROTOCOL_VERSION, validate_embedder_message
 
 STDERR_TAIL_LINES = 20
@@ -209,7 +209,7 @@ class CommandEmbedder(BaseEmbedder):
         await program.finish()
 
     # -----------------------------------------------------------------------------------------
-    # The process (driven by passageway.kernel.connector.program, as connectors are)
+    # The process (driven by passageway.kernel.program.driver, as connectors are)
     # -----------------------------------------------------------------------------------------
 
     def _running(self) -> bool:

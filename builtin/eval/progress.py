@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from passageway.kernel.commands.progress import ProgressBar, watch_build
+from passageway.kernel.progress import ProgressBar, watch_build
 
 
 class EvalProgress:

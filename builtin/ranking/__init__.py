@@ -61,9 +61,9 @@ import attrs
 import numpy as np
 
 from passageway import hookimpl
-from passageway.kernel.query.stopwords import content_words, language_of, language_of_words, words
 from passageway.kernel.ranking import DEPTH, Gate, Ranked
 from passageway.kernel.store import Candidate
+from passageway.kernel.text.stopwords import content_words, language_of, language_of_words, words
 
 from . import answerability, signals
 

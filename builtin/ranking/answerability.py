@@ -8,7 +8,7 @@ gate, from what recall already has, and the answer is silence when it says no. I
 so they mean the same on any corpus:
 
 * ``sentence``: the best cosine of a window of one to two sentences (the excerpt windows the
-  index keeps, ``kernel/index/windows.py``) of the answer's hits, less the hit's bar: an answer
+  index keeps, ``kernel/text/windows.py``) of the answer's hits, less the hit's bar: an answer
   is usually said in one place, a near-topic page is close everywhere and nowhere in particular;
 * ``cosine``: the first hit's cosine less its bar;
 * ``coverage``: the share of the question's content words that the first hit holds, each word
@@ -37,9 +37,9 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from passageway.kernel.query.stopwords import content_words, language_of_words, words
 from passageway.kernel.ranking import Gate
 from passageway.kernel.store import Candidate
+from passageway.kernel.text.stopwords import content_words, language_of_words, words
 
 VERSION = "docs-2026-12-b"
 """The name of the weights below; docs/gate-levels.md names it with every figure."""

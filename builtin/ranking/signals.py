@@ -25,8 +25,8 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 
-from passageway.kernel.query.stopwords import STOPWORDS, content_words, words
 from passageway.kernel.store import Candidate
+from passageway.kernel.text.stopwords import STOPWORDS, content_words, words
 
 _IDENTIFIER = re.compile(
     r"`([^`\n]{2,80})`"  # anything in backticks

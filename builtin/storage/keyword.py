@@ -18,7 +18,7 @@ import numpy as np
 
 from passageway.builtin.storage import row_budget
 from passageway.builtin.storage.rows import COLUMNS
-from passageway.kernel.index.keyword_text import BM25_WEIGHTS, CJK_CHARACTER, query_terms
+from passageway.kernel.text.keyword_text import BM25_WEIGHTS, CJK_CHARACTER, query_terms
 
 # Rank inside the full-text table first and join only the best rows: joining every match before
 # sorting cost most of the time on large indexes. FTS5's bm25 is lower for better matches.

@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from passageway.kernel.errors import StoreError
-from passageway.kernel.index.chunking import embedding_input
-from passageway.kernel.index.keyword_text import index_text
 from passageway.kernel.records import Passage
 from passageway.kernel.store import ItemUpdate
+from passageway.kernel.text.chunking import embedding_input
+from passageway.kernel.text.keyword_text import index_text
 
 PATH_SEPARATOR = " › "
 """Between the parts of an item's path in the keyword index, so that each part is its own words."""

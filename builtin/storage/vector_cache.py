@@ -1,7 +1,7 @@
 """The default vector cache (:class:`passageway.kernel.store.VectorCache`): vectors by digest, per
 embedder, in a SQLite file, so that no passage is embedded twice.
 
-A passage's digest is the SHA-256 of its embedding input (see :mod:`passageway.kernel.index.chunking`),
+A passage's digest is the SHA-256 of its embedding input (see :mod:`passageway.kernel.text.chunking`),
 so a vector stored under that digest by the same embedder is the vector the passage would get
 again. The cache outlives every index: a source rebuilt after its ``.db`` was deleted, another
 source holding the same text, and the throwaway indexes of ``passageway eval`` all reuse it.

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from passageway import render_answer
 from passageway.builtin.transport.request_body import BadBody, parse_json
 from passageway.kernel.auth import REFUSED_WRONG_VALUE, bearer_token, unauthorized
 from passageway.kernel.errors import PassagewayError
-from passageway.kernel.not_unicode import is_unicode
 from passageway.kernel.query.prompt import asked
-from passageway.kernel.query.rendering import render_answer
-from passageway.kernel.query.stopwords import content_words
+from passageway.kernel.text.not_unicode import is_unicode
+from passageway.kernel.text.stopwords import content_words
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel

@@ -22,15 +22,15 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from passageway import render_answer
 from passageway.builtin.transport.asgi_bridge import call_asgi
 from passageway.builtin.transport.mcp_sessions import IDLE_SECONDS, MAX_SESSIONS, SessionBook
 from passageway.builtin.transport.mcp_tools import DEFAULT_INSTRUCTIONS, DEFAULT_TOOL_DESCRIPTION, tool_list
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.http_guard import client_address
-from passageway.kernel.not_unicode import repaired
 from passageway.kernel.query.prompt import asked
-from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.server import LOOPBACK_NAMES
+from passageway.kernel.text.not_unicode import repaired
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel

@@ -169,8 +169,8 @@ async def _local(args: argparse.Namespace, question: str) -> tuple[str, bool, li
     import attrs
 
     from passageway.kernel.app import Kernel
-    from passageway.kernel.commands.progress import ProgressBar, watch_build
     from passageway.kernel.config import load_settings
+    from passageway.kernel.progress import ProgressBar, watch_build
     from passageway.kernel.query.rendering import render_answer
 
     settings = load_settings(instance=args.instance, config_path=args.config)

@@ -128,7 +128,7 @@ def _hold_data_folder(kernel):  # type: ignore[no-untyped-def]
 
 def _foreground_progress(kernel):  # type: ignore[no-untyped-def]
     """On a terminal, a progress bar while a first build runs; nothing otherwise."""
-    from passageway.kernel.commands.progress import ProgressBar, watch_build
+    from passageway.kernel.progress import ProgressBar, watch_build
 
     bar = ProgressBar()
     if not bar.enabled:

@@ -1,7 +1,7 @@
 """A connector call's pipes: stdin fed, lines quoted in errors, and what one call did.
 
 The program itself (its start, its stderr masked and logged, its process group ended) is driven
-by :mod:`passageway.kernel.connector.program`, as the command embedder's is. A call logs at most
+by :mod:`passageway.kernel.program.driver`, as the command embedder's is. A call logs at most
 :data:`STDERR_MAX_LINES` stderr lines; the rest is counted. What one call did, raw and unmasked,
 is a :class:`CallTrace`, kept only where an observer (the contract check) asks for it.
 """
@@ -13,8 +13,8 @@ import builtins
 
 import attrs
 
-from passageway.kernel.connector.program import Masker
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.program.driver import Masker
 
 EXCERPT_CHARS = 120
 STDERR_MAX_LINES = 1000  # per call; the rest is counted, not logged

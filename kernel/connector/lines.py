@@ -17,7 +17,6 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from passageway.kernel.not_unicode import SURROGATE_ESCAPE, repair_record
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,
@@ -27,6 +26,7 @@ from passageway.kernel.records import (
     load_schema,
     validate_connector_message,
 )
+from passageway.kernel.text.not_unicode import SURROGATE_ESCAPE, repair_record
 
 DEFINITIONS = {"check": "checkReply", "list": "listEntry", "fetch": "item", "changed": "item"}
 """The schema definition each mode's lines follow."""

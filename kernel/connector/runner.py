@@ -41,9 +41,9 @@ from passageway.kernel.connector.io import (
     stderr_note,
 )
 from passageway.kernel.connector.lines import DEFINITIONS, LineProblem, parse_batch
-from passageway.kernel.connector.processes import new_marker
-from passageway.kernel.connector.program import READ_CHUNK, Masker, Program, Stderr
 from passageway.kernel.errors import ConnectorError
+from passageway.kernel.program.driver import READ_CHUNK, Masker, Program, Stderr
+from passageway.kernel.program.processes import new_marker
 from passageway.kernel.records import (
     PROTOCOL_VERSION,
     CheckReply,

@@ -21,12 +21,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from passageway.kernel.embedder import Embedder
-from passageway.kernel.index.chunking import passages_for
 from passageway.kernel.index.sync_health import BuildProgress
 from passageway.kernel.index.sync_passes import Spans, embed_into_cache
-from passageway.kernel.index.windows import embed_windows, window_texts
+from passageway.kernel.index.window_vectors import embed_windows
 from passageway.kernel.records import Item, Passage
 from passageway.kernel.store import ItemUpdate, VectorCache
+from passageway.kernel.text.chunking import passages_for
+from passageway.kernel.text.windows import window_texts
 
 EMBED_BATCH = 32
 """Texts per embedder call."""

@@ -1,7 +1,7 @@
 """Several servers on one shared index: exactly one of them syncs each source.
 
 A store that several servers can open at once (the ``postgres`` plugin's) has two more methods
-than :class:`passageway.kernel.store.Store` asks for, described by :class:`SharedStore`. For such a
+than :class:`passageway.Store` asks for, described by :class:`passageway.SharedStore`. For such a
 store :func:`run_source` replaces the plain ``run_forever`` of the source's sync:
 
 * the server that holds the store's lead (``lead(replica)``) runs the sync as a single server would,
@@ -24,9 +24,11 @@ import json
 import logging
 import os
 import socket
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import attrs
+
+from passageway.kernel.store import SharedStore
 
 log = logging.getLogger("passageway.replicas")
 
@@ -35,25 +37,6 @@ PUBLISH_SECONDS = 5.0
 between two looks at it (and two tries for the lead)."""
 HEALTH_KEY = "replica_health"
 _numbers = itertools.count(1)
-
-
-@runtime_checkable
-class SharedStore(Protocol):
-    """A store several servers open at once; see the module docstring."""
-
-    async def lead(self, replica: str) -> bool:
-        """Whether this server is, or has now become, the one that syncs the source."""
-        ...
-
-    async def leader(self) -> str | None:
-        """The ``replica`` name of the server that syncs the source now, or None."""
-        ...
-
-    async def get_state(self, key: str) -> str | None: ...
-
-    async def set_state(self, key: str, value: str) -> None: ...
-
-    async def counts(self) -> tuple[int, int]: ...
 
 
 def replica_name() -> str:

@@ -22,7 +22,8 @@ import attrs
 
 from passageway.kernel.config_file import SOURCE_NAME, ConnectorSettings
 from passageway.kernel.errors import PassagewayError
-from passageway.kernel.index.replicas import Role, SharedStore, run_source
+from passageway.kernel.index.replicas import Role, run_source
+from passageway.kernel.store import SharedStore
 
 if TYPE_CHECKING:
     from passageway.kernel.store import Store, StoreContext

@@ -41,7 +41,6 @@ import numpy as np
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, PassagewayError, SyncError
-from passageway.kernel.index.chunking import DEFAULT_CAP
 from passageway.kernel.index.fetch_run import (
     POISONED,
     FetchOutcome,
@@ -69,6 +68,7 @@ from passageway.kernel.index.sync_passes import (
 )
 from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry
 from passageway.kernel.store import ItemUpdate, LaterVectors, Store, VectorCache
+from passageway.kernel.text.chunking import DEFAULT_CAP
 
 FETCH_BATCH = 50
 """Ids per ``fetch`` call; a failing call costs only these."""

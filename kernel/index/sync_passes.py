@@ -7,7 +7,7 @@ vectors, so its passages are found by keywords within seconds. Then:
    in the vector cache are not), shortest first within each round so that batches pad little,
    and each embedder call's vectors are handed to the store as soon as it ends: vector search
    covers more of the source with every call;
-2. **windows**: once no passage waits, the excerpt windows (:mod:`~passageway.kernel.index.windows`)
+2. **windows**: once no passage waits, the excerpt windows (:mod:`~passageway.kernel.text.windows`)
    of every passage are embedded into the vector cache; recall uses the word rule for a passage
    until its windows are there.
 
@@ -34,10 +34,10 @@ import numpy as np
 
 from passageway.kernel.embedder import Embedder, with_defaults
 from passageway.kernel.errors import EmbedderError
-from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.sync_health import BuildProgress
-from passageway.kernel.index.windows import window_spans, window_texts
 from passageway.kernel.store import LaterVectors, Store, VectorCache
+from passageway.kernel.text.chunking import digest_of
+from passageway.kernel.text.windows import window_spans, window_texts
 
 PENDING_ROUND = 512
 """Passages read from the store per round of the first pass (sorted by length within it)."""
@@ -49,7 +49,7 @@ WINDOWS_STATE = "windows"
 T = TypeVar("T")
 Spans = dict[str, list[tuple[str, int, int]]]
 """A passage's digest -> its windows as ``(window digest, start, end)`` spans of its embedding input
-(:func:`~passageway.kernel.index.windows.window_spans`)."""
+(:func:`~passageway.kernel.text.windows.window_spans`)."""
 
 
 class Embed(Protocol):

@@ -33,11 +33,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from passageway.kernel.index.windows import VectorLookup
+from passageway.kernel.index.window_vectors import VectorLookup
 from passageway.kernel.query.excerpts import candidate_digest
-from passageway.kernel.query.stopwords import language_of
 from passageway.kernel.ranking import MAX_HITS, Ranked
 from passageway.kernel.store import Candidate
+from passageway.kernel.text.stopwords import language_of
 
 DUPLICATE_COSINE = 0.97
 """Two passages in one language at least this similar are one content. Different paragraphs of one

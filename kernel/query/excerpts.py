@@ -6,11 +6,11 @@ of its text, and with it, often, the answer. Where the cut falls is decided here
 
 * **At index time** the sync embeds the *windows* of every long passage (runs of a few sentences
   side by side) into the embedder's digest vector cache
-  (:func:`passageway.kernel.index.windows.embed_windows`). The cache is the store of these
+  (:func:`passageway.kernel.index.window_vectors.embed_windows`). The cache is the store of these
   vectors because it already belongs to the embedder, survives a rebuild (a rerun embeds
   nothing) and serves every store plugin alike, without a change to any store's schema.
 * **At recall** (:func:`anchors`), the hits' passages are cut the same way
-  (``kernel/index/windows.py``) and their windows' vectors fetched with one ``get_many``.
+  (``kernel/text/windows.py``) and their windows' vectors fetched with one ``get_many``.
   Similarity works across languages: a German question finds the sentence of an English passage
   that answers it, which shared words cannot do.
 * **Each hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`),
@@ -39,10 +39,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from passageway.kernel.index.chunking import blocks, digest_of, embedding_input
-from passageway.kernel.index.windows import SHORT_PASSAGE, VectorLookup, flat, sentence_starts, window_plan
-from passageway.kernel.query.stopwords import content_words, words
+from passageway.kernel.index.window_vectors import VectorLookup
 from passageway.kernel.store import Candidate
+from passageway.kernel.text.chunking import blocks, digest_of, embedding_input
+from passageway.kernel.text.stopwords import content_words, words
+from passageway.kernel.text.windows import SHORT_PASSAGE, flat, sentence_starts, window_plan
 
 LEAD = 1 / 3
 """How much of an excerpt may come before the sentence it was chosen for. Measured against 0 to
@@ -50,7 +51,7 @@ LEAD = 1 / 3
 
 
 def candidate_digest(candidate: Candidate) -> str:
-    """The digest of a candidate's passage, as the sync computed it (``kernel/index/chunking.py``)."""
+    """The digest of a candidate's passage, as the sync computed it (``kernel/text/chunking.py``)."""
     return digest_of(embedding_input(candidate.title, candidate.path, candidate.heading, candidate.text))
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import re
 
 from passageway.kernel.query.prompt_sentences import LETTER_WORD, LIST_ITEM, is_question_sentence
+from passageway.kernel.text.fences import FENCE_RUN
 
 ASKING_WORDS = 3
 """Plain words (outside inline code) that a line which asks needs to be prose whatever it quotes."""
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = re.compile(r"^\s*" + FENCE_RUN)  # a prompt is not a document: any indentation
 TRACE = re.compile(
     r"^\s*(Traceback \(most recent call last\)|Exception in thread |\S*(Exception|Error)\b"
     r"|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"

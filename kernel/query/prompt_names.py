@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from passageway.kernel.query.prompt_lines import CODE_START, TRACE
 from passageway.kernel.store import Candidate
+from passageway.kernel.text.fences import FENCE_RUN
 
 MAX_TERMS = 8
 """The most names of a paste that go with its question into the keyword search."""
@@ -65,7 +66,7 @@ def _setting_key(line: str) -> str | None:
     if any(mark in key[1:] for mark in "_.-") or _PLAIN_KEY.fullmatch(key):
         return key
     return None
-_FENCED = re.compile(r"(```|~~~).*?(?:\1|$)", re.DOTALL)
+_FENCED = re.compile(FENCE_RUN + r".*?(?:\1|$)", re.DOTALL)
 _BACKTICKED = re.compile(r"`[^`\n]+`")
 
 GENERIC_NAMES = frozenset((

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from passageway.kernel.query.stopwords import content_words
+from passageway.kernel.text.stopwords import content_words
 
 MIN_CONTENT_WORDS = 3
 """A question of a prompt without pasted material borrows the sentence before it in its paragraph

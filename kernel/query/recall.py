@@ -15,7 +15,7 @@
 2. **Candidates.** Every store is asked for its 50 best passages by keywords and by vector
    (``Store.search``; all stores one after the other in one worker thread, so a question costs
    one thread hand-over). The keyword search gets the question's *content words* only
-   (:func:`passageway.kernel.query.stopwords.content_words`), so the function words of one language
+   (:func:`passageway.kernel.text.stopwords.content_words`), so the function words of one language
    cannot fill the list with noise from a source in another. The per-source lists are merged
    into one list per signal (vector by cosine, keyword by the store's score) and cut to 50. A
    store that raises is left out and logged with its source name and the error, never the
@@ -49,7 +49,7 @@ import numpy as np
 
 from passageway.kernel.embedder import MAX_TOKENS, Embedder, with_defaults
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.index.windows import VectorLookup, flat, window_plan
+from passageway.kernel.index.window_vectors import VectorLookup
 from passageway.kernel.query import prompt_names
 from passageway.kernel.query.duplicates import Pool, distinct
 from passageway.kernel.query.excerpts import anchors, joined, prefetch, with_neighbour
@@ -57,10 +57,11 @@ from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens
 from passageway.kernel.query.prompt_names import known_names, with_names
 from passageway.kernel.query.question_queue import yielding
 from passageway.kernel.query.rendering import fit_budget
-from passageway.kernel.query.stopwords import content_words, words
 from passageway.kernel.ranking import CANDIDATES, DEPTH, MAX_HITS, AnswerCheck, Gate, Ranked, Ranker
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.store import Candidate, Store
+from passageway.kernel.text.stopwords import content_words, words
+from passageway.kernel.text.windows import flat, window_plan
 
 log = logging.getLogger("passageway.recall")
 

@@ -42,9 +42,9 @@ from urllib.parse import quote, urlsplit
 
 import attrs
 
-from passageway.kernel.index.windows import flat
 from passageway.kernel.query.excerpts import Windows, best_start, cut, tidy, unit_starts
 from passageway.kernel.records import Answer, Hit, Related
+from passageway.kernel.text.windows import flat
 
 BUDGET_TOKENS = 400
 """The whole answer (passages, their headers and the related items) stays under about this."""

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 TRAIL_SEPARATOR = " › "
 """Joins the headings of a section's trail: ``Setup › Linux``."""
 
+# The fence rule of kernel/text/fences.py (FENCE, closes_fence), copied: the SDK depends on nothing,
+# not even passageway, so it cannot import it. Change both together.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")

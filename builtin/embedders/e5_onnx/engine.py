@@ -28,10 +28,11 @@ from passageway.builtin.embedders.e5_onnx.convert import (
 from passageway.builtin.embedders.e5_onnx.graph import INPUTS, OUTPUT, TOKENS
 from passageway.builtin.embedders.e5_onnx.reference import combine
 from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer, windows
+from passageway.builtin.embedders.models import E5_PREFIXES
 from passageway.builtin.embedders.onnx_engine import providers_for
 from passageway.kernel.errors import ModelError
 
-PREFIXES = {"query": "query: ", "passage": "passage: "}
+PREFIXES = E5_PREFIXES
 POSITIONS = 512
 HIDDEN = 384
 BOS, PAD, EOS = 0, 1, 2

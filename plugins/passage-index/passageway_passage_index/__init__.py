@@ -10,7 +10,7 @@ Why here: it is stage code (reading a format, chunking, embedding), which STYLE.
 ``kernel/``. It takes no part in the server's loop; as a plugin it only registers its command,
 ``passageway index`` (:mod:`.command`, which parses the arguments). It holds its own
 implementation like the other builtin subpackages and borrows the kernel's contracts: the block
-splitter and digests of :mod:`passageway.kernel.index.chunking` (with a 2,000-character cap instead of
+splitter and digests of :mod:`passageway.kernel.text.chunking` (with a 2,000-character cap instead of
 recall's 1,000), the digest-keyed :class:`~passageway.kernel.store.VectorCache`, and
 embedders built from ``[embedder]`` through the plugin registries.
 

@@ -12,7 +12,7 @@ The rules, in the order they apply (``docs/reference/passage-index.md`` states t
 2. A ``##`` section whose text is under :data:`SHORT_SECTION` characters and that is followed by
    a ``###`` subsection joins that subsection: its text goes first, the heading path is the
    subsection's. A short section with no subsection stays on its own.
-3. Each section is split by :func:`passageway.kernel.index.chunking.split_section` with a cap of
+3. Each section is split by :func:`passageway.kernel.text.chunking.split_section` with a cap of
    :data:`PASSAGE_CAP` characters: blocks whole, passages filled in order, a large table split
    between rows with its header rows repeated, a large code block kept whole. An empty section
    gives no passage.
@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from passageway.kernel.index.chunking import digest_of, split_section
+from passageway.kernel.text.chunking import digest_of, split_section
 from passageway_passage_index.markdown import (
     fenced_lines,
     heading,
@@ -47,7 +47,7 @@ from passageway_passage_index.site import Heading, Page, SourceSection
 
 PASSAGE_CAP = 2000
 """Characters per passage before a section is split (the seed's fixed limit; recall keeps its own
-:data:`passageway.kernel.index.chunking.DEFAULT_CAP`)."""
+:data:`passageway.kernel.text.chunking.DEFAULT_CAP`)."""
 SHORT_SECTION = 200
 """A ``##`` section with fewer characters of text than this joins its first subsection."""
 PATH_SEPARATOR = " > "

@@ -56,9 +56,8 @@ def run(args: argparse.Namespace) -> int:
 def _load_embedder(args: argparse.Namespace) -> tuple[Any, str, Callable[[Any], Any]]:
     """The configured embedder (not started), its kind, and the maker of its vector cache: the
     ``passageway_vector_cache`` hook, with its file in the shared data folder (as ``eval``)."""
+    from passageway import ConfigError, EmbedderContext
     from passageway.kernel.config import load_settings
-    from passageway.kernel.embedder import EmbedderContext
-    from passageway.kernel.errors import ConfigError
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
 
     environ = os.environ

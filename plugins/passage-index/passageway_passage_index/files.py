@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from passageway.kernel.errors import PassagewayError
+from passageway import PassagewayError
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 """The largest page, twin or JSON file read: documentation pages are far smaller, and a cap keeps a

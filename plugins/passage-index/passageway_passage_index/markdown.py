@@ -2,7 +2,7 @@
 
 Only what the chunker and the prepared search content need. A heading is an ATX heading
 (``## Title``, closing ``#`` marks dropped) outside a fenced code block; fences open and close by
-the rule :mod:`passageway.kernel.index.chunking` uses for its blocks, so a ``# comment`` inside a fence
+the rule :mod:`passageway.kernel.text.chunking` uses for its blocks, so a ``# comment`` inside a fence
 is code for both. :func:`normalised` first removes HTML comments and rewrites underlined (setext)
 headings as ATX ones, so that a ``## line`` in a comment starts nothing and ``Title`` over ``---``
 is a heading; :func:`heading_attributes` takes a ``{#id}`` attribute block off a heading's text.
@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+from passageway.kernel.text.fences import FENCE, FENCE_RUN, closes_fence
 
 # Every span is bounded in length, so that an opening mark with no closing one costs a bounded scan:
 # a paragraph of 80,000 unmatched ``*`` or ``[`` stays linear (issue 32, item 11).
@@ -30,7 +30,7 @@ _ATTRIBUTE_WORD = re.compile(r"[.\w-]+")
 MAX_ATTRIBUTES_LENGTH = 1024
 """The longest ``{…}`` block at a heading's end read as its attributes."""
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_NOT_PARAGRAPH = re.compile(r"^(?: {4}| {0,3}(?:[-*+>|<]|\d{1,9}[.)]|#{1,6}(?:[ \t]|$)|`{3}|~{3}))")
+_NOT_PARAGRAPH = re.compile(r"^(?: {4}| {0,3}(?:[-*+>|<]|\d{1,9}[.)]|#{1,6}(?:[ \t]|$)|" + FENCE_RUN + "))")
 _COMMENT_OPEN = "<!--"
 _COMMENT_CLOSE = "-->"
 
@@ -40,16 +40,15 @@ def fenced_lines(text: str) -> Iterator[tuple[str, bool]]:
     marker: str | None = None
     for line in text.split("\n"):
         if marker is None:
-            opening = _FENCE.match(line)
+            opening = FENCE.match(line)
             if opening:
                 marker = opening.group(1)
                 yield line, True
             else:
                 yield line, False
             continue
-        stripped = line.strip()
         yield line, True
-        if stripped.startswith(marker[0] * len(marker)) and not stripped.strip(marker[0]):
+        if closes_fence(marker, line):
             marker = None
 
 

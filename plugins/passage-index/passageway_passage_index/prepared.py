@@ -1,7 +1,7 @@
 """A passage's prepared search content: readable paragraphs and literal code and table lines.
 
 Passage search shows these instead of parsing Markdown when it answers. The passage is read as
-the blocks of :func:`passageway.kernel.index.chunking.blocks` (the blocks the splitter keeps whole):
+the blocks of :func:`passageway.kernel.text.chunking.blocks` (the blocks the splitter keeps whole):
 
 * a paragraph becomes one entry of ``paragraphs``: its lines joined by one space, ``>`` quote
   marks and a ``####`` heading's marks removed, inline Markdown made plain (link text kept);
@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from passageway.kernel.index.chunking import blocks
+from passageway.kernel.text.chunking import blocks
+from passageway.kernel.text.fences import FENCE_RUN, closes_fence
 from passageway_passage_index.markdown import heading, plain
 
 SEARCH_SCHEMA_VERSION = 1
@@ -32,7 +33,7 @@ SEARCH_SCHEMA_VERSION = 1
 _ITEM_START = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:\s+|$)")
 _ONLY_A_LINK = re.compile(r"^\[[^\]]+\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)[.;,]?$")
 _OTHER_SITE = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|//)")
-_INDENTED_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})")
+_INDENTED_FENCE = re.compile(r"^(\s*)" + FENCE_RUN)  # a fence inside a list item is indented
 _HTML_START = re.compile(r"^\s{0,3}</?[a-zA-Z][a-zA-Z0-9-]*(?:\s|/?>|$)")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
@@ -97,9 +98,9 @@ def _code_in_items(lines: list[str]) -> tuple[list[str], list[str]]:
         while index < len(lines):
             line = lines[index]
             index += 1
-            stripped = line.strip()
-            if stripped.startswith(marker) and not stripped.strip(marker[0]):
+            if closes_fence(marker, line):
                 break
+            stripped = line.strip()
             if stripped:
                 code.append(line[indent:].rstrip() if line[:indent].isspace() else stripped)
     return kept, code

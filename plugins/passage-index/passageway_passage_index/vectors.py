@@ -23,8 +23,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from passageway.kernel.embedder import Embedder
-from passageway.kernel.store import VectorCache
+from passageway import Embedder, VectorCache
 from passageway_passage_index.site import PassageIndexError
 
 EMBEDDINGS_SCHEMA_VERSION = 1

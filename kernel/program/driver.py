@@ -7,7 +7,7 @@ is read in the background by :class:`Stderr`: line by line, every secret value r
 ``***`` (:class:`Masker`), a very long line cut, each line logged (up to a limit per program),
 and the last lines kept to quote in an error. :meth:`Program.kill` ends the program with its
 whole process group and whatever left the group
-(:func:`passageway.kernel.connector.processes.kill_tree`); :meth:`Program.finish` drains and
+(:func:`passageway.kernel.program.processes.kill_tree`); :meth:`Program.finish` drains and
 closes the pipes so that no task or transport outlives the program.
 """
 
@@ -20,7 +20,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from passageway.kernel.connector.processes import MARKER_VARIABLE, close_pipes, kill_tree
+from passageway.kernel.program.processes import MARKER_VARIABLE, close_pipes, kill_tree
 
 READ_CHUNK = 64 * 1024
 STDERR_CUT_BYTES = 8 * 1024  # a longer stderr line is cut and the rest of it dropped
@@ -154,7 +154,7 @@ class Program:
         stdin: bool = True, limit: int | None = None, label: str = "program", marker: str | None = None,
     ) -> Program:
         """Start ``command`` with exactly ``environment``, in a session of its own; with a
-        ``marker``, also :data:`~passageway.kernel.connector.processes.MARKER_VARIABLE` set to it,
+        ``marker``, also :data:`~passageway.kernel.program.processes.MARKER_VARIABLE` set to it,
         which every process it starts inherits, so that :meth:`kill` finds a daemon's double fork.
 
         :raises OSError: the program cannot be started (the caller says which setting to fix).

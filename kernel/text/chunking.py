@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 
 from passageway.kernel.records import Item, Passage
+from passageway.kernel.text.fences import FENCE, closes_fence
 
 DEFAULT_CAP = 1000
 """Characters per passage before a section is split; ``passageway eval --chunk-cap`` measures
@@ -34,7 +35,6 @@ size", ``corpus/chunk-sweep.sh``)."""
 
 SEPARATOR = " › "
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LIST_MARKER = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
 _TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 
@@ -131,7 +131,7 @@ def _blocks(text: str) -> list[tuple[str, str]]:
     index = 0
     while index < len(lines):
         line = lines[index]
-        fence = _FENCE.match(line)
+        fence = FENCE.match(line)
         if fence:
             close()
             marker = fence.group(1)
@@ -139,9 +139,9 @@ def _blocks(text: str) -> list[tuple[str, str]]:
             index += 1
             while index < len(lines):
                 code.append(lines[index])
-                stripped = lines[index].strip()
+                closing = lines[index]
                 index += 1
-                if stripped.startswith(marker[0] * len(marker)) and not stripped.strip(marker[0]):
+                if closes_fence(marker, closing):
                     break
             blocks.append(("code", code))
             continue

@@ -1,11 +1,11 @@
-"""The windows of a long passage: the index's half of choosing excerpts.
+"""The windows of a long passage: where excerpts may start.
 
 A passage longer than :data:`SHORT_PASSAGE` characters is cut into *windows* of
 :data:`WINDOW_SENTENCES` consecutive sentences side by side; the sync embeds each window into the
-embedder's digest vector cache (:func:`embed_windows`), under the SHA-256 of its text, and recall
-later cuts the same passage the same way (:func:`window_plan`) to find those vectors again and
-start the excerpt at the window closest to the question (``kernel/query/excerpts.py``). Both
-halves must cut alike, so the cutting lives here, on the index path, and the query path imports it.
+embedder's digest vector cache (``kernel/index/window_vectors.py``), under the SHA-256 of its text,
+and recall later cuts the same passage the same way (:func:`window_plan`) to find those vectors
+again and start the excerpt at the window closest to the question (``kernel/query/excerpts.py``).
+Both paths must cut alike, so the cutting lives on the ground floor, below both.
 """
 
 from __future__ import annotations
@@ -13,12 +13,8 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Protocol
 
-import numpy as np
-
-from passageway.kernel.index.chunking import digest_of
+from passageway.kernel.text.chunking import digest_of
 
 WINDOW_SENTENCES = 2
 """Sentences per window. Measured against one and three by ``bench/excerpt_study.py``."""
@@ -28,13 +24,6 @@ SHORT_PASSAGE = 240
 share three hits get), so it needs no windows."""
 
 _SENTENCE_GAP = re.compile(r"(?<=[.!?]) (?=.)")
-
-
-class VectorLookup(Protocol):
-    """What recall needs of the vector cache: vectors by digest (missing digests left out)."""
-
-    async def get_many(self, digests: Sequence[str]) -> Mapping[str, np.ndarray]: ...
-
 
 PLANS_KEPT = 4096
 """Window plans kept for recent texts (:func:`window_plan`)."""
@@ -122,28 +111,3 @@ def window_spans(passage_text: str, embedding_input: str) -> list[tuple[str, int
         end_of_last = raw_starts[last] + len(words[last])
         spans.append((digest_of(text[start:end].strip()), raw_starts[first], end_of_last))
     return spans
-
-
-async def embed_windows(
-    passage_texts: Sequence[str],
-    cache: VectorLookup,
-    embed: Callable[[list[tuple[str, str]]], Awaitable[object]],
-) -> int:
-    """Make sure every window of ``passage_texts`` has a vector in ``cache``; the count embedded.
-
-    ``embed`` receives the missing ``(digest, text)`` pairs, shortest first (texts of similar
-    length batch with little padding), and must embed them into the cache (the sync's own
-    embedding call does, with its checks and its unit-length rule).
-    """
-    wanted: dict[str, str] = {}
-    for passage_text in passage_texts:
-        for text in window_texts(passage_text):
-            wanted.setdefault(digest_of(text), text)
-    if not wanted:
-        return 0
-    present = await cache.get_many(list(wanted))
-    missing = sorted(((digest, text) for digest, text in wanted.items() if digest not in present),
-                     key=lambda pair: len(pair[1]))
-    if missing:
-        await embed(missing)
-    return len(missing)
