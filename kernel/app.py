@@ -15,9 +15,8 @@ A broken piece breaks only itself (V6): a source whose store or connector fails 
 :meth:`recall` raise instead of answering with silence; a configuration that cannot be read gives
 a kernel in the ``error`` state (:meth:`Kernel.broken`) that still answers ``/health``.
 
-The kernel wires the pieces; what each piece does lives on its data path: opening and closing a
-source's store and the notes of a running build in :mod:`passageway.kernel.index.sources`, the
-sync in :mod:`passageway.kernel.index.sync`, recall in :mod:`passageway.kernel.query.recall`.
+The kernel wires the pieces; each piece lives on its data path: sources and syncs in
+:mod:`passageway.kernel.index`, the steps of :meth:`Kernel.recall` in :mod:`passageway.kernel.query`.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ import attrs
 
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
-from passageway.kernel.embedder import BaseEmbedder, EmbedderContext, cross_language_offset_of, with_defaults
+from passageway.kernel.embedder import BaseEmbedder, EmbedderContext, with_defaults
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
 from passageway.kernel.index.replicas import replica_name
@@ -48,15 +47,20 @@ from passageway.kernel.index.sources import (
     open_source,
     removed_sources,
 )
+from passageway.kernel.query import recall as steps
 from passageway.kernel.query.question_queue import QuestionQueue
-from passageway.kernel.records import Answer
+from passageway.kernel.query.rendering import excerpt, fit_budget
+from passageway.kernel.ranking import Gate
+from passageway.kernel.records import Answer, Question
 from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
     from passageway.kernel.config import ConnectorSettings, Settings
     from passageway.kernel.embedder import Embedder
     from passageway.kernel.plugins import PluginManager, Registries
+    from passageway.kernel.query.excerpts import Windows
     from passageway.kernel.query.prompt import Asked
+    from passageway.kernel.ranking import Ranker
     from passageway.kernel.store import Store
 
 log = logging.getLogger("passageway.kernel")
@@ -103,6 +107,8 @@ class Kernel:
         self.embedder_error: str | None = None
         self.embedder_started = False
         """Whether the embedder's start succeeded (health names it only then)."""
+        self.gate: Gate | None = None
+        """The embedder's gate, built once when it starts (its level, its cross-language offset)."""
         self.ranker: Any = None
         self.sources: dict[str, Source] = {}
         self.wrap_embedder = wrap_embedder
@@ -203,8 +209,9 @@ class Kernel:
         try:
             if self.embedder is None:
                 self.embedder = self._build_embedder()
-            cross_language_offset_of(self.embedder)  # a bad value fails now, not at the first question
-            gate_threshold(self.embedder, self.settings.embedder.gate)  # so does an unmeasured level
+            # Built once: a bad offset or an unmeasured level fails now, not at the first question.
+            threshold = gate_threshold(self.embedder, self.settings.embedder.gate)
+            self.gate = Gate.of(self.embedder, threshold)
             await self.embedder.start()
         except PassagewayError as error:
             self.embedder_error = str(error)
@@ -225,6 +232,20 @@ class Kernel:
         context = EmbedderContext.of(self.settings, self.environ, lambda message: log.info("%s", message))
         embedder = with_defaults(factory(self.settings.embedder, context))
         return embedder if self.wrap_embedder is None else with_defaults(self.wrap_embedder(embedder))
+
+    @classmethod
+    def over(cls, stores: Iterable[Store], embedder: Embedder, ranker: Ranker, vector_cache: Any = None
+             ) -> Kernel:
+        """A kernel that answers from ``stores`` (open) with ``embedder`` (started) and ``ranker``,
+        without settings or syncs: how tests and benches ask :meth:`recall` of stores of their own."""
+        from passageway.kernel.config_file import ConnectorSettings
+
+        kernel = cls(None)
+        kernel.embedder, kernel.embedder_started = with_defaults(embedder), True
+        kernel.ranker, kernel.vector_cache, kernel.gate = ranker, vector_cache, Gate.of(embedder)
+        kernel.sources = {str(number): Source(ConnectorSettings(str(number), ()), store)
+                          for number, store in enumerate(stores)}
+        return kernel
 
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
@@ -312,46 +333,66 @@ class Kernel:
 
     # -- the query path --------------------------------------------------------------------------
 
-    async def recall(
-        self, question: str | Asked, *, boost_words: Iterable[str] = (),
-        exclude_items: Iterable[tuple[str, str]] = (),
-    ) -> Answer:
-        """At most three passages for ``question`` (a prompt, or what a caller reduced it to:
-        :func:`passageway.kernel.query.recall.recall`), or a silent :class:`Answer`.
-
-        ``boost_words`` lift items whose title, path or labels contain one of them (the hook's
-        folder names); ``exclude_items`` are ``(source, item_id)`` pairs already shown.
+    async def recall(self, question: Question | str) -> Answer:
+        """At most three passages for ``question`` (a :class:`Question`, or a bare prompt), or a
+        silent :class:`Answer`: the one entry of the query path, its steps called in order
+        (:mod:`passageway.kernel.query.recall` describes each).
 
         :raises EmbedderError: the embedder is not running or fails; never an empty answer then.
+        :raises StoreError: every store failed.
         :raises PassagewayError: the configuration is broken.
         """
+        request = question if isinstance(question, Question) else Question(question)
+        started = time.perf_counter()
+        # In a thread: reducing 20,000 characters of many short lines is a few hundred ms of Python.
+        reduced = await asyncio.to_thread(steps.what_is_asked, request.prompt)
+        if not steps.worth_searching(reduced, request.only_questions):
+            return self._fitted(Answer(), request, started)  # not a search: no embedder needed
+        embedder, ranker, gate = self._query_stages(request)
+        reduced = steps.within_limit(reduced, embedder)
+        stores = [source.store for source in self.sources.values() if source.store is not None]
+        found = await self._searched(reduced, stores)
+        if found is None:
+            return self._fitted(Answer(), request, started)
+        found = steps.with_session_rules(found, request.exclude_items, request.boost_words)
+        text = reduced.text
+        ordered, judged = steps.ranked(text, found, ranker, gate)
+        kept, copies, lookup = await steps.distinct_hits(ordered, text, found, self.vector_cache)
+        if not await steps.answerable(text, kept, judged, ranker, gate, lookup):
+            return self._fitted(Answer(), request, started)
+        hits, windows = await steps.excerpt_texts(kept, copies, found, lookup)
+        related = await steps.related_items(kept, stores)
+        return self._fitted(Answer(hits, related), request, started, text, windows)
+
+    def _query_stages(self, request: Question) -> tuple[BaseEmbedder, Ranker, Gate]:
+        """The embedder, the ranker and the gate a question is answered with."""
         if self.config_error is not None:
             raise PassagewayError(f"the configuration is broken: {self.config_error}")
-        if self.embedder is None or not self.embedder_started:
+        if self.embedder is None or not self.embedder_started or self.gate is None:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
-        from passageway.kernel.not_unicode import repaired
-        from passageway.kernel.query.recall import recall as run_recall
+        gate = self.gate
+        if request.threshold is not None:  # passageway eval --threshold
+            gate = attrs.evolve(gate, min_similarity=float(request.threshold))
+        return self.embedder, request.ranker or self.ranker, gate
 
-        # Text that is not Unicode is the client's mistake; it must never fail the embedder and
-        # turn health to degraded (the hook answers 400 before; other callers get it repaired).
-        if isinstance(question, str):
-            question = repaired(question)
-        stores = [source.store for source in self.sources.values() if source.store is not None]
-        started = time.perf_counter()
+    async def _searched(self, reduced: Asked, stores: list[Store]) -> steps.Found | None:
+        """The question's vector and candidates (steps 3 and 4); None when there is no store."""
+        embedder = self.questions or self.embedder
+        assert embedder is not None
         try:
-            answer = await run_recall(
-                question, stores, self.questions or self.embedder, self.ranker,
-                min_similarity=gate_threshold(self.embedder, self.settings.embedder.gate),
-                boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
-                vector_cache=self.vector_cache,
-            )
+            vector = await steps.embedded_question(reduced, embedder)
+            found = await steps.candidates(reduced, vector, stores, embedder) if stores else None
         except EmbedderError as error:
             self.embedder_error = str(error)  # health says so until a recall succeeds again
             raise
         self.embedder_error = None
-        notes = building_notes(self.sources.values())
-        if notes:
-            answer = attrs.evolve(answer, notes=notes)
+        return found
+
+    def _fitted(self, answer: Answer, request: Question, started: float, text: str = "",
+                windows: Mapping[str, Windows] | None = None) -> Answer:
+        """Step 11: the notes of sources still building, then the budget over every line."""
+        answer = attrs.evolve(answer, notes=building_notes(self.sources.values()))
+        answer = fit_budget(answer, text, anchors=windows, rule=request.excerpt_rule or excerpt)
         # V2: the time and the number of hits, never the question.
         log.debug("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer

@@ -19,9 +19,9 @@ from passageway.kernel.index.windows import (
     windows,
 )
 from passageway.kernel.query.excerpts import cut
-from passageway.kernel.query.recall import recall
 from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
+from tests.recall_helpers import recall
 
 FILLER = [
     f"Paragraph part {number} describes the river banks and the old harbour walls in detail."

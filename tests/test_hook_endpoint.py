@@ -17,8 +17,8 @@ from passageway.builtin.transport.hook_endpoint import (
     SessionMemory,
     _session_key,
     folder_words,
-    is_question,
 )
+from passageway.kernel.query.prompt import is_question
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}

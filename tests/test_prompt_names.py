@@ -16,9 +16,9 @@ from passageway.kernel.query.prompt_names import (
     shown_as_code,
     with_names,
 )
-from passageway.kernel.query.recall import recall
 from passageway.kernel.store import Candidate
 from passageway.testing.toy_embedder import ToyEmbedder
+from tests.recall_helpers import recall
 
 TYPER_PASTE = """class Network(str, Enum):
     simple = "simple"

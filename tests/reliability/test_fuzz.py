@@ -21,10 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from passageway.builtin.transport.hook_endpoint import _session_key, folder_words, is_question
+from passageway.builtin.transport.hook_endpoint import _session_key, folder_words
 from passageway.kernel.connector.lines import LineProblem, parse_lines
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.index.chunking import digest_of, passages_for, split_section
+from passageway.kernel.query.prompt import is_question
 from tests.reliability.conftest import scale
 
 EXAMPLES = scale(60, 2500)
