@@ -26,7 +26,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from passageway.kernel.embedder import Embedder
     from passageway.kernel.plugins import PluginManager, Registries
     from passageway.kernel.query.excerpts import Windows
-    from passageway.kernel.query.prompt import Asked
     from passageway.kernel.ranking import Ranker
     from passageway.kernel.store import Store
 
@@ -70,15 +69,12 @@ class Kernel:
     """Ties settings, plugins, the embedder, the stores, the syncs and health together.
 
     Build one with :meth:`open` (everything started) or :meth:`create` (nothing started yet, for
-    the server, which starts each resource in its own ``cleanup_ctx``). What ``passageway eval``
-    and the benchmarks vary is a keyword argument of each, never a subclass:
-
-    - ``wrap_embedder``: called with the embedder the settings build, returns the one the kernel
-      uses (eval meters it; the wrapper forwards what it does not change, see
-      :class:`~passageway.kernel.embedder.ForwardingEmbedder`);
-    - ``vector_cache_folder``: where the cache of passage vectors keeps its file (default the data
-      folder; eval's is the shared data folder, so that a throwaway index reuses its vectors);
-    - ``chunk_cap``: the longest passage in characters (None keeps the chunker's default).
+    the server, which starts each resource in its own ``cleanup_ctx``). What eval and the
+    benchmarks vary is a keyword argument, never a subclass: ``wrap_embedder`` (called with the
+    embedder the settings build, it returns the one the kernel uses: eval meters it),
+    ``vector_cache_folder`` (where the cache of passage vectors keeps its file; eval's is the
+    shared data folder, so that a throwaway index reuses its vectors) and ``chunk_cap`` (the
+    longest passage in characters). What varies per question is a field of the :class:`Question`.
     """
 
     def __init__(
@@ -209,10 +205,9 @@ class Kernel:
         try:
             if self.embedder is None:
                 self.embedder = self._build_embedder()
-            # Built once: a bad offset or an unmeasured level fails now, not at the first question.
-            threshold = gate_threshold(self.embedder, self.settings.embedder.gate)
-            self.gate = Gate.of(self.embedder, threshold)
             await self.embedder.start()
+            # Built once: a bad offset or an unmeasured level fails now, not at the first question.
+            self.gate = Gate.of(self.embedder, gate_threshold(self.embedder, self.settings.embedder.gate))
         except PassagewayError as error:
             self.embedder_error = str(error)
             log.error("the embedder could not start: %s", error)
@@ -232,20 +227,6 @@ class Kernel:
         context = EmbedderContext.of(self.settings, self.environ, lambda message: log.info("%s", message))
         embedder = with_defaults(factory(self.settings.embedder, context))
         return embedder if self.wrap_embedder is None else with_defaults(self.wrap_embedder(embedder))
-
-    @classmethod
-    def over(cls, stores: Iterable[Store], embedder: Embedder, ranker: Ranker, vector_cache: Any = None
-             ) -> Kernel:
-        """A kernel that answers from ``stores`` (open) with ``embedder`` (started) and ``ranker``,
-        without settings or syncs: how tests and benches ask :meth:`recall` of stores of their own."""
-        from passageway.kernel.config_file import ConnectorSettings
-
-        kernel = cls(None)
-        kernel.embedder, kernel.embedder_started = with_defaults(embedder), True
-        kernel.ranker, kernel.vector_cache, kernel.gate = ranker, vector_cache, Gate.of(embedder)
-        kernel.sources = {str(number): Source(ConnectorSettings(str(number), ()), store)
-                          for number, store in enumerate(stores)}
-        return kernel
 
     async def close_embedder(self) -> None:
         embedder, self.embedder = self.embedder, None
@@ -335,7 +316,7 @@ class Kernel:
 
     async def recall(self, question: Question | str) -> Answer:
         """At most three passages for ``question`` (a :class:`Question`, or a bare prompt), or a
-        silent :class:`Answer`: the one entry of the query path, its steps called in order
+        silent :class:`Answer`: the query path's one entry, which calls its steps in order
         (:mod:`passageway.kernel.query.recall` describes each).
 
         :raises EmbedderError: the embedder is not running or fails; never an empty answer then.
@@ -347,13 +328,17 @@ class Kernel:
         # In a thread: reducing 20,000 characters of many short lines is a few hundred ms of Python.
         reduced = await asyncio.to_thread(steps.what_is_asked, request.prompt)
         if not steps.worth_searching(reduced, request.only_questions):
-            return self._fitted(Answer(), request, started)  # not a search: no embedder needed
+            return self._fitted(Answer(), request, started)  # no search, so no embedder needed
         embedder, ranker, gate = self._query_stages(request)
         reduced = steps.within_limit(reduced, embedder)
         stores = [source.store for source in self.sources.values() if source.store is not None]
-        found = await self._searched(reduced, stores)
-        if found is None:
-            return self._fitted(Answer(), request, started)
+        try:
+            vector = await steps.embedded_question(reduced, embedder)
+            found = await steps.candidates(reduced, vector, stores, embedder)
+        except EmbedderError as error:
+            self.embedder_error = str(error)  # health says so until a recall succeeds again
+            raise
+        self.embedder_error = None
         found = steps.with_session_rules(found, request.exclude_items, request.boost_words)
         text = reduced.text
         ordered, judged = steps.ranked(text, found, ranker, gate)
@@ -365,28 +350,13 @@ class Kernel:
         return self._fitted(Answer(hits, related), request, started, text, windows)
 
     def _query_stages(self, request: Question) -> tuple[BaseEmbedder, Ranker, Gate]:
-        """The embedder, the ranker and the gate a question is answered with."""
         if self.config_error is not None:
             raise PassagewayError(f"the configuration is broken: {self.config_error}")
         if self.embedder is None or not self.embedder_started or self.gate is None:
             raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
-        gate = self.gate
-        if request.threshold is not None:  # passageway eval --threshold
-            gate = attrs.evolve(gate, min_similarity=float(request.threshold))
-        return self.embedder, request.ranker or self.ranker, gate
-
-    async def _searched(self, reduced: Asked, stores: list[Store]) -> steps.Found | None:
-        """The question's vector and candidates (steps 3 and 4); None when there is no store."""
-        embedder = self.questions or self.embedder
-        assert embedder is not None
-        try:
-            vector = await steps.embedded_question(reduced, embedder)
-            found = await steps.candidates(reduced, vector, stores, embedder) if stores else None
-        except EmbedderError as error:
-            self.embedder_error = str(error)  # health says so until a recall succeeds again
-            raise
-        self.embedder_error = None
-        return found
+        threshold = request.threshold  # passageway eval --threshold
+        gate = self.gate if threshold is None else attrs.evolve(self.gate, min_similarity=float(threshold))
+        return self.questions or self.embedder, request.ranker or self.ranker, gate
 
     def _fitted(self, answer: Answer, request: Question, started: float, text: str = "",
                 windows: Mapping[str, Windows] | None = None) -> Answer:

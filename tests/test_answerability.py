@@ -10,8 +10,8 @@ from passageway.builtin.ranking import FusionRanker, answerability
 from passageway.kernel.query.recall import sentence_cosines
 from passageway.kernel.ranking import AnswerCheck, Gate
 from passageway.kernel.store import Candidate
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
-from tests.recall_helpers import recall
 
 GATE = Gate(0.87, 0.06)
 

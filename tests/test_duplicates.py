@@ -16,8 +16,8 @@ from passageway.kernel.query.duplicates import (
 from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.ranking import Ranked
 from passageway.kernel.store import Candidate
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
-from tests.recall_helpers import recall
 from tests.test_excerpts import DictCache, unit
 
 ENGLISH = Candidate("corpus-en", 1, "steam.md", "Steam engine", "https://w/steam", None,

@@ -20,8 +20,8 @@ from passageway.kernel.index.windows import (
 )
 from passageway.kernel.query.excerpts import cut
 from passageway.kernel.store import Candidate
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
-from tests.recall_helpers import recall
 
 FILLER = [
     f"Paragraph part {number} describes the river banks and the old harbour walls in detail."

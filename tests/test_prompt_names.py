@@ -17,8 +17,8 @@ from passageway.kernel.query.prompt_names import (
     with_names,
 )
 from passageway.kernel.store import Candidate
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
-from tests.recall_helpers import recall
 
 TYPER_PASTE = """class Network(str, Enum):
     simple = "simple"

@@ -29,9 +29,9 @@ from passageway.kernel.query.search import keyword_query, merge_candidates
 from passageway.kernel.ranking import Gate, Ranked
 from passageway.kernel.records import Answer, Item, Related, Section
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests import test_duplicates as duplicate_cases
-from tests.recall_helpers import recall
 
 LONG = " ".join(
     f"Sentence {n} talks about ordinary matters of the day and nothing that matters here." for n in range(40)
