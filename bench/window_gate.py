@@ -35,7 +35,8 @@ from common.replay import Asked, Vectors, best_windows, corpus_engine, rates, re
 from passageway.builtin.eval.cases import load_cases
 from passageway.kernel.index.chunking import digest_of
 from passageway.kernel.index.windows import flat, window_texts
-from passageway.kernel.query.recall import gather_candidates, question_for
+from passageway.kernel.query.recall import question_for
+from passageway.kernel.query.search import gather_candidates
 
 THRESHOLDS = (0.865, 0.87, 0.875, 0.88, 0.885)
 CORPUS = ROOT / "corpus"
