@@ -26,6 +26,7 @@ from passageway.kernel.connector.lines import LineProblem, parse_lines
 from passageway.kernel.errors import ConfigError
 from passageway.kernel.index.chunking import digest_of, passages_for, split_section
 from passageway.kernel.query.prompt import is_question
+from passageway.kernel.records import Question
 from tests.reliability.conftest import scale
 
 EXAMPLES = scale(60, 2500)
@@ -201,10 +202,10 @@ QUESTIONS = st.one_of(NASTY, st.lists(st.sampled_from(
 def test_the_question_path_answers_any_question(kernel_loop, question, cwd, session):
     kernel, loop = kernel_loop
     counted("questions")
-    is_question(question)
     _session_key(session)
     words = folder_words(cwd.replace("\x00", "") if cwd else cwd)
-    answer = loop.run_until_complete(kernel.recall(question, boost_words=words))
+    request = Question(question, only_questions=True, boost_words=words)
+    answer = loop.run_until_complete(kernel.recall(request))
     assert len(answer.hits) <= 3
     assert kernel.health(include_errors=True)["status"] == "ok"
 
