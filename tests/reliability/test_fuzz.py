@@ -202,9 +202,10 @@ QUESTIONS = st.one_of(NASTY, st.lists(st.sampled_from(
 def test_the_question_path_answers_any_question(kernel_loop, question, cwd, session):
     kernel, loop = kernel_loop
     counted("questions")
+    is_question(question)
     _session_key(session)
     words = folder_words(cwd.replace("\x00", "") if cwd else cwd)
-    request = Question(question, only_questions=True, boost_words=words)
+    request = Question(question, boost_words=words)  # searched whatever the filter says
     answer = loop.run_until_complete(kernel.recall(request))
     assert len(answer.hits) <= 3
     assert kernel.health(include_errors=True)["status"] == "ok"
