@@ -13,10 +13,9 @@ in-process use::
 A broken piece breaks only itself (V6): a source whose store or connector fails is reported as
 ``failing`` by :meth:`health` and the others keep serving; an embedder that fails to start makes
 :meth:`recall` raise instead of answering with silence; a configuration that cannot be read gives
-a kernel in the ``error`` state (:meth:`Kernel.broken`) that still answers ``/health``.
-
-The kernel wires the pieces; each piece lives on its data path: sources and syncs in
-:mod:`passageway.kernel.index`, the steps of :meth:`Kernel.recall` in :mod:`passageway.kernel.query`.
+a kernel in the ``error`` state (:meth:`Kernel.broken`) that still answers ``/health``. Each
+piece lives on its data path: sources and syncs in :mod:`passageway.kernel.index`, the steps of
+:meth:`Kernel.recall` in :mod:`passageway.kernel.query`.
 """
 
 from __future__ import annotations

@@ -186,3 +186,18 @@ async def test_an_answer_with_a_building_note_stays_within_its_budget():
     assert "Still indexing: notes:" in rendered
     assert approx_tokens(render_answer(plain)) > BUDGET_TOKENS - 30  # the budget is full without the note
     assert approx_tokens(rendered) <= BUDGET_TOKENS  # and the note's line is paid from the excerpts
+
+
+async def test_a_request_carries_the_excerpt_rule_and_the_ranker_and_threshold():
+    passage = Candidate("fixed", 1, "lens", "Lenses", "u1", None, "A lens bends starlight. " * 40, 0.9, 0)
+    kernel = kernel_over([FixedStore([passage])], ToyEmbedder(min_similarity=0.5), FusionRanker("vector"))
+    calls: list[int] = []
+
+    def rule(text: str, question: str, limit: int, windows: Any) -> str:
+        calls.append(limit)
+        return "a lens, cut by the bench's rule"
+
+    answer = await kernel.recall(Question("lens starlight", excerpt_rule=rule))
+    assert [hit.text for hit in answer.hits] == ["a lens, cut by the bench's rule"] and calls
+    assert (await kernel.recall(Question("lens starlight", threshold=0.95))).silent
+    assert (await kernel.recall(Question("lens starlight", ranker=FusionRanker("keyword")))).hits
