@@ -162,7 +162,8 @@ class HookEndpoint:
             return web.json_response({"context": "", "error": str(error)}, status=503)
         # Silence is an empty context, also while a source builds: the hook then adds nothing at all.
         context = "" if answer.silent else render_answer(answer)
-        self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
+        if answer.hits:  # a prompt the kernel did not search leaves the session as it was
+            self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
         return web.json_response({"context": context})
 
 
