@@ -132,6 +132,7 @@ class CountingEmbedder(ToyEmbedder):
 
 
 async def test_the_gate_is_built_once_when_the_embedder_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(CountingEmbedder, "reads", 0)
     class Plugin:
         @hookimpl
         def passageway_register_embedders(self, register):  # type: ignore[no-untyped-def]
