@@ -36,11 +36,13 @@ import numpy as np
 from common import ROOT
 from common.replay import Asked, Replay, Vectors, corpus_engine, halves
 
-import passageway.kernel.query.rendering as rendering_module
 from passageway.builtin.eval.cases import accepts, contains_answer, load_cases
 from passageway.kernel.query import excerpts
-from passageway.kernel.query.recall import gather_candidates, question_for, recall
+from passageway.kernel.query.recall import question_for
+from passageway.kernel.query.rendering import excerpt as current_rule
+from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.text import windows
+from passageway.testing.recall import recall_over as recall
 
 Rule = Callable[[str, str, int, "excerpts.Windows | None"], str]
 
@@ -58,38 +60,31 @@ def lead_rule(lead: float, words_only: bool = False) -> Rule:
     return excerpt
 
 
-_EXCERPT = rendering_module.excerpt
-
-
 def word_rule(text: str, question: str, limit: int, found: excerpts.Windows | None) -> str:
-    return _EXCERPT(text, question, limit, None)
+    return current_rule(text, question, limit, None)
 
 
 async def ask_all(asked: list[Asked], embedder, ranker, cache, rule: Rule | None,  # type: ignore[no-untyped-def]
                   english_only: bool) -> list[tuple[int, str, bool, bool]]:
-    """(half, language group, hit@3, answer@3) of each answerable question."""
-    original = rendering_module.excerpt
-    if rule is not None:
-        rendering_module.excerpt = rule  # type: ignore[assignment]
+    """(half, language group, hit@3, answer@3) of each answerable question, each excerpt cut by
+    ``rule`` (None: recall's own), handed to recall as the request's ``excerpt_rule``."""
     store = Replay()
     results = []
-    try:
-        for entry in asked:
-            case = entry.case
-            if not case.answerable or (english_only and not case.group_label.startswith("de")):
-                continue
-            keyword, by_vector = entry.keyword, entry.by_vector
-            if english_only:
-                keyword = [c for c in keyword if c.source == "corpus-en"]
-                by_vector = [c for c in by_vector if c.source == "corpus-en"]
-            store.lists = (keyword, by_vector)
-            answer = await recall(entry.question, [store], embedder, ranker, vector_cache=cache)
-            right = [h for h in answer.hits
-                     if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
-            results.append((entry.half, case.group_label, bool(right),
-                            any(contains_answer(case, h.text) for h in right)))
-    finally:
-        rendering_module.excerpt = original  # type: ignore[assignment]
+    for entry in asked:
+        case = entry.case
+        if not case.answerable or (english_only and not case.group_label.startswith("de")):
+            continue
+        keyword, by_vector = entry.keyword, entry.by_vector
+        if english_only:
+            keyword = [c for c in keyword if c.source == "corpus-en"]
+            by_vector = [c for c in by_vector if c.source == "corpus-en"]
+        store.lists = (keyword, by_vector)
+        answer = await recall(entry.question, [store], embedder, ranker, vector_cache=cache,
+                              excerpt_rule=rule)
+        right = [h for h in answer.hits
+                 if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
+        results.append((entry.half, case.group_label, bool(right),
+                        any(contains_answer(case, h.text) for h in right)))
     return results
 
 

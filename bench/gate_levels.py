@@ -46,10 +46,12 @@ from common.replay import (
 )
 
 from passageway.builtin.eval.cases import load_cases
-from passageway.kernel.query.recall import gather_candidates, question_for, recall
+from passageway.kernel.query.recall import question_for
+from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import digest_of
 from passageway.kernel.text.windows import flat, window_texts
+from passageway.testing.recall import recall_over as recall
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.8, 0.82, 0.83, 0.84, 0.845, 0.85, 0.855, 0.86, 0.865, 0.87, 0.875, 0.88, 0.89, 0.9)

@@ -41,7 +41,7 @@ from common.corpus import CORPUS, StudyStore, build
 
 from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.query.recall import recall
+from passageway.testing.recall import recall_over as recall
 
 ROOT = Path(__file__).resolve().parent.parent
 THRESHOLDS = (0.78, 0.79, 0.80, 0.81, 0.82, 0.83, 0.84, 0.845, 0.85, 0.86, 0.87, 0.88, 0.90)

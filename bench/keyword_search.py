@@ -10,7 +10,7 @@ keyword search alone, merges both sources by BM25 score and prints per option: h
 answer@3 (a top-three passage contains the case's ``expect_text``; the corpus is small enough
 that article-level hit@3 saturates). Vectors play no part: the toy embedder fills them. Each
 option runs twice, with the question as written and reduced to its content words the way
-``passageway.kernel.query.recall.keyword_query`` does (when that module is available).
+``passageway.kernel.query.search.keyword_query`` does (when that module is available).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _file(candidate: Candidate) -> str:
 def query_forms() -> dict[str, Callable[[str], str]]:
     forms: dict[str, Callable[[str], str]] = {"as written": lambda question: question}
     try:
-        from passageway.kernel.query.recall import keyword_query
+        from passageway.kernel.query.search import keyword_query
     except ImportError:
         return forms
     forms["content words"] = keyword_query

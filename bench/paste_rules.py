@@ -32,7 +32,7 @@ from passageway.builtin.eval.cases import Case, accepts, load_cases
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
 from passageway.kernel.query import prompt_names
-from passageway.kernel.query.recall import recall
+from passageway.testing.recall import recall_over as recall
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "corpus" / "docs"

@@ -236,7 +236,8 @@ async def measure_side_by_side(stores: dict[str, list[Any]], asked: list[tuple[s
     share the machine's moments alike: the sources' two searches as recall asks them, and the
     whole recall with the question's vector given (and ``model``'s gate, when given)."""
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.query.recall import keyword_query, recall
+    from passageway.kernel.query.search import keyword_query
+    from passageway.testing.recall import recall_over as recall
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
     embedder = common.synthetic.GivenVectorEmbedder(dim)

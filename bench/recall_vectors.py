@@ -28,7 +28,7 @@ from common.replay import config_text
 from passageway.builtin.eval.cases import load_cases
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.query.recall import recall
+from passageway.testing.recall import recall_over as recall
 
 
 async def main() -> int:

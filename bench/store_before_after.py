@@ -75,8 +75,9 @@ async def interleave(stores: dict[str, list[Any]], asked: list[tuple[str, Any]],
     """Recall's time per question for each side's stores, taking turns (the order swaps every
     question), and how many questions got other candidate lists from the two sides."""
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.query.recall import keyword_query, recall
+    from passageway.kernel.query.search import keyword_query
     from passageway.kernel.ranking import CANDIDATES
+    from passageway.testing.recall import recall_over as recall
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
     differing = 0

@@ -33,7 +33,8 @@ from common import ROOT
 from common.replay import Asked, Vectors, best_windows, corpus_engine, rates, replay, signal
 
 from passageway.builtin.eval.cases import load_cases
-from passageway.kernel.query.recall import gather_candidates, question_for
+from passageway.kernel.query.recall import question_for
+from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.text.chunking import digest_of
 from passageway.kernel.text.windows import flat, window_texts
 

@@ -13,11 +13,9 @@ in-process use::
 A broken piece breaks only itself (V6): a source whose store or connector fails is reported as
 ``failing`` by :meth:`health` and the others keep serving; an embedder that fails to start makes
 :meth:`recall` raise instead of answering with silence; a configuration that cannot be read gives
-a kernel in the ``error`` state (:meth:`Kernel.broken`) that still answers ``/health``.
-
-The kernel wires the pieces; what each piece does lives on its data path: opening and closing a
-source's store and the notes of a running build in :mod:`passageway.kernel.index.sources`, the
-sync in :mod:`passageway.kernel.index.sync`, recall in :mod:`passageway.kernel.query.recall`.
+a kernel in the ``error`` state (:meth:`Kernel.broken`) that still answers ``/health``. Each
+piece lives on its data path: sources and syncs in :mod:`passageway.kernel.index`, the steps of
+:meth:`Kernel.recall` in :mod:`passageway.kernel.query`.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +33,7 @@ import attrs
 
 from passageway import __version__
 from passageway.kernel.auth import bearer_token, password_matches
-from passageway.kernel.embedder import BaseEmbedder, EmbedderContext, cross_language_offset_of, with_defaults
+from passageway.kernel.embedder import BaseEmbedder, EmbedderContext, with_defaults
 from passageway.kernel.errors import ConfigError, EmbedderError, PassagewayError
 from passageway.kernel.gate_levels import gate_threshold
 from passageway.kernel.index.replicas import replica_name
@@ -48,15 +46,19 @@ from passageway.kernel.index.sources import (
     open_source,
     removed_sources,
 )
+from passageway.kernel.query import recall as steps
 from passageway.kernel.query.question_queue import QuestionQueue
-from passageway.kernel.records import Answer
+from passageway.kernel.query.rendering import excerpt, fit_budget
+from passageway.kernel.ranking import Gate
+from passageway.kernel.records import Answer, Question
 from passageway.kernel.store import StoreContext
 
 if TYPE_CHECKING:
     from passageway.kernel.config import ConnectorSettings, Settings
     from passageway.kernel.embedder import Embedder
     from passageway.kernel.plugins import PluginManager, Registries
-    from passageway.kernel.query.prompt import Asked
+    from passageway.kernel.query.excerpts import Windows
+    from passageway.kernel.ranking import Ranker
     from passageway.kernel.store import Store
 
 log = logging.getLogger("passageway.kernel")
@@ -66,15 +68,12 @@ class Kernel:
     """Ties settings, plugins, the embedder, the stores, the syncs and health together.
 
     Build one with :meth:`open` (everything started) or :meth:`create` (nothing started yet, for
-    the server, which starts each resource in its own ``cleanup_ctx``). What ``passageway eval``
-    and the benchmarks vary is a keyword argument of each, never a subclass:
-
-    - ``wrap_embedder``: called with the embedder the settings build, returns the one the kernel
-      uses (eval meters it; the wrapper forwards what it does not change, see
-      :class:`~passageway.kernel.embedder.ForwardingEmbedder`);
-    - ``vector_cache_folder``: where the cache of passage vectors keeps its file (default the data
-      folder; eval's is the shared data folder, so that a throwaway index reuses its vectors);
-    - ``chunk_cap``: the longest passage in characters (None keeps the chunker's default).
+    the server, which starts each resource in its own ``cleanup_ctx``). What eval and the
+    benchmarks vary is a keyword argument, never a subclass: ``wrap_embedder`` (called with the
+    embedder the settings build, it returns the one the kernel uses: eval meters it),
+    ``vector_cache_folder`` (where the cache of passage vectors keeps its file; eval's is the
+    shared data folder, so that a throwaway index reuses its vectors) and ``chunk_cap`` (the
+    longest passage in characters). What varies per question is a field of the :class:`Question`.
     """
 
     def __init__(
@@ -103,6 +102,8 @@ class Kernel:
         self.embedder_error: str | None = None
         self.embedder_started = False
         """Whether the embedder's start succeeded (health names it only then)."""
+        self.gate: Gate | None = None
+        """The embedder's gate, built once when it starts (its level, its cross-language offset)."""
         self.ranker: Any = None
         self.sources: dict[str, Source] = {}
         self.wrap_embedder = wrap_embedder
@@ -203,9 +204,9 @@ class Kernel:
         try:
             if self.embedder is None:
                 self.embedder = self._build_embedder()
-            cross_language_offset_of(self.embedder)  # a bad value fails now, not at the first question
-            gate_threshold(self.embedder, self.settings.embedder.gate)  # so does an unmeasured level
             await self.embedder.start()
+            # Built once: a bad offset or an unmeasured level fails now, not at the first question.
+            self.gate = Gate.of(self.embedder, gate_threshold(self.embedder, self.settings.embedder.gate))
         except PassagewayError as error:
             self.embedder_error = str(error)
             log.error("the embedder could not start: %s", error)
@@ -312,46 +313,55 @@ class Kernel:
 
     # -- the query path --------------------------------------------------------------------------
 
-    async def recall(
-        self, question: str | Asked, *, boost_words: Iterable[str] = (),
-        exclude_items: Iterable[tuple[str, str]] = (),
-    ) -> Answer:
-        """At most three passages for ``question`` (a prompt, or what a caller reduced it to:
-        :func:`passageway.kernel.query.recall.recall`), or a silent :class:`Answer`.
-
-        ``boost_words`` lift items whose title, path or labels contain one of them (the hook's
-        folder names); ``exclude_items`` are ``(source, item_id)`` pairs already shown.
+    async def recall(self, question: Question | str) -> Answer:
+        """At most three passages for ``question`` (a :class:`Question`, or a bare prompt), or a
+        silent :class:`Answer`: the query path's one entry, which calls its steps in order
+        (:mod:`passageway.kernel.query.recall` describes each).
 
         :raises EmbedderError: the embedder is not running or fails; never an empty answer then.
+        :raises StoreError: every store failed.
         :raises PassagewayError: the configuration is broken.
         """
-        if self.config_error is not None:
-            raise PassagewayError(f"the configuration is broken: {self.config_error}")
-        if self.embedder is None or not self.embedder_started:
-            raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
-        from passageway.kernel.query.recall import recall as run_recall
-        from passageway.kernel.text.not_unicode import repaired
-
-        # Text that is not Unicode is the client's mistake; it must never fail the embedder and
-        # turn health to degraded (the hook answers 400 before; other callers get it repaired).
-        if isinstance(question, str):
-            question = repaired(question)
-        stores = [source.store for source in self.sources.values() if source.store is not None]
+        request = question if isinstance(question, Question) else Question(question)
         started = time.perf_counter()
+        # In a thread: reducing 20,000 characters of many short lines is a few hundred ms of Python.
+        reduced = await asyncio.to_thread(steps.what_is_asked, request.prompt)
+        if not steps.worth_searching(reduced, request.only_questions):
+            return self._fitted(Answer(), request, started)  # no search, so no embedder needed
+        embedder, ranker, gate = self._query_stages(request)
+        reduced = steps.within_limit(reduced, embedder)
+        stores = [source.store for source in self.sources.values() if source.store is not None]
         try:
-            answer = await run_recall(
-                question, stores, self.questions or self.embedder, self.ranker,
-                min_similarity=gate_threshold(self.embedder, self.settings.embedder.gate),
-                boost_words=tuple(boost_words), exclude_items=tuple(exclude_items),
-                vector_cache=self.vector_cache,
-            )
+            vector = await steps.embedded_question(reduced, embedder)
+            found = await steps.candidates(reduced, vector, stores, embedder)
         except EmbedderError as error:
             self.embedder_error = str(error)  # health says so until a recall succeeds again
             raise
         self.embedder_error = None
-        notes = building_notes(self.sources.values())
-        if notes:
-            answer = attrs.evolve(answer, notes=notes)
+        found = steps.with_session_rules(found, request.exclude_items, request.boost_words)
+        text = reduced.text
+        ordered, judged = steps.ranked(text, found, ranker, gate)
+        kept, copies, lookup = await steps.distinct_hits(ordered, text, found, self.vector_cache)
+        if not await steps.answerable(text, kept, judged, ranker, gate, lookup):
+            return self._fitted(Answer(), request, started)
+        hits, windows = await steps.excerpt_texts(kept, copies, found, lookup)
+        related = await steps.related_items(kept, stores)
+        return self._fitted(Answer(hits, related), request, started, text, windows)
+
+    def _query_stages(self, request: Question) -> tuple[BaseEmbedder, Ranker, Gate]:
+        if self.config_error is not None:
+            raise PassagewayError(f"the configuration is broken: {self.config_error}")
+        if self.embedder is None or not self.embedder_started or self.gate is None:
+            raise EmbedderError(f"the embedder is not running: {self.embedder_error or 'not started'}")
+        threshold = request.threshold  # passageway eval --threshold
+        gate = self.gate if threshold is None else attrs.evolve(self.gate, min_similarity=float(threshold))
+        return self.questions or self.embedder, request.ranker or self.ranker, gate
+
+    def _fitted(self, answer: Answer, request: Question, started: float, text: str = "",
+                windows: Mapping[str, Windows] | None = None) -> Answer:
+        """Step 11: the notes of sources still building, then the budget over every line."""
+        answer = attrs.evolve(answer, notes=building_notes(self.sources.values()))
+        answer = fit_budget(answer, text, anchors=windows, rule=request.excerpt_rule or excerpt)
         # V2: the time and the number of hits, never the question.
         log.debug("recall: %d hits in %.1f ms", len(answer.hits), (time.perf_counter() - started) * 1000)
         return answer

@@ -11,12 +11,16 @@ other; they never cross a process boundary except as the JSON of an answer.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import cattrs
+
+if TYPE_CHECKING:
+    from passageway.kernel.ranking import Ranker
 
 PROTOCOL_VERSION = "1"
 
@@ -263,3 +267,43 @@ def _section_json(section: Section) -> dict[str, Any]:
     if section.anchor is not None:
         record["anchor"] = section.anchor
     return record
+
+
+# ---------------------------------------------------------------------------------------------
+# The query path's request
+# ---------------------------------------------------------------------------------------------
+
+
+def _pairs(value: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((source, item_id) for source, item_id in value)
+
+
+@attrs.frozen
+class Question:
+    """What :meth:`passageway.kernel.app.Kernel.recall` is asked, by every door, eval and bench.
+
+    What a caller may vary is a field here, so the difference between two callers is written in
+    one place: the hook sets ``only_questions``, ``exclude_items`` and ``boost_words``; the MCP
+    tool sets none of them; ``passageway eval`` sets ``ranker`` and ``threshold``.
+
+    - ``prompt``: the text as the client sent it; recall reduces it to the question it asks.
+    - ``only_questions``: answer silence without a search when the reduced prompt is not worth one
+      (a slash command, "ok", a short follow-up without a content word). The hook asks for it
+      because it sends every prompt; a model calls the MCP tool with a question.
+    - ``exclude_items``: ``(source, item_id)`` pairs not to return (the session's items already shown).
+    - ``boost_words``: words that lift an item whose title, path or labels contain one (the hook's
+      folder names).
+    - ``ranker``: a ranker in place of the configured one (``passageway eval --ranker``).
+    - ``threshold``: the gate's ``min_similarity`` in place of the embedder's (``--threshold``);
+      the cross-language offset stays the embedder's.
+    - ``excerpt_rule``: how a hit's excerpt is cut, ``rule(text, question, limit, windows)``, in
+      place of :func:`passageway.kernel.query.rendering.excerpt` (a bench tries others).
+    """
+
+    prompt: str
+    only_questions: bool = False
+    exclude_items: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_pairs)
+    boost_words: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    ranker: Ranker | None = None
+    threshold: float | None = None
+    excerpt_rule: Callable[[str, str, int, Any], str] | None = None

@@ -63,6 +63,7 @@ PUBLIC: dict[str, str] = {
     "DEPTH": "passageway.kernel.ranking",
     # transport: the running kernel a route is handed, what it answers and how that is shown
     "Kernel": "passageway.kernel.app",
+    "Question": "passageway.kernel.records",
     "Answer": "passageway.kernel.records",
     "Hit": "passageway.kernel.records",
     "render_answer": "passageway.kernel.query.rendering",

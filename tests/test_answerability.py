@@ -7,9 +7,10 @@ import math
 import pytest
 
 from passageway.builtin.ranking import FusionRanker, answerability
-from passageway.kernel.query.recall import recall, sentence_cosines
+from passageway.kernel.query.recall import sentence_cosines
 from passageway.kernel.ranking import AnswerCheck, Gate
 from passageway.kernel.store import Candidate
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
 
 GATE = Gate(0.87, 0.06)

@@ -11,6 +11,7 @@ from passageway.kernel.app import Kernel
 from passageway.kernel.config import load_settings
 from passageway.kernel.errors import EmbedderError, PassagewayError
 from passageway.kernel.plugins import build_plugin_manager
+from passageway.kernel.records import Question
 from passageway.testing.toy_embedder import ToyEmbedder
 from passageway.testing.toy_embedder import plugin as toy_plugin
 from tests.server_helpers import PASSWORD, make_kernel, write_instance
@@ -56,7 +57,7 @@ async def test_recall_excludes_items_already_sent(tmp_path):
         question = "how does a refracting telescope gather starlight with a lens?"
         first = await kernel.recall(question)
         assert first.hits[0].item_id == "telescope"
-        again = await kernel.recall(question, exclude_items=[("notes", "telescope")])
+        again = await kernel.recall(Question(question, exclude_items=[("notes", "telescope")]))
         assert "telescope" not in [hit.item_id for hit in again.hits]
 
 

@@ -13,10 +13,10 @@ from passageway.kernel.query.duplicates import (
     candidate_digest,
     distinct,
 )
-from passageway.kernel.query.recall import recall
 from passageway.kernel.query.rendering import render_answer
 from passageway.kernel.ranking import Ranked
 from passageway.kernel.store import Candidate
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
 from tests.test_excerpts import DictCache, unit
 

@@ -9,7 +9,6 @@ import numpy as np
 from passageway.builtin.ranking import FusionRanker
 from passageway.kernel.index.window_vectors import embed_windows
 from passageway.kernel.query.excerpts import cut
-from passageway.kernel.query.recall import recall
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import digest_of
 from passageway.kernel.text.windows import (
@@ -21,6 +20,7 @@ from passageway.kernel.text.windows import (
     window_texts,
     windows,
 )
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
 
 FILLER = [

@@ -17,8 +17,8 @@ from passageway.builtin.transport.hook_endpoint import (
     SessionMemory,
     _session_key,
     folder_words,
-    is_question,
 )
+from passageway.kernel.query.prompt import is_question
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
@@ -146,27 +146,20 @@ async def test_cwd_folder_names_boost_matching_items(served):
 
 async def test_a_long_prompt_is_read_to_twenty_thousand_characters_and_reduced_to_its_question(tmp_path):
     kernel = make_kernel(write_instance(tmp_path))
-    asked: list[str] = []
-    original = kernel.recall
-
-    async def recording_recall(question, **options):  # type: ignore[no-untyped-def]
-        asked.append(question.text)  # handed over reduced (an Asked)
-        return await original(question, **options)
-
-    kernel.recall = recording_recall  # type: ignore[method-assign]
     paste = "\n".join(f"2026-11-30 10:{n // 60:02d}:{n % 60:02d} INFO worker {n} done" for n in range(2_000))
     late = "Which lens does a reflecting telescope use?"
     async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
         await wait_built(kernel)
+        assert kernel.questions is not None
         prompt = TELESCOPE + "\n" + paste + "\n" + late  # the late question is past 20,000 characters
         assert prompt.index(late) > MAX_PROMPT_CHARS
         response = await post(client, url, prompt, session_id="long")
         assert response.status_code == 200
         assert "Refracting telescope" in response.json()["context"]
-        assert asked == [TELESCOPE]
+        assert kernel.questions.served == [TELESCOPE]  # what reached the embedder: the question alone
         # A paste with no question is not searched at all.
         response = await post(client, url, paste, session_id="paste")
-        assert response.json() == {"context": ""} and asked == [TELESCOPE]
+        assert response.json() == {"context": ""} and kernel.questions.served == [TELESCOPE]
 
 
 async def test_a_body_over_the_limit_is_refused_with_413_before_it_is_read(served):
@@ -253,9 +246,7 @@ async def test_a_question_cut_out_of_a_paste_yields_to_typed_questions_at_the_em
 
 
 async def test_a_prompt_is_reduced_once_and_yields_once_on_its_way_to_the_embedder(tmp_path, monkeypatch):
-    """The hook reduces the prompt and hands recall what it kept: recall neither reduces it again
-    nor enters the queue's yielding a second time."""
-    from passageway.builtin.transport import hook_endpoint
+    """Kernel.recall reduces the prompt once and enters the queue's yielding once."""
     from passageway.kernel.query import prompt, question_queue, recall
 
     reductions: list[str] = []
@@ -271,7 +262,6 @@ async def test_a_prompt_is_reduced_once_and_yields_once_on_its_way_to_the_embedd
         yields.append(True)
         return original_yielding()
 
-    monkeypatch.setattr(hook_endpoint, "asked", counting_asked)
     monkeypatch.setattr(recall, "asked", counting_asked)
     monkeypatch.setattr(recall, "yielding", counting_yielding)
     kernel = make_kernel(write_instance(tmp_path))
@@ -328,8 +318,7 @@ async def test_a_prompt_is_reduced_off_the_event_loop(tmp_path, monkeypatch):
     import asyncio
     import threading
 
-    from passageway.builtin.transport import hook_endpoint
-    from passageway.kernel.query import prompt
+    from passageway.kernel.query import prompt, recall
 
     entered, release = threading.Event(), threading.Event()
 
@@ -338,7 +327,7 @@ async def test_a_prompt_is_reduced_off_the_event_loop(tmp_path, monkeypatch):
         release.wait(10)
         return prompt.asked(text)
 
-    monkeypatch.setattr(hook_endpoint, "asked", slow_asked)
+    monkeypatch.setattr(recall, "asked", slow_asked)
     kernel = make_kernel(write_instance(tmp_path))
     async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
         await wait_built(kernel)

@@ -223,18 +223,6 @@ CONTRACTS = {
 module inside a data path (``kernel/connector``, ``kernel/index``, ``kernel/query``) or the CLI
 (``kernel/cli.py``, ``kernel/commands``). A name a plugin needs from a path is given a door name."""
 
-WAITING_FOR_ONE_ENTRY = {
-    ("builtin/transport/hook_endpoint.py", "passageway.kernel.query.prompt"):
-        "the hook reduces the prompt itself until Kernel.recall takes a request (issue 39, item 2)",
-    ("builtin/transport/mcp_transport.py", "passageway.kernel.query.prompt"):
-        "the MCP door reduces the prompt itself until Kernel.recall takes a request (issue 39, item 2)",
-    ("builtin/eval/engine.py", "passageway.kernel.query.recall"):
-        "eval calls recall around Kernel.recall until that takes a request (issue 39, item 2)",
-}
-"""Path imports that go when the query path has one entry; the test below fails on an entry that is
-no longer needed, so none is forgotten."""
-
-
 def _plugin_code() -> list[Path]:
     """The code of every builtin and of every plugin under ``plugins/`` (their tests aside)."""
     found = list((ROOT / "builtin").rglob("*.py"))
@@ -254,20 +242,15 @@ def test_builtins_and_plugins_import_the_door_the_ground_floor_and_the_contracts
     ``passageway``, ``passageway.testing``, the ground floor and :data:`CONTRACTS` (another builtin
     is the test above's business)."""
     assert _plugin_packages(), "no plugin under plugins/ was found: the rule would check nothing"
-    offenders, waiting = {}, set()
+    offenders: dict[str, list[str]] = {}
     for path in _plugin_code():
         relative = str(path.relative_to(ROOT))
         builtin = relative.startswith("builtin/")
         for name in sorted(imported_modules(path)):
             if not name.startswith("passageway.") or _allowed_to_a_plugin(name, builtin):
                 continue
-            if (relative, name) in WAITING_FOR_ONE_ENTRY:
-                waiting.add((relative, name))
-            else:
-                offenders.setdefault(relative, []).append(name)
+            offenders.setdefault(relative, []).append(name)
     assert offenders == {}, "give these a door name (passageway.X) or a ground-floor path"
-    stale = sorted(set(WAITING_FOR_ONE_ENTRY) - waiting)
-    assert stale == [], f"remove from WAITING_FOR_ONE_ENTRY in tests/test_layout.py, now gone: {stale}"
 
 
 def test_the_ground_floor_imports_no_path_and_no_builtin():

@@ -269,8 +269,7 @@ async def test_a_question_is_reduced_off_the_event_loop(served, monkeypatch):
     import asyncio
     import threading
 
-    from passageway.builtin.transport import mcp_transport
-    from passageway.kernel.query import prompt
+    from passageway.kernel.query import prompt, recall
 
     _, url = served
     entered, release = threading.Event(), threading.Event()
@@ -280,7 +279,7 @@ async def test_a_question_is_reduced_off_the_event_loop(served, monkeypatch):
         release.wait(10)
         return prompt.asked(text)
 
-    monkeypatch.setattr(mcp_transport, "asked", slow_asked)
+    monkeypatch.setattr(recall, "asked", slow_asked)
     async with mcp_client(url) as client, httpx2.AsyncClient(timeout=30) as http:
         pending = asyncio.create_task(client.call_tool("recall", {"question": TELESCOPE}))
         try:

@@ -16,8 +16,8 @@ from passageway.kernel.query.prompt_names import (
     shown_as_code,
     with_names,
 )
-from passageway.kernel.query.recall import recall
 from passageway.kernel.store import Candidate
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder
 
 TYPER_PASTE = """class Network(str, Enum):

@@ -14,7 +14,7 @@ import passageway
 from passageway.builtin.ranking import FusionRanker
 from passageway.builtin.storage import SqliteStore
 from passageway.kernel.errors import EmbedderError, StoreError
-from passageway.kernel.query.recall import _related, keyword_query, merge_candidates, recall
+from passageway.kernel.query.recall import related_items
 from passageway.kernel.query.rendering import (
     BUDGET_TOKENS,
     MIN_SHARE,
@@ -24,10 +24,12 @@ from passageway.kernel.query.rendering import (
     fit_budget,
     render_answer,
 )
+from passageway.kernel.query.search import keyword_query, merge_candidates
 from passageway.kernel.ranking import Gate, Ranked
 from passageway.kernel.records import Answer, Item, Related, Section
 from passageway.kernel.store import Candidate, ItemUpdate, StoredItem
 from passageway.kernel.text.chunking import passages_for
+from passageway.testing.recall import recall_over as recall
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests import test_duplicates as duplicate_cases
 
@@ -119,8 +121,8 @@ async def test_recall_returns_passages_with_their_place_and_related_items(stores
     assert "updated 2026-10-01" in text and "notes: turbines" in text
     # with room, the indexed link is found and the unknown one left out (kernel/query/recall.py)
     turbine = Candidate("notes", 0, "turbines", "", "", None, "", 1.0, 0, links=first.links)
-    assert await _related([Ranked(turbine, 1.0)], stores) == [
-        Related("notes", "boilers", "Boilers", "https://notes/boilers")]
+    assert await related_items([Ranked(turbine, 1.0)], stores) == (
+        Related("notes", "boilers", "Boilers", "https://notes/boilers"),)
 
 
 async def test_a_hit_is_not_repeated_as_related(stores):

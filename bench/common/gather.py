@@ -31,7 +31,7 @@ async def compare_gather_ways(stores: Sequence[Any], asked: Sequence[tuple[str, 
     """The time to ask ``stores`` in each of :data:`GATHER_WAYS`, taking turns question by
     question (without: the row caches set aside and their limit 0)."""
     from passageway.builtin.storage import rows
-    from passageway.kernel.query.recall import gather_candidates
+    from passageway.kernel.query.search import gather_candidates
 
     limit = rows.ROW_CACHE_LIMIT
     caches = [store._row_cache for store in stores]

@@ -28,8 +28,9 @@ async def measure_scale(store: Any, asked: list[tuple[str, np.ndarray]], dim: in
     """Per question: the keyword search alone, both store searches, and the whole recall."""
     from passageway.builtin.storage.keyword import match_terms
     from passageway.kernel.plugins import build_plugin_manager, collect_registries
-    from passageway.kernel.query.recall import keyword_query, recall
+    from passageway.kernel.query.search import keyword_query
     from passageway.kernel.ranking import CANDIDATES
+    from passageway.testing.recall import recall_over as recall
 
     ranker = collect_registries(build_plugin_manager({}, load_entry_points=False)).rankers.get("hybrid")()
     embedder = GivenVectorEmbedder(dim)

@@ -18,11 +18,11 @@ from common import ROOT
 from passageway.builtin.eval.cases import Case, accepts, contains_answer
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.query.recall import recall
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import digest_of
 from passageway.kernel.text.stopwords import content_words, words
 from passageway.kernel.text.windows import window_texts
+from passageway.testing.recall import recall_over as recall
 
 WEIGHTS = {"answers": (3, 1), "balanced": (1, 1), "silence": (1, 3)}
 

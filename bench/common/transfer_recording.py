@@ -26,8 +26,10 @@ from common.replay import Replay, Vectors, halves
 from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
-from passageway.kernel.query.recall import gather_candidates, question_for, recall
+from passageway.kernel.query.recall import question_for
+from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.ranking import Gate
+from passageway.testing.recall import recall_over as recall
 
 HELD_OUT = "starlette"
 DOCS_SOURCES = (("starship-en", "starship/en"), ("starship-de", "starship/de"),

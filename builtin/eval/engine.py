@@ -26,6 +26,7 @@ from passageway.builtin.eval.runner import Reply
 from passageway.kernel.app import Kernel
 from passageway.kernel.embedder import Embedder, ForwardingEmbedder, SpanVectors
 from passageway.kernel.errors import EvalError, PassagewayError
+from passageway.kernel.records import Question
 
 if TYPE_CHECKING:
     from passageway.kernel.config import Settings
@@ -227,17 +228,12 @@ class KernelEngine:
         return self.rankers[name]
 
     async def ask(self, question: str, threshold: float, ranker: str) -> Reply:
-        from passageway.kernel.query.recall import recall
-
-        stores = [source.store for source in self.kernel.sources.values() if source.store is not None]
-        chosen = self.ranker(ranker)
+        """``question`` asked through the kernel's one entry, with this row's ranker and threshold."""
+        request = Question(question, ranker=self.ranker(ranker), threshold=threshold)
         real_before = self.embedder.embed_seconds_real
         counted_before = self.embedder.embed_seconds_counted
         started = time.perf_counter()
-        answer = await recall(
-            question, stores, self.embedder, chosen,
-            min_similarity=threshold, vector_cache=self.kernel.vector_cache,
-        )
+        answer = await self.kernel.recall(request)
         elapsed = time.perf_counter() - started
         real = self.embedder.embed_seconds_real - real_before
         counted = self.embedder.embed_seconds_counted - counted_before

@@ -1,17 +1,16 @@
 """``POST /recall``: the endpoint behind the Claude Code prompt hook.
 
-The hook sends every prompt, up to 20,000 characters of it; this endpoint reduces it to what it
-asks (:func:`passageway.kernel.query.prompt.asked`: pasted code, logs and traces are not searched),
-decides whether that is worth a search (nothing asked, a slash command, "ok" or a short follow-up
-without a content word is not), remembers per session which items it
-already sent so that the same passage is not injected twice, and lifts items that match the
-working directory's last two folder names. It accepts only the static bearer password, never an
-OAuth token. The answer is ``{"context": "..."}``, an empty string when there is nothing to add.
+The hook sends every prompt, up to 20,000 characters of it. This endpoint authorizes it, builds
+the :class:`~passageway.kernel.records.Question` (questions only: the kernel answers silence for
+a prompt that asks nothing, a slash command, "ok" or a short follow-up without a content word;
+the items this session was already sent are excluded; items that match the working directory's
+last two folder names are lifted), asks ``Kernel.recall`` and renders the answer. It accepts
+only the static bearer password, never an OAuth token. The answer is ``{"context": "..."}``, an
+empty string when there is nothing to add.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import hashlib
 import logging
@@ -23,13 +22,11 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from passageway import render_answer
+from passageway import Question, render_answer
 from passageway.builtin.transport.request_body import BadBody, parse_json
 from passageway.kernel.auth import REFUSED_WRONG_VALUE, bearer_token, unauthorized
 from passageway.kernel.errors import PassagewayError
-from passageway.kernel.query.prompt import asked
 from passageway.kernel.text.not_unicode import is_unicode
-from passageway.kernel.text.stopwords import content_words
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
@@ -45,46 +42,12 @@ MAX_SESSION_ID_CHARS = 200
 """A longer ``session_id`` (Claude Code's are UUIDs) is remembered by its SHA-256 digest."""
 WORD = re.compile(r"\w+", re.UNICODE)
 
-# Whole prompts that acknowledge or steer rather than ask (English and German, as users type them).
-ACKNOWLEDGEMENTS = frozenset({
-    "ok", "okay", "k", "kk", "yes", "yep", "yeah", "no", "nope", "sure", "thanks", "thank you", "thx",
-    "ty", "great", "good", "fine", "nice", "cool", "perfect", "done", "continue", "go on", "go ahead",
-    "proceed", "next", "lgtm", "do it", "please do", "sounds good", "weiter", "mach weiter", "ja",
-    "nein", "danke", "danke schön", "gut", "super", "passt", "genau", "stimmt", "los", "bitte",
-    "klingt gut", "alles klar", "fertig", "weiter so", "y", "n",
-})
-
-# Words that point back at an earlier answer ("the second one", "the rest") rather than name a topic.
-FOLLOW_UP_WORDS = frozenset({
-    "first", "second", "third", "fourth", "last", "next", "previous", "other", "others", "another",
-    "rest", "more", "again", "same", "one", "ones", "two", "three", "part", "point", "example",
-    "erste", "ersten", "zweite", "zweiten", "dritte", "letzte", "letzten", "nachste",
-    "andere", "anderen", "mehr", "nochmal", "gleiche", "teil", "punkt", "beispiel",
-})
-SHORT_FOLLOW_UP_WORDS = 6
-
 # Folder names that say nothing about a project.
 GENERIC_FOLDERS = frozenset({
     "home", "users", "user", "src", "source", "code", "projects", "project", "repos", "repo", "work",
     "workspace", "git", "github", "tmp", "temp", "dev", "documents", "desktop", "downloads", "main",
     "master", "app", "lib", "var", "opt", "root",
 })
-
-def is_question(prompt: str) -> bool:
-    """Whether a prompt is worth searching the sources for."""
-    text = prompt.strip()
-    if not text or text.startswith("/"):
-        return False
-    words = WORD.findall(text.lower())
-    if not words:
-        return False
-    if " ".join(words) in ACKNOWLEDGEMENTS:
-        return False
-    # A short follow-up ("and the second one?") without a content word has nothing to search for.
-    meaningful = content_words(text)
-    if len(words) <= SHORT_FOLLOW_UP_WORDS:
-        meaningful = [word for word in meaningful if word not in FOLLOW_UP_WORDS]
-    return bool(meaningful)
 
 
 def folder_words(cwd: str | None) -> tuple[str, ...]:
@@ -187,22 +150,20 @@ class HookEndpoint:
         session_id = _session_key(payload.get("session_id"))
         cwd = payload.get("cwd")
         cwd = cwd if isinstance(cwd, str) and is_unicode(cwd) else None
-        # In a thread: reducing 20,000 characters of many short lines is a few hundred ms of Python,
-        # which on the event loop would hold every other request (/health) that long.
-        reduced = await asyncio.to_thread(asked, payload["prompt"][:MAX_PROMPT_CHARS])
-        if not is_question(reduced.text):
-            return web.json_response({"context": ""})
+        # The hook sends every prompt, so it asks for questions only (kernel/query/prompt.py).
+        question = Question(
+            payload["prompt"][:MAX_PROMPT_CHARS], only_questions=True,
+            exclude_items=self.memory.sent(session_id), boost_words=folder_words(cwd),
+        )
         try:
-            # Handed over reduced: recall neither reduces it again nor searches what the filter
-            # refused, and lets a question cut out of a paste wait behind typed ones.
-            answer = await self.kernel.recall(
-                reduced, boost_words=folder_words(cwd), exclude_items=self.memory.sent(session_id)
-            )
+            answer = await self.kernel.recall(question)
         except PassagewayError as error:
             return web.json_response({"context": "", "error": str(error)}, status=503)
-        self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
         # Silence is an empty context, also while a source builds: the hook then adds nothing at all.
-        return web.json_response({"context": "" if answer.silent else render_answer(answer)})
+        context = "" if answer.silent else render_answer(answer)
+        if answer.hits:  # a prompt the kernel did not search leaves the session as it was
+            self.memory.remember(session_id, ((hit.source, hit.item_id) for hit in answer.hits))
+        return web.json_response({"context": context})
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes | None:

@@ -22,15 +22,13 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from passageway import render_answer
+from passageway import Question, render_answer
 from passageway.builtin.transport.asgi_bridge import call_asgi
 from passageway.builtin.transport.mcp_sessions import IDLE_SECONDS, MAX_SESSIONS, SessionBook
 from passageway.builtin.transport.mcp_tools import DEFAULT_INSTRUCTIONS, DEFAULT_TOOL_DESCRIPTION, tool_list
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.http_guard import client_address
-from passageway.kernel.query.prompt import asked
 from passageway.kernel.server import LOOPBACK_NAMES
-from passageway.kernel.text.not_unicode import repaired
 
 if TYPE_CHECKING:
     from passageway.kernel.app import Kernel
@@ -134,9 +132,8 @@ class McpTransport:
         if not isinstance(question, str) or not question.strip():
             return _tool_error("`question` is required: the question to search the sources for, as text")
         try:
-            # Reduced in a thread, as the hook's prompts are: a long paste must not hold the loop.
-            reduced = await asyncio.to_thread(asked, repaired(question[:MAX_QUESTION_CHARS]))
-            answer = await self.kernel.recall(reduced)
+            # A model asks a question: no filter for non-questions, unlike the hook (records.Question).
+            answer = await self.kernel.recall(Question(question[:MAX_QUESTION_CHARS]))
         except PassagewayError as error:
             # V6: a failing embedder is an error the model sees, never a silent "nothing found".
             return _tool_error(f"recall failed: {error}")

@@ -66,9 +66,10 @@ from passageway.kernel.query.prompt_sentences import (
     questions,
     sentences,
 )
+from passageway.kernel.text.stopwords import content_words
 
-__all__ = ["PLAIN_CHARS", "Asked", "asked", "fit_to_tokens", "is_question_sentence", "line_kinds",
-           "paste_terms", "sentences"]
+__all__ = ["PLAIN_CHARS", "Asked", "asked", "fit_to_tokens", "is_question", "is_question_sentence",
+           "line_kinds", "paste_terms", "sentences"]
 
 MAX_NAME_CHARS = 100
 """The longest run of word characters, ``.`` and ``-`` that rule 5 reads as a possible name. A longer
@@ -153,3 +154,43 @@ def _most_that_fit(total: int, fits: Callable[[int], bool]) -> int:
         else:
             high = middle
     return low
+
+
+# ---------------------------------------------------------------------------------------------
+# Whether a prompt is worth a search (the hook's filter: ``Question.only_questions``)
+# ---------------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+ACKNOWLEDGEMENTS = frozenset({
+    "ok", "okay", "k", "kk", "yes", "yep", "yeah", "no", "nope", "sure", "thanks", "thank you", "thx",
+    "ty", "great", "good", "fine", "nice", "cool", "perfect", "done", "continue", "go on", "go ahead",
+    "proceed", "next", "lgtm", "do it", "please do", "sounds good", "weiter", "mach weiter", "ja",
+    "nein", "danke", "danke schön", "gut", "super", "passt", "genau", "stimmt", "los", "bitte",
+    "klingt gut", "alles klar", "fertig", "weiter so", "y", "n",
+})
+"""Whole prompts that acknowledge or steer rather than ask (English and German, as users type them)."""
+
+FOLLOW_UP_WORDS = frozenset({
+    "first", "second", "third", "fourth", "last", "next", "previous", "other", "others", "another",
+    "rest", "more", "again", "same", "one", "ones", "two", "three", "part", "point", "example",
+    "erste", "ersten", "zweite", "zweiten", "dritte", "letzte", "letzten", "nachste",
+    "andere", "anderen", "mehr", "nochmal", "gleiche", "teil", "punkt", "beispiel",
+})
+"""Words that point back at an earlier answer ("the second one", "the rest") rather than name a topic."""
+SHORT_FOLLOW_UP_WORDS = 6
+
+
+def is_question(prompt: str) -> bool:
+    """Whether a (reduced) prompt is worth searching the sources for: not empty, not a slash
+    command, not an acknowledgement, and not a short follow-up without a content word."""
+    text = prompt.strip()
+    if not text or text.startswith("/"):
+        return False
+    words = _WORD.findall(text.lower())
+    if not words or " ".join(words) in ACKNOWLEDGEMENTS:
+        return False
+    meaningful = content_words(text)
+    if len(words) <= SHORT_FOLLOW_UP_WORDS:
+        meaningful = [word for word in meaningful if word not in FOLLOW_UP_WORDS]
+    return bool(meaningful)

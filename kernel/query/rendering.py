@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import quote, urlsplit
 
 import attrs
@@ -230,37 +230,44 @@ def _sizes(hits: Sequence[Hit], needs: list[int], room: int) -> list[int]:
     return shares(needs, room, [1.0] * len(hits))
 
 
+ExcerptRule = Callable[[str, str, int, "Windows | None"], str]
+"""How an excerpt is cut: ``rule(text, question, limit, windows)``, as :func:`excerpt` does."""
+
+
 def fit_budget(
     answer: Answer, question: str = "", budget: int = BUDGET_TOKENS,
-    anchors: Mapping[str, Windows] | None = None,
+    anchors: Mapping[str, Windows] | None = None, rule: ExcerptRule = excerpt,
 ) -> Answer:
-    """``answer`` with excerpts shortened so that its rendering stays within ``budget`` tokens
-    (the module docstring gives the rules). ``anchors`` maps a hit's flat text to its windows and
-    their similarity to the question (:func:`passageway.kernel.query.excerpts.anchors`)."""
+    """``answer`` with excerpts shortened so that its rendering, notes included, stays within
+    ``budget`` tokens (the module docstring gives the rules). ``anchors`` maps a hit's flat text
+    to its windows and their similarity to the question
+    (:func:`passageway.kernel.query.excerpts.anchors`); ``rule`` cuts each excerpt (the one place
+    an excerpt is cut; a bench passes another through ``Question.excerpt_rule``)."""
     anchors = anchors or {}
     hits = list(answer.hits)
     while hits:
-        bare = render_answer(Answer(tuple(attrs.evolve(hit, text="") for hit in hits)), note=True)
+        bare = render_answer(Answer(tuple(attrs.evolve(hit, text="") for hit in hits), notes=answer.notes),
+                             note=True)
         room = (budget - approx_tokens(bare)) * 4 - 3 * len(hits)  # the excerpts' indentation
         needs = [len(tidy(hit.text)[0]) for hit in hits]
         given = _sizes(hits, needs, room)
         enough = all(size >= min(MIN_SHARE, need) for size, need in zip(given, needs, strict=True))
         if len(hits) == 1 or enough:
             trimmed = tuple(
-                attrs.evolve(hit, text=excerpt(hit.text, question, max(size, MIN_SHARE),
-                                               anchors.get(flat(hit.text))))
+                attrs.evolve(hit, text=rule(hit.text, question, max(size, MIN_SHARE),
+                                            anchors.get(flat(hit.text))))
                 for hit, size in zip(hits, given, strict=True)
             )
-            return Answer(trimmed, _related_that_fit(trimmed, answer.related, budget))
+            fitted = Answer(trimmed, notes=answer.notes)
+            return attrs.evolve(fitted, related=_related_that_fit(fitted, answer.related, budget))
         hits.pop()
-    return Answer((), answer.related)
+    return Answer((), answer.related, answer.notes)
 
 
-def _related_that_fit(hits: tuple[Hit, ...], related: tuple[Related, ...], budget: int
-                      ) -> tuple[Related, ...]:
+def _related_that_fit(answer: Answer, related: tuple[Related, ...], budget: int) -> tuple[Related, ...]:
     kept: list[Related] = []
     for item in related:
-        if approx_tokens(render_answer(Answer(hits, (*kept, item)))) > budget:
+        if approx_tokens(render_answer(attrs.evolve(answer, related=(*kept, item)))) > budget:
             break
         kept.append(item)
     return tuple(kept)

@@ -21,9 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from passageway.builtin.transport.hook_endpoint import _session_key, folder_words, is_question
+from passageway.builtin.transport.hook_endpoint import _session_key, folder_words
 from passageway.kernel.connector.lines import LineProblem, parse_lines
 from passageway.kernel.errors import ConfigError
+from passageway.kernel.query.prompt import is_question
+from passageway.kernel.records import Question
 from passageway.kernel.text.chunking import digest_of, passages_for, split_section
 from tests.reliability.conftest import scale
 
@@ -203,7 +205,8 @@ def test_the_question_path_answers_any_question(kernel_loop, question, cwd, sess
     is_question(question)
     _session_key(session)
     words = folder_words(cwd.replace("\x00", "") if cwd else cwd)
-    answer = loop.run_until_complete(kernel.recall(question, boost_words=words))
+    request = Question(question, boost_words=words)  # searched whatever the filter says
+    answer = loop.run_until_complete(kernel.recall(request))
     assert len(answer.hits) <= 3
     assert kernel.health(include_errors=True)["status"] == "ok"
 
