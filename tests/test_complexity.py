@@ -50,8 +50,6 @@ ALLOWED: dict[str, str] = {
         "the Markdown block reader: one branch per kind of block",
     "sdk/passageway_sdk/schema.py::_errors":
         "the JSON Schema subset checker: one branch per keyword",
-    "testing/contract.py::check_connector_async":
-        "runs every connector contract check in sequence",
     "tests/reliability/bad_connector.py::main":
         "a misbehaving connector with one branch per way to misbehave",
 }
