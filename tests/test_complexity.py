@@ -46,10 +46,6 @@ ALLOWED: dict[str, str] = {
         "the serve command: settings, logging, plugins and the app, in order",
     "sdk/passageway_sdk/html.py::MarkdownWriter.handle_starttag":
         "one branch per HTML tag the text extractor treats specially",
-    "sdk/passageway_sdk/markdown.py::_read":
-        "the Markdown block reader: one branch per kind of block",
-    "sdk/passageway_sdk/schema.py::_errors":
-        "the JSON Schema subset checker: one branch per keyword",
     "tests/reliability/bad_connector.py::main":
         "a misbehaving connector with one branch per way to misbehave",
 }
