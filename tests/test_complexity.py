@@ -44,8 +44,6 @@ ALLOWED: dict[str, str] = {
         "the init command: every question and file it writes, in order",
     "kernel/commands/serve.py::run":
         "the serve command: settings, logging, plugins and the app, in order",
-    "sdk/passageway_sdk/html.py::MarkdownWriter.handle_starttag":
-        "one branch per HTML tag the text extractor treats specially",
     "tests/reliability/bad_connector.py::main":
         "a misbehaving connector with one branch per way to misbehave",
 }
