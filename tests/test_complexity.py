@@ -34,10 +34,6 @@ ALLOWED: dict[str, str] = {
         "a bench script's measuring run: server setup, measure and print inline",
     "builtin/embedders/e5_onnx/graph.py::build_graph":
         "writes the ONNX graph layer by layer; being split by the e5 helper",
-    "builtin/eval/cases.py::parse_cases_text":
-        "checks every field of a case file in one pass",
-    "builtin/transport/asgi_bridge.py::call_asgi":
-        "the ASGI receive/send protocol as one state machine",
     "connectors/wikipedia/tests/conftest.py::FakeMediaWiki._query":
         "a fake MediaWiki API answering every query shape the connector asks",
     "kernel/commands/init.py::run":
