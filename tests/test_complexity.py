@@ -36,10 +36,6 @@ ALLOWED: dict[str, str] = {
         "writes the ONNX graph layer by layer; being split by the e5 helper",
     "connectors/wikipedia/tests/conftest.py::FakeMediaWiki._query":
         "a fake MediaWiki API answering every query shape the connector asks",
-    "kernel/commands/init.py::run":
-        "the init command: every question and file it writes, in order",
-    "kernel/commands/serve.py::run":
-        "the serve command: settings, logging, plugins and the app, in order",
     "tests/reliability/bad_connector.py::main":
         "a misbehaving connector with one branch per way to misbehave",
 }
