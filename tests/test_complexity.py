@@ -34,10 +34,6 @@ ALLOWED: dict[str, str] = {
         "a bench script's measuring run: server setup, measure and print inline",
     "builtin/embedders/e5_onnx/graph.py::build_graph":
         "writes the ONNX graph layer by layer; being split by the e5 helper",
-    "connectors/wikipedia/tests/conftest.py::FakeMediaWiki._query":
-        "a fake MediaWiki API answering every query shape the connector asks",
-    "tests/reliability/bad_connector.py::main":
-        "a misbehaving connector with one branch per way to misbehave",
 }
 
 
