@@ -22,10 +22,6 @@ RULES = ("C901", "PLR0915")
 
 # path::function (Class.method, outer.inner for a nested function): why it is still this long.
 ALLOWED: dict[str, str] = {
-    "bench/common/e5_shaped.py::build_e5_shaped_model":
-        "a bench helper that writes a whole test graph node by node",
-    "bench/embed.py::run":
-        "a bench script's one measuring loop with its setup inline",
     "bench/first_run.py::main":
         "a bench script's main: arguments, runs and the printed table in one place",
     "bench/gate_study.py::main":
