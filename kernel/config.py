@@ -154,39 +154,8 @@ def load_settings(
         data_dir = Path(configured).expanduser() if configured else base_data_dir(environ) / suffix
     if model_dir is None and environ.get("PASSAGEWAY_MODEL_DIR"):
         model_dir = Path(environ["PASSAGEWAY_MODEL_DIR"]).expanduser()
-
-    if config_path.is_file():
-        try:
-            text = config_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"cannot read {config_path}: {error}") from None
-        file_settings = parse_config_text(text, str(config_path))
-    elif require_file:
-        raise ConfigError(
-            f"no configuration at {config_path}. Run `{hint('init', environ)}` to create one, "
-            "or point PASSAGEWAY_CONFIG at your passageway.toml."
-        )
-    else:
-        file_settings = FileSettings()
-    if environ.get("PASSAGEWAY_GATE"):
-        gate = check_level(environ["PASSAGEWAY_GATE"], "PASSAGEWAY_GATE")
-        if gate != "balanced" and file_settings.embedder.min_similarity is not None:
-            raise ConfigError(f"PASSAGEWAY_GATE={gate} and [embedder] min_similarity are both set; "
-                              "unset one (a level is a measured min_similarity)")
-        file_settings = attrs.evolve(file_settings, embedder=attrs.evolve(file_settings.embedder, gate=gate))
-
-    port_text = environ.get("PASSAGEWAY_PORT") or "8082"
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ConfigError(f"PASSAGEWAY_PORT must be a port number from 1 to 65535, got {port_text!r}")
-    base_url = environ.get("PASSAGEWAY_BASE_URL") or None
-    if base_url is not None and not re.match(r"https?://[^/\s]+", base_url):
-        raise ConfigError(
-            f"PASSAGEWAY_BASE_URL must be the server's public https:// address, got {base_url!r}"
-        )
-    log_level = (environ.get("PASSAGEWAY_LOG_LEVEL") or "INFO").upper()
-    if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        raise ConfigError(f"PASSAGEWAY_LOG_LEVEL is DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
-
+    file_settings = _with_gate(_read_file(config_path, require_file, environ), environ)
+    port, base_url, log_level = _port(environ), _base_url(environ), _log_level(environ)
     return Settings(
         instance=instance,
         config_path=config_path,
@@ -196,7 +165,7 @@ def load_settings(
         model_dir=model_dir,
         model_hub=(environ.get("PASSAGEWAY_MODEL_HUB") or DEFAULT_HUB).rstrip("/"),
         host=environ.get("PASSAGEWAY_HOST") or "127.0.0.1",
-        port=int(port_text),
+        port=port,
         base_url=base_url.rstrip("/") if base_url else None,
         trusted_proxies=trusted_proxies(environ.get("PASSAGEWAY_TRUSTED_PROXY") or ""),
         poll_seconds=_positive(environ, "PASSAGEWAY_POLL_SECONDS"),
@@ -209,6 +178,56 @@ def load_settings(
         app_version=environ.get("APP_VERSION") or None,
         file=file_settings,
     )
+
+
+def _read_file(config_path: Path, require_file: bool, environ: Mapping[str, str]) -> FileSettings:
+    """``passageway.toml``; without one, the defaults, or an error when it is required."""
+    if config_path.is_file():
+        try:
+            text = config_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"cannot read {config_path}: {error}") from None
+        return parse_config_text(text, str(config_path))
+    if require_file:
+        raise ConfigError(
+            f"no configuration at {config_path}. Run `{hint('init', environ)}` to create one, "
+            "or point PASSAGEWAY_CONFIG at your passageway.toml."
+        )
+    return FileSettings()
+
+
+def _with_gate(file_settings: FileSettings, environ: Mapping[str, str]) -> FileSettings:
+    """``PASSAGEWAY_GATE`` put into ``[embedder]``, which must not set ``min_similarity`` too."""
+    if not environ.get("PASSAGEWAY_GATE"):
+        return file_settings
+    gate = check_level(environ["PASSAGEWAY_GATE"], "PASSAGEWAY_GATE")
+    if gate != "balanced" and file_settings.embedder.min_similarity is not None:
+        raise ConfigError(f"PASSAGEWAY_GATE={gate} and [embedder] min_similarity are both set; "
+                          "unset one (a level is a measured min_similarity)")
+    return attrs.evolve(file_settings, embedder=attrs.evolve(file_settings.embedder, gate=gate))
+
+
+def _port(environ: Mapping[str, str]) -> int:
+    port_text = environ.get("PASSAGEWAY_PORT") or "8082"
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"PASSAGEWAY_PORT must be a port number from 1 to 65535, got {port_text!r}")
+    return int(port_text)
+
+
+def _base_url(environ: Mapping[str, str]) -> str | None:
+    base_url = environ.get("PASSAGEWAY_BASE_URL") or None
+    if base_url is not None and not re.match(r"https?://[^/\s]+", base_url):
+        raise ConfigError(
+            f"PASSAGEWAY_BASE_URL must be the server's public https:// address, got {base_url!r}"
+        )
+    return base_url
+
+
+def _log_level(environ: Mapping[str, str]) -> str:
+    log_level = (environ.get("PASSAGEWAY_LOG_LEVEL") or "INFO").upper()
+    if log_level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ConfigError(f"PASSAGEWAY_LOG_LEVEL is DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
+    return log_level
 
 
 def trusted_proxies(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

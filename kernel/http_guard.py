@@ -110,7 +110,6 @@ class ConnectionGuard:
         self.cap = cap
         self._open: dict[Any, None] = {}  # the handlers, oldest first
         self.closed_idle = 0
-        self.refused = 0
         self._full = Occasional(
             logging.WARNING, f"{cap} connections are open, the most this server keeps (the descriptor "
             "limit less a reserve); closing the oldest idle or slow ones"
@@ -119,7 +118,6 @@ class ConnectionGuard:
     def __call__(self) -> asyncio.BaseProtocol:
         self._forget_closed()
         if len(self._open) >= self.cap and not self._close_oldest_idle():
-            self.refused += 1
             self._full.note("every connection is busy, refusing new ones with 503")
             return _Refusal()
         handler = self.server()

@@ -1,6 +1,6 @@
 """The records that flow through passageway, and the one converter between them and JSON.
 
-Protocol records (what connectors and embedders send) mirror the JSON Schemas in ``schemas/``;
+Protocol records (what connectors send) mirror the JSON Schemas in ``schemas/``;
 :func:`validate_connector_message` checks a decoded line against the schema before
 :data:`converter` turns it into a record, so a record that exists here is always valid.
 
@@ -78,38 +78,7 @@ class CheckReply:
 # ---------------------------------------------------------------------------------------------
 
 EmbedKind = Literal["query", "passage"]
-
-
-@attrs.frozen
-class EmbedderInfo:
-    """The reply to ``{"op": "info"}``: the model's name (the index records it) and dimension."""
-
-    name: str
-    dim: int
-    protocol: str = PROTOCOL_VERSION
-
-
-@attrs.frozen
-class EmbedRequest:
-    """``{"op": "embed", "kind": ..., "texts": [...]}``."""
-
-    kind: EmbedKind
-    texts: tuple[str, ...]
-    op: Literal["embed"] = "embed"
-
-
-@attrs.frozen
-class EmbedReply:
-    """One vector per text, in order; the core normalises them."""
-
-    vectors: tuple[tuple[float, ...], ...]
-
-
-@attrs.frozen
-class ErrorReply:
-    """A request failed; the embedder process stays in use."""
-
-    error: str
+"""What an embedder is asked to embed: a question or a passage (its ``kind``)."""
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,63 +25,107 @@ HIDDEN, LAYERS, HEADS, INTERMEDIATE, POSITIONS = 384, 12, 12, 1536, 512
 def build_e5_shaped_model(path: Path, seed: int = 1) -> None:
     """A BERT encoder with e5-small's dimensions and random weights, written as float32 ONNX."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    rng = np.random.default_rng(seed)
-    weights: list[onnx.TensorProto] = []
-    nodes: list[onnx.NodeProto] = []
+    graph = _Graph(np.random.default_rng(seed))
+    head_size = HIDDEN // HEADS
+    for name, value in {
+        "zero": np.array(0, dtype=np.int64),
+        "one_int": np.array(1, dtype=np.int64),
+        "one": np.array(1.0, dtype=np.float32),
+        "minus_big": np.array(-10000.0, dtype=np.float32),
+        "scale": np.array(1.0 / np.sqrt(head_size), dtype=np.float32),
+        "half": np.array(0.5, dtype=np.float32),
+        "sqrt2": np.array(np.sqrt(2.0), dtype=np.float32),
+        "heads_shape": np.array([0, 0, HEADS, head_size], dtype=np.int64),
+        "hidden_shape": np.array([0, 0, HIDDEN], dtype=np.int64),
+        "mask_axes": np.array([1, 2], dtype=np.int64),
+    }.items():
+        graph.constant(name, value)
+    hidden = graph.embeddings()
+    bias = graph.mask_bias()
+    for index in range(LAYERS):
+        hidden = graph.encoder_layer(hidden, bias, f"layer{index}")
 
-    def weight(name: str, shape: tuple[int, ...], scale: float = 0.02) -> str:
-        weights.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+    graph.nodes.append(helper.make_node("Identity", [hidden], ["last_hidden_state"]))
+    batch_tokens = ["batch", "tokens"]
+    written = helper.make_graph(
+        graph.nodes,
+        "e5_small_shaped_random",
+        inputs=[
+            helper.make_tensor_value_info(name, TensorProto.INT64, batch_tokens)
+            for name in ("input_ids", "attention_mask", "token_type_ids")
+        ],
+        outputs=[
+            helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*batch_tokens, HIDDEN])
+        ],
+        initializer=graph.weights,
+    )
+    model = helper.make_model(written, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+class _Graph:
+    """The nodes and weights of the encoder as they are added; weights are drawn in that order."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.weights: list[Any] = []
+        self.nodes: list[Any] = []
+
+    def weight(self, name: str, shape: tuple[int, ...], scale: float = 0.02) -> str:
+        from onnx import numpy_helper
+
+        values = (self.rng.standard_normal(shape) * scale).astype(np.float32)
+        self.weights.append(numpy_helper.from_array(values, name))
         return name
 
-    def constant(name: str, value: np.ndarray) -> str:
-        weights.append(numpy_helper.from_array(value, name))
+    def constant(self, name: str, value: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        self.weights.append(numpy_helper.from_array(value, name))
         return name
 
-    def node(op: str, inputs: list[str], output: str, **attributes: object) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], **attributes))
+    def node(self, op: str, inputs: list[str], output: str, **attributes: object) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, inputs, [output], **attributes))
         return output
 
-    def layer_norm(x: str, name: str) -> str:
-        gamma = constant(f"{name}.gamma", np.ones(HIDDEN, dtype=np.float32))
-        beta = constant(f"{name}.beta", np.zeros(HIDDEN, dtype=np.float32))
-        return node("LayerNormalization", [x, gamma, beta], f"{name}.out", axis=-1, epsilon=1e-12)
+    def layer_norm(self, x: str, name: str) -> str:
+        gamma = self.constant(f"{name}.gamma", np.ones(HIDDEN, dtype=np.float32))
+        beta = self.constant(f"{name}.beta", np.zeros(HIDDEN, dtype=np.float32))
+        return self.node("LayerNormalization", [x, gamma, beta], f"{name}.out", axis=-1, epsilon=1e-12)
 
-    def dense(x: str, name: str, inputs: int, outputs: int) -> str:
-        product = node("MatMul", [x, weight(f"{name}.weight", (inputs, outputs))], f"{name}.product")
-        return node("Add", [product, weight(f"{name}.bias", (outputs,))], f"{name}.out")
+    def dense(self, x: str, name: str, inputs: int, outputs: int) -> str:
+        matrix = self.weight(f"{name}.weight", (inputs, outputs))
+        product = self.node("MatMul", [x, matrix], f"{name}.product")
+        return self.node("Add", [product, self.weight(f"{name}.bias", (outputs,))], f"{name}.out")
 
-    head_size = HIDDEN // HEADS
-    constant("zero", np.array(0, dtype=np.int64))
-    constant("one_int", np.array(1, dtype=np.int64))
-    constant("one", np.array(1.0, dtype=np.float32))
-    constant("minus_big", np.array(-10000.0, dtype=np.float32))
-    constant("scale", np.array(1.0 / np.sqrt(head_size), dtype=np.float32))
-    constant("half", np.array(0.5, dtype=np.float32))
-    constant("sqrt2", np.array(np.sqrt(2.0), dtype=np.float32))
-    constant("heads_shape", np.array([0, 0, HEADS, head_size], dtype=np.int64))
-    constant("hidden_shape", np.array([0, 0, HIDDEN], dtype=np.int64))
-    constant("mask_axes", np.array([1, 2], dtype=np.int64))
+    def embeddings(self) -> str:
+        """Word + position + token type, then a layer norm."""
+        node, weight = self.node, self.weight
+        words = node("Gather", [weight("word_embeddings", (VOCABULARY, HIDDEN)), "input_ids"], "words")
+        shape = node("Shape", ["input_ids"], "input_shape")
+        length = node("Gather", [shape, "one_int"], "sequence_length", axis=0)
+        positions = node("Range", ["zero", length, "one_int"], "position_ids")
+        position_table = weight("position_embeddings", (POSITIONS, HIDDEN))
+        position_vectors = node("Gather", [position_table, positions], "positions")
+        types = node("Gather", [weight("type_embeddings", (2, HIDDEN)), "token_type_ids"], "types")
+        summed = node("Add", [node("Add", [words, position_vectors], "words_positions"), types], "embedded")
+        return self.layer_norm(summed, "embeddings.norm")
 
-    # Embeddings: word + position + token type, then a layer norm.
-    words = node("Gather", [weight("word_embeddings", (VOCABULARY, HIDDEN)), "input_ids"], "words")
-    shape = node("Shape", ["input_ids"], "input_shape")
-    length = node("Gather", [shape, "one_int"], "sequence_length", axis=0)
-    positions = node("Range", ["zero", length, "one_int"], "position_ids")
-    position_table = weight("position_embeddings", (POSITIONS, HIDDEN))
-    position_vectors = node("Gather", [position_table, positions], "positions")
-    types = node("Gather", [weight("type_embeddings", (2, HIDDEN)), "token_type_ids"], "types")
-    summed = node("Add", [node("Add", [words, position_vectors], "words_positions"), types], "embedded")
-    hidden = layer_norm(summed, "embeddings.norm")
+    def mask_bias(self) -> str:
+        """The attention mask as an additive bias of shape [batch, 1, 1, tokens]."""
+        from onnx import TensorProto
 
-    # The attention mask as an additive bias of shape [batch, 1, 1, tokens].
-    mask = node("Cast", ["attention_mask"], "mask_float", to=TensorProto.FLOAT)
-    mask = node("Unsqueeze", [mask, "mask_axes"], "mask_4d")
-    bias = node("Mul", [node("Sub", ["one", mask], "mask_inverse"), "minus_big"], "mask_bias")
+        mask = self.node("Cast", ["attention_mask"], "mask_float", to=TensorProto.FLOAT)
+        mask = self.node("Unsqueeze", [mask, "mask_axes"], "mask_4d")
+        return self.node("Mul", [self.node("Sub", ["one", mask], "mask_inverse"), "minus_big"], "mask_bias")
 
-    for index in range(LAYERS):
-        name = f"layer{index}"
+    def encoder_layer(self, hidden: str, bias: str, name: str) -> str:
+        node, dense = self.node, self.dense
         query = node("Reshape", [dense(hidden, f"{name}.q", HIDDEN, HIDDEN), "heads_shape"], f"{name}.q4")
         key = node("Reshape", [dense(hidden, f"{name}.k", HIDDEN, HIDDEN), "heads_shape"], f"{name}.k4")
         value = node("Reshape", [dense(hidden, f"{name}.v", HIDDEN, HIDDEN), "heads_shape"], f"{name}.v4")
@@ -93,32 +138,14 @@ def build_e5_shaped_model(path: Path, seed: int = 1) -> None:
         context = node("Transpose", [context], f"{name}.context_t", perm=[0, 2, 1, 3])
         context = node("Reshape", [context, "hidden_shape"], f"{name}.context3")
         attended = dense(context, f"{name}.attention_out", HIDDEN, HIDDEN)
-        hidden = layer_norm(node("Add", [attended, hidden], f"{name}.residual1"), f"{name}.norm1")
+        hidden = self.layer_norm(node("Add", [attended, hidden], f"{name}.residual1"), f"{name}.norm1")
         expanded = dense(hidden, f"{name}.intermediate", HIDDEN, INTERMEDIATE)
         # GELU written with Erf, as BERT exports do.
         erf = node("Erf", [node("Div", [expanded, "sqrt2"], f"{name}.gelu_div")], f"{name}.gelu_erf")
         gelu = node("Mul", [node("Mul", [expanded, "half"], f"{name}.gelu_half"),
                             node("Add", [erf, "one"], f"{name}.gelu_one")], f"{name}.gelu")
         shrunk = dense(gelu, f"{name}.output", INTERMEDIATE, HIDDEN)
-        hidden = layer_norm(node("Add", [shrunk, hidden], f"{name}.residual2"), f"{name}.norm2")
-
-    nodes.append(helper.make_node("Identity", [hidden], ["last_hidden_state"]))
-    batch_tokens = ["batch", "tokens"]
-    graph = helper.make_graph(
-        nodes,
-        "e5_small_shaped_random",
-        inputs=[
-            helper.make_tensor_value_info(name, TensorProto.INT64, batch_tokens)
-            for name in ("input_ids", "attention_mask", "token_type_ids")
-        ],
-        outputs=[
-            helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, [*batch_tokens, HIDDEN])
-        ],
-        initializer=weights,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
+        return self.layer_norm(node("Add", [shrunk, hidden], f"{name}.residual2"), f"{name}.norm2")
 
 
 def build_tokenizer(path: Path, texts: list[str], target_tokens: float) -> float:

@@ -101,55 +101,61 @@ def parse_cases_text(text: str, origin: str) -> CaseFile:
                 f"{origin}: unknown key {key!r} at the top level; the keys there are: case, targets{hint}"
             )
 
-    targets: dict[str, float] = {}
     raw_targets = document.get("targets")
-    if raw_targets is not None:
-        if not isinstance(raw_targets, dict):
-            raise EvalError(f"{origin}: [targets] must be a table")
-        for key, value in raw_targets.items():
-            if key not in TARGETS:
-                raise EvalError(
-                    f"{origin}: unknown key {key!r} in [targets]; the keys there are: {', '.join(TARGETS)}"
-                )
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise EvalError(f"{origin}: [targets] {key} must be a number of 0 or more, got {value!r}")
-            if key != "p95_ms" and value > 1:
-                raise EvalError(
-                    f"{origin}: [targets] {key} is a share from 0 to 1 (0.8 for 80%), got {value!r}"
-                )
-            targets[key] = float(value)
-
+    targets = {} if raw_targets is None else _targets(raw_targets, origin)
     raw_cases = document.get("case", [])
     if not isinstance(raw_cases, list):
         raise EvalError(f"{origin}: write each question as a [[case]] table (double brackets)")
-    cases = []
-    for index, raw in enumerate(raw_cases, 1):
-        where = f"{origin}: case {index}"
-        if not isinstance(raw, dict):
-            raise EvalError(f"{where} must be a table")
-        for key in raw:
-            if key not in CASE_KEYS:
-                raise EvalError(
-                    f"{where}: unknown key {key!r}; the keys of a case are: {', '.join(CASE_KEYS)}"
-                )
-        query = raw.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise EvalError(f"{where}: `query` is required, the question as a user would ask it")
-        expect = _strings(raw["expect"], "expect", where) if "expect" in raw else ()
-        expect_id = _strings(raw["expect_id"], "expect_id", where) if "expect_id" in raw else ()
-        expect_text = _strings(raw["expect_text"], "expect_text", where) if "expect_text" in raw else ()
-        if expect_text and not (expect or expect_id):
-            raise EvalError(
-                f"{where}: `expect_text` needs `expect` or `expect_id` too (a question without them "
-                "must stay silent, so it has no answer text)"
-            )
-        group = raw.get("group")
-        if group is not None and (not isinstance(group, str) or not group.strip()):
-            raise EvalError(f'{where}: `group` is a label such as "german questions"')
-        cases.append(Case(query.strip(), expect, expect_id, expect_text, group))
+    cases = [_case(raw, f"{origin}: case {index}") for index, raw in enumerate(raw_cases, 1)]
     if not cases:
         raise EvalError(f"{origin} has no [[case]]; write at least one question")
     return CaseFile(tuple(cases), targets, raw_targets is not None)
+
+
+def _targets(raw_targets: object, origin: str) -> dict[str, float]:
+    """The ``[targets]`` table: each a share from 0 to 1, but ``p95_ms``, a number of 0 or more."""
+    if not isinstance(raw_targets, dict):
+        raise EvalError(f"{origin}: [targets] must be a table")
+    targets: dict[str, float] = {}
+    for key, value in raw_targets.items():
+        if key not in TARGETS:
+            raise EvalError(
+                f"{origin}: unknown key {key!r} in [targets]; the keys there are: {', '.join(TARGETS)}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise EvalError(f"{origin}: [targets] {key} must be a number of 0 or more, got {value!r}")
+        if key != "p95_ms" and value > 1:
+            raise EvalError(
+                f"{origin}: [targets] {key} is a share from 0 to 1 (0.8 for 80%), got {value!r}"
+            )
+        targets[key] = float(value)
+    return targets
+
+
+def _case(raw: object, where: str) -> Case:
+    """One ``[[case]]`` table; ``where`` names it in error messages."""
+    if not isinstance(raw, dict):
+        raise EvalError(f"{where} must be a table")
+    for key in raw:
+        if key not in CASE_KEYS:
+            raise EvalError(
+                f"{where}: unknown key {key!r}; the keys of a case are: {', '.join(CASE_KEYS)}"
+            )
+    query = raw.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise EvalError(f"{where}: `query` is required, the question as a user would ask it")
+    expect = _strings(raw["expect"], "expect", where) if "expect" in raw else ()
+    expect_id = _strings(raw["expect_id"], "expect_id", where) if "expect_id" in raw else ()
+    expect_text = _strings(raw["expect_text"], "expect_text", where) if "expect_text" in raw else ()
+    if expect_text and not (expect or expect_id):
+        raise EvalError(
+            f"{where}: `expect_text` needs `expect` or `expect_id` too (a question without them "
+            "must stay silent, so it has no answer text)"
+        )
+    group = raw.get("group")
+    if group is not None and (not isinstance(group, str) or not group.strip()):
+        raise EvalError(f'{where}: `group` is a label such as "german questions"')
+    return Case(query.strip(), expect, expect_id, expect_text, group)
 
 
 def load_cases(paths: Sequence[Path]) -> CaseFile:

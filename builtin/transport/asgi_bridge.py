@@ -41,21 +41,45 @@ async def call_asgi(
     finished or the client went away, as an ASGI server's would, so that streamed (SSE) answers
     are not cut short; once ``closing`` is set (the server stops) it reports a disconnect too.
     """
-    body = await request.read()
-    disconnected = asyncio.Event()
-    body_sent = False
-    response: web.StreamResponse | None = None
-    finished = False
+    exchange = _Exchange(request, await request.read(), closing)
+    try:
+        await asgi(_scope(request), exchange.receive, exchange.send)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError) as error:
+        # The session's streams closed under a request (the client ended the session as this one
+        # ran); the client has gone, so there is nobody to tell and nothing to log as an error.
+        log.debug("an MCP session closed while a request ran: %r", error)
+        if exchange.response is None:
+            return web.json_response({"error": "the MCP session was closed"}, status=404)
+    finally:
+        exchange.disconnected.set()
+    if exchange.response is None:
+        return web.json_response({"error": "the MCP handler sent no response"}, status=500)
+    if not exchange.finished:
+        with contextlib.suppress(ConnectionResetError, RuntimeError):
+            await exchange.response.write_eof()
+    return exchange.response
 
-    async def receive() -> dict[str, Any]:
-        nonlocal body_sent
-        if not body_sent:
-            body_sent = True
+
+class _Exchange:
+    """The ``receive`` and ``send`` of one request, and what they have done so far."""
+
+    def __init__(self, request: web.Request, body: bytes, closing: asyncio.Event | None) -> None:
+        self.request = request
+        self.body: bytes | None = body  # None once handed over
+        self.closing = closing
+        self.disconnected = asyncio.Event()
+        self.response: web.StreamResponse | None = None
+        self.finished = False
+
+    async def receive(self) -> dict[str, Any]:
+        if self.body is not None:
+            body, self.body = self.body, None
             return {"type": "http.request", "body": body, "more_body": False}
-        if closing is None:
-            await disconnected.wait()
+        if self.closing is None:
+            await self.disconnected.wait()
         else:
-            waits = [asyncio.ensure_future(disconnected.wait()), asyncio.ensure_future(closing.wait())]
+            waits = [asyncio.ensure_future(self.disconnected.wait()),
+                     asyncio.ensure_future(self.closing.wait())]
             try:
                 await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
@@ -63,36 +87,44 @@ async def call_asgi(
                     wait.cancel()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal response, finished
+    async def send(self, message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            headers: CIMultiDict[str] = CIMultiDict()
-            for name, value in message.get("headers", []):
-                headers.add(name.decode("latin-1"), value.decode("latin-1"))
-            response = web.StreamResponse(status=message["status"], headers=headers)
-            try:
-                await response.prepare(request)
-            except (ConnectionResetError, RuntimeError):
-                disconnected.set()
+            await self._start(message)
         elif message["type"] == "http.response.body":
-            if response is None or finished or disconnected.is_set():
-                return
-            try:
-                chunk = message.get("body", b"")
-                if chunk:
-                    await response.write(chunk)
-                if not message.get("more_body", False):
-                    finished = True
-                    await response.write_eof()
-                    disconnected.set()
-            except (ConnectionResetError, RuntimeError):
-                disconnected.set()
+            await self._write(message)
 
+    async def _start(self, message: dict[str, Any]) -> None:
+        headers: CIMultiDict[str] = CIMultiDict()
+        for name, value in message.get("headers", []):
+            headers.add(name.decode("latin-1"), value.decode("latin-1"))
+        self.response = web.StreamResponse(status=message["status"], headers=headers)
+        try:
+            await self.response.prepare(self.request)
+        except (ConnectionResetError, RuntimeError):
+            self.disconnected.set()
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        if self.response is None or self.finished or self.disconnected.is_set():
+            return
+        try:
+            chunk = message.get("body", b"")
+            if chunk:
+                await self.response.write(chunk)
+            if not message.get("more_body", False):
+                self.finished = True
+                await self.response.write_eof()
+                self.disconnected.set()
+        except (ConnectionResetError, RuntimeError):
+            self.disconnected.set()
+
+
+def _scope(request: web.Request) -> dict[str, Any]:
+    """The ASGI ``http`` scope of an aiohttp request."""
     peer = request.transport.get_extra_info("peername") if request.transport else None
     # The address the connection came in on, not the Host header: that is the client's text, and
     # one that is not a host name (a 0xFF byte) made building request.url raise, a 500.
     own = request.transport.get_extra_info("sockname") if request.transport else None
-    scope: dict[str, Any] = {
+    return {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
         "http_version": f"{request.version.major}.{request.version.minor}",
@@ -109,19 +141,3 @@ async def call_asgi(
         "server": tuple(own[:2]) if isinstance(own, tuple) else None,
         "state": {},
     }
-    try:
-        await asgi(scope, receive, send)
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError) as error:
-        # The session's streams closed under a request (the client ended the session as this one
-        # ran); the client has gone, so there is nobody to tell and nothing to log as an error.
-        log.debug("an MCP session closed while a request ran: %r", error)
-        if response is None:
-            return web.json_response({"error": "the MCP session was closed"}, status=404)
-    finally:
-        disconnected.set()
-    if response is None:
-        return web.json_response({"error": "the MCP handler sent no response"}, status=500)
-    if not finished:
-        with contextlib.suppress(ConnectionResetError, RuntimeError):
-            await response.write_eof()
-    return response

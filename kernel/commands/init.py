@@ -92,46 +92,14 @@ def _write_private(path: Path, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from passageway.kernel.errors import ConfigError
     from passageway.kernel.instances import base_config_dir, folder_name, resolve_instance
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ, creating=True)
-    folder = None
-    if args.folder is not None:
-        folder = args.folder.expanduser().resolve()
-        if folder.is_file():
-            raise ConfigError(
-                f"--folder {args.folder}: is a file, not a folder; name the folder that holds the "
-                "markdown files (its parent, perhaps)"
-            )
-        if not folder.is_dir():
-            raise ConfigError(
-                f"--folder {args.folder}: there is no such folder; name a folder of markdown files"
-            )
+    folder = None if args.folder is None else _checked_folder(args.folder)
     config_dir = base_config_dir(environ) / folder_name(instance)
-    written: list[str] = []
-    kept: list[str] = []
-    try:
-        config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        password_path = config_dir / "password"
-        if password_path.exists():
-            kept.append(str(password_path))
-        else:
-            _write_private(password_path, secrets.token_urlsafe(32) + "\n")
-            written.append(str(password_path))
-        config_path = config_dir / "passageway.toml"
-        if config_path.exists():
-            kept.append(str(config_path))
-            if folder is not None:
-                _add_folder(config_path, folder)
-                written.append(str(config_path))
-        else:
-            config_path.write_text(render_template(folder), encoding="utf-8")
-            written.append(str(config_path))
-    except OSError as error:
-        raise ConfigError(f"cannot create {config_dir}: {error.strerror}") from None
-
+    config_path, password_path = config_dir / "passageway.toml", config_dir / "password"
+    written, kept = _write_files(config_dir, config_path, password_path, folder)
     running = folder is not None and _server_running(environ, instance)
     if args.json:
         print(json.dumps({
@@ -149,6 +117,57 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {path} with a source for the markdown files under {folder}")
         else:
             print(f"wrote {path}")
+    _print_next_steps(instance, config_path, password_path, folder, running)
+    return 0
+
+
+def _checked_folder(given: Path) -> Path:
+    """The ``--folder`` argument, resolved; it must be a folder."""
+    from passageway.kernel.errors import ConfigError
+
+    folder = given.expanduser().resolve()
+    if folder.is_file():
+        raise ConfigError(
+            f"--folder {given}: is a file, not a folder; name the folder that holds the "
+            "markdown files (its parent, perhaps)"
+        )
+    if not folder.is_dir():
+        raise ConfigError(f"--folder {given}: there is no such folder; name a folder of markdown files")
+    return folder
+
+
+def _write_files(
+    config_dir: Path, config_path: Path, password_path: Path, folder: Path | None
+) -> tuple[list[str], list[str]]:
+    """Write the password and the configuration unless they exist (then a folder is added to the
+    configuration); the paths written and the paths kept."""
+    from passageway.kernel.errors import ConfigError
+
+    written: list[str] = []
+    kept: list[str] = []
+    try:
+        config_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if password_path.exists():
+            kept.append(str(password_path))
+        else:
+            _write_private(password_path, secrets.token_urlsafe(32) + "\n")
+            written.append(str(password_path))
+        if config_path.exists():
+            kept.append(str(config_path))
+            if folder is not None:
+                _add_folder(config_path, folder)
+                written.append(str(config_path))
+        else:
+            config_path.write_text(render_template(folder), encoding="utf-8")
+            written.append(str(config_path))
+    except OSError as error:
+        raise ConfigError(f"cannot create {config_dir}: {error.strerror}") from None
+    return written, kept
+
+
+def _print_next_steps(
+    instance: str | None, config_path: Path, password_path: Path, folder: Path | None, running: bool
+) -> None:
     from passageway.kernel.invocation import command
 
     run = command() + (f" --instance {instance}" if instance else "")
@@ -168,7 +187,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"  {step + 1}. Ask it from another terminal once it has indexed:")
     print(f"     {run} status")
     print(f"     {run} search \"a question your notes answer\"")
-    return 0
 
 
 def _server_running(environ: Mapping[str, str], instance: str | None) -> bool:

@@ -146,7 +146,6 @@ class BuildProgress:
         self.clock = clock
         self.last_report = clock()
         self.done = 0  # items fetched (or given up in a failed batch)
-        self.stored_items = 0
         self.chunked = 0  # items chunked
         self.found = 0  # passages of the chunked items
         self.passage_cost = 0  # cost of those passages
@@ -178,7 +177,6 @@ class BuildProgress:
 
     def stored(self, items: int, passages: int) -> None:
         """A write of ``items`` with ``passages`` committed."""
-        self.stored_items += items
         self.health.stored += passages
 
     def embedding(self) -> None:

@@ -93,30 +93,37 @@ class MarkdownWriter(HTMLParser):
             self.new_block(blank=not self._lists)
             self._lists.append([1 if tag == "ol" else None])
         elif tag == "li":
-            self.new_block(blank=False)
-            depth = min(max(len(self._lists) - 1, 0), MAX_LIST_INDENT)
-            marker: str = "-"
-            if self._lists and self._lists[-1][0] is not None:
-                number = self._lists[-1][0]
-                marker = f"{number}."
-                self._lists[-1][0] = number + 1
-            self.write("  " * depth + marker + " ")
+            self._start_list_item()
         elif tag == "input" and found.get("type") == "checkbox":
             self.write("[x] " if "checked" in found else "[ ] ")
         elif tag == "pre":
             self.new_block()
             self.write("```\n")
             self._pre += 1
-        elif tag == "table":
+        elif tag in ("table", "tr", "td", "th"):
+            self._start_table_part(tag)
+        elif tag == "a" and found.get("href"):
+            self.hrefs.append(found["href"] or "")
+
+    def _start_list_item(self) -> None:
+        self.new_block(blank=False)
+        depth = min(max(len(self._lists) - 1, 0), MAX_LIST_INDENT)
+        marker: str = "-"
+        if self._lists and self._lists[-1][0] is not None:
+            number = self._lists[-1][0]
+            marker = f"{number}."
+            self._lists[-1][0] = number + 1
+        self.write("  " * depth + marker + " ")
+
+    def _start_table_part(self, tag: str) -> None:
+        if tag == "table":
             self.new_block()
             self._rows_written = 0
         elif tag == "tr":
             self._row, self._header_row = [], False
-        elif tag in ("td", "th") and self._row is not None:
+        elif self._row is not None:  # a cell outside a row is read as text
             self._cell = []
             self._header_row = self._header_row or tag == "th"
-        elif tag == "a" and found.get("href"):
-            self.hrefs.append(found["href"] or "")
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _DROPPED:

@@ -208,78 +208,77 @@ def _read(text: str) -> Iterator[tuple[str, tuple[int, str, str | None] | None]]
     indents = 0  # open admonitions whose body is indented
     pending: str | None = None  # a paragraph line that an underline may make a heading
     lines = text.splitlines()
-    front = -1  # the line that closes front matter at the top (before any blank line), if any
-    if lines and lines[0].strip() == "---":
-        for number in range(1, len(lines)):
-            closing = lines[number].strip()
-            if closing in ("---", "...") or not closing:
-                front = number if closing else -1
-                break
+    front = _front_matter_end(lines)
     for number, raw in enumerate(lines):
-        line = raw
-        if indents:
-            level = 0
-            while level < indents and (line.startswith("    ") or line.startswith("\t")):
-                line = line[4:] if line.startswith("    ") else line[1:]
-                level += 1
-            if line.strip():
-                indents = level
-            else:
-                line = ""
-        if fences.inside(line):
-            if pending is not None and (shown := _shown(pending)) is not None:
-                yield shown, None
-            pending = None
-            yield line, None
-            continue
-        if number <= front:
-            yield line, None
-            continue
-        if not line or line.isspace():
-            if pending is not None and (shown := _shown(pending)) is not None:
-                yield shown, None
+        line, indents = _dedent(raw, indents) if indents else (raw, 0)
+        if fences.inside(line) or number <= front or not line or line.isspace():
+            yield from _flushed(pending)  # (nothing is pending inside front matter)
             pending = None
             yield line, None
             continue
         rule = _rule(line)
-        if pending is not None:
-            if rule in ("=", "-"):
-                yield "", _setext(pending, 1 if rule == "=" else 2)
-                pending = None
-                continue
-            else:
-                if (shown := _shown(pending)) is not None:
-                    yield shown, None
-                pending = None
-        if rule is not None:
-            yield "", None  # a thematic break: a blank line keeps the blocks apart
+        if pending is not None and rule in ("=", "-"):
+            yield "", _setext(pending, 1 if rule == "=" else 2)
+            pending = None
             continue
-        found = _heading(line) if "#" in line else None
-        if found is not None:
-            yield "", found
+        yield from _flushed(pending)
+        pending = None
+        found = _heading(line) if rule is None and "#" in line else None
+        if rule is not None or found is not None:
+            yield "", found  # a thematic break shows as a blank line, which keeps the blocks apart
             continue
-        if "!!!" in line or "???" in line or "===" in line:
-            title = _admonition_title(line)
-            if title is not None:
-                indents += 1
-                if title:
-                    yield title, None
-                    yield "", None
-                continue
-        if "///" in line:
-            block = _SLASH_BLOCK.fullmatch(line.strip())
-            if block is not None:
-                title = (block.group(2) or "").strip() or block.group(1).capitalize()
-                if title:
-                    yield title, None
-                    yield "", None
-                continue
+        header = _block_header(line)
+        if header is not None:
+            title, indented = header
+            indents += indented
+            if title:
+                yield title, None
+                yield "", None
+            continue
         if "]:" in line and _REFERENCE.match(line):
             continue
         if line.strip() and not _NOT_PARAGRAPH.match(line):
             pending = line
         elif (shown := _shown(line)) is not None:
             yield shown, None
+    yield from _flushed(pending)
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """The line that closes front matter at the top (``---`` … ``---``, no blank line), or -1."""
+    if lines and lines[0].strip() == "---":
+        for number in range(1, len(lines)):
+            closing = lines[number].strip()
+            if closing in ("---", "...") or not closing:
+                return number if closing else -1
+    return -1
+
+
+def _dedent(line: str, indents: int) -> tuple[str, int]:
+    """``line`` without the indentation of the open admonitions that hold it, and how many do (a
+    blank line keeps them all open)."""
+    level = 0
+    while level < indents and (line.startswith("    ") or line.startswith("\t")):
+        line = line[4:] if line.startswith("    ") else line[1:]
+        level += 1
+    return (line, level) if line.strip() else ("", indents)
+
+
+def _block_header(line: str) -> tuple[str, bool] | None:
+    """The title an admonition or tab header line shows and True (its body is indented), or the
+    title of a ``///`` block line and False; None for other lines."""
+    if "!!!" in line or "???" in line or "===" in line:
+        title = _admonition_title(line)
+        if title is not None:
+            return title, True
+    if "///" in line:
+        block = _SLASH_BLOCK.fullmatch(line.strip())
+        if block is not None:
+            return (block.group(2) or "").strip() or block.group(1).capitalize(), False
+    return None
+
+
+def _flushed(pending: str | None) -> Iterator[tuple[str, None]]:
     if pending is not None and (shown := _shown(pending)) is not None:
         yield shown, None
 

@@ -178,49 +178,72 @@ def _errors(schema: Any, value: Any, path: _Path, root: Mapping[str, Any]) -> It
         yield path, f"{_describe(value)} is not one of {_describe(schema['enum'])}"
 
     if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            yield path, f"{_describe(value)} is shorter than {schema['minLength']} characters"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            yield path, f"{_describe(value)} is longer than {schema['maxLength']} characters"
-        if "pattern" in schema and not re.search(schema["pattern"], value):
-            hint = PATTERN_HINTS.get(str(path[-1])) if path else None
-            yield path, f"{_describe(value)} {hint or 'does not match ' + repr(schema['pattern'])}"
-
+        yield from _string_errors(schema, value, path)
     if _is_type(value, "number"):
-        if isinstance(value, float) and not math.isfinite(value):
-            yield path, f"{value!r} is not a JSON number"
-        if "minimum" in schema and value < schema["minimum"]:
-            yield path, f"{value!r} is less than the minimum of {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            yield path, f"{value!r} is more than the maximum of {schema['maximum']}"
-        if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
-            yield path, f"{value!r} is not more than {schema['exclusiveMinimum']}"
-        if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
-            yield path, f"{value!r} is not less than {schema['exclusiveMaximum']}"
-
+        yield from _number_errors(schema, value, path)
     if isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            yield path, f"has {len(value)} entries, fewer than {schema['minItems']}"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            yield path, f"has {len(value)} entries, more than {schema['maxItems']}"
-        if "items" in schema:
-            for index, entry in enumerate(value):
-                yield from _errors(schema["items"], entry, (*path, index), root)
-
+        yield from _array_errors(schema, value, path, root)
     if isinstance(value, dict):
-        for key in schema.get("required", ()):
-            if key not in value:
-                yield path, f"{key!r} is a required property"
-        properties = schema.get("properties", {})
-        extra = schema.get("additionalProperties", True)
-        for key, entry in value.items():
-            if key in properties:
-                yield from _errors(properties[key], entry, (*path, key), root)
-            elif extra is False:
-                yield path, f"{key!r} is not an allowed property"
-            elif extra is not True:
-                yield from _errors(extra, entry, (*path, key), root)
+        yield from _object_errors(schema, value, path, root)
+    yield from _combined_errors(schema, value, path, root)
 
+
+def _string_errors(schema: Mapping[str, Any], value: str, path: _Path) -> Iterator[tuple[_Path, str]]:
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        yield path, f"{_describe(value)} is shorter than {schema['minLength']} characters"
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        yield path, f"{_describe(value)} is longer than {schema['maxLength']} characters"
+    if "pattern" in schema and not re.search(schema["pattern"], value):
+        hint = PATTERN_HINTS.get(str(path[-1])) if path else None
+        yield path, f"{_describe(value)} {hint or 'does not match ' + repr(schema['pattern'])}"
+
+
+def _number_errors(schema: Mapping[str, Any], value: float, path: _Path) -> Iterator[tuple[_Path, str]]:
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path, f"{value!r} is not a JSON number"
+    if "minimum" in schema and value < schema["minimum"]:
+        yield path, f"{value!r} is less than the minimum of {schema['minimum']}"
+    if "maximum" in schema and value > schema["maximum"]:
+        yield path, f"{value!r} is more than the maximum of {schema['maximum']}"
+    if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
+        yield path, f"{value!r} is not more than {schema['exclusiveMinimum']}"
+    if "exclusiveMaximum" in schema and value >= schema["exclusiveMaximum"]:
+        yield path, f"{value!r} is not less than {schema['exclusiveMaximum']}"
+
+
+def _array_errors(
+    schema: Mapping[str, Any], value: list[Any], path: _Path, root: Mapping[str, Any]
+) -> Iterator[tuple[_Path, str]]:
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        yield path, f"has {len(value)} entries, fewer than {schema['minItems']}"
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        yield path, f"has {len(value)} entries, more than {schema['maxItems']}"
+    if "items" in schema:
+        for index, entry in enumerate(value):
+            yield from _errors(schema["items"], entry, (*path, index), root)
+
+
+def _object_errors(
+    schema: Mapping[str, Any], value: dict[str, Any], path: _Path, root: Mapping[str, Any]
+) -> Iterator[tuple[_Path, str]]:
+    for key in schema.get("required", ()):
+        if key not in value:
+            yield path, f"{key!r} is a required property"
+    properties = schema.get("properties", {})
+    extra = schema.get("additionalProperties", True)
+    for key, entry in value.items():
+        if key in properties:
+            yield from _errors(properties[key], entry, (*path, key), root)
+        elif extra is False:
+            yield path, f"{key!r} is not an allowed property"
+        elif extra is not True:
+            yield from _errors(extra, entry, (*path, key), root)
+
+
+def _combined_errors(
+    schema: Mapping[str, Any], value: Any, path: _Path, root: Mapping[str, Any]
+) -> Iterator[tuple[_Path, str]]:
+    """``allOf``, ``anyOf`` and ``oneOf``."""
     for sub in schema.get("allOf", ()):
         yield from _errors(sub, value, path, root)
     if "anyOf" in schema and not any(

@@ -62,8 +62,34 @@ def main() -> int:
         for number in wanted:
             write(json.dumps(record(number)).encode())
         return 0
+    return misbehave(wanted)
+
+
+def misbehave(wanted: list[int]) -> int:
+    """The fetch of ``wanted``, one of which is bad, done the way ``BEHAVIOUR`` names."""
     lines = [json.dumps(record(number)).encode() for number in wanted]
     bad = next(index for index, number in enumerate(wanted) if number in BAD)
+    if BEHAVIOUR == "hang":
+        time.sleep(3600)
+    elif BEHAVIOUR == "half":
+        for line in lines[: len(lines) // 2]:
+            write(line)
+        sys.stdout.flush()
+        print("lost the connection half-way", file=sys.stderr)
+        return 1
+    else:
+        spoil(lines, bad)
+    for line in lines:
+        write(line)
+    if BEHAVIOUR == "exit":
+        sys.stdout.flush()
+        print("failed after printing everything", file=sys.stderr)
+        return 3
+    return 0
+
+
+def spoil(lines: list[bytes], bad: int) -> None:
+    """Spoil the record at ``bad`` (or add one) as ``BEHAVIOUR`` says; other behaviours leave them."""
     if BEHAVIOUR == "garbage":
         lines[bad] = bytes(random.Random(7).randrange(256) for _ in range(300)).replace(b"\n", b" ")
     elif BEHAVIOUR == "invalid-utf8":
@@ -76,21 +102,6 @@ def main() -> int:
         lines[bad] = lines[bad][:-1] + b', "extra": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
     elif BEHAVIOUR == "duplicate":
         lines.insert(bad, lines[bad])
-    elif BEHAVIOUR == "hang":
-        time.sleep(3600)
-    elif BEHAVIOUR == "half":
-        for line in lines[: len(lines) // 2]:
-            write(line)
-        sys.stdout.flush()
-        print("lost the connection half-way", file=sys.stderr)
-        return 1
-    for line in lines:
-        write(line)
-    if BEHAVIOUR == "exit":
-        sys.stdout.flush()
-        print("failed after printing everything", file=sys.stderr)
-        return 3
-    return 0
 
 
 if __name__ == "__main__":

@@ -130,32 +130,7 @@ class FakeMediaWiki:
 
     def _query(self, params: dict[str, str]) -> dict[str, Any]:
         if "titles" in params:
-            pages, redirects = [], []
-            for title in params["titles"].split("|"):
-                page = self._by_title(title)
-                if page and page.redirect_to and params.get("redirects"):
-                    target = self._by_title(page.redirect_to)
-                    redirects.append({"from": page.title, "to": page.redirect_to})
-                    page = target
-                    title = redirects[-1]["to"]
-                if page is None:
-                    entry: dict[str, Any] = {
-                        "ns": 14 if title.startswith("Category:") else 0,
-                        "title": title,
-                        "missing": True,
-                    }
-                else:
-                    entry = self._info(page)
-                ns_title = entry["title"]
-                if "categoryinfo" in params.get("prop", "") and entry["ns"] == 14:
-                    size = len(self._members(ns_title))
-                    if size or page is not None:
-                        entry["categoryinfo"] = {"size": size, "pages": size, "files": 0, "subcats": 0}
-                pages.append(entry)
-            answer: dict[str, Any] = {"batchcomplete": True, "query": {"pages": pages}}
-            if redirects:
-                answer["query"]["redirects"] = redirects
-            return answer
+            return self._query_titles(params)
         if "pageids" in params:
             pages = []
             for raw in params["pageids"].split("|"):
@@ -164,38 +139,68 @@ class FakeMediaWiki:
             return {"batchcomplete": True, "query": {"pages": pages}}
         generator = params.get("generator")
         if generator == "categorymembers":
-            namespaces = {int(ns) for ns in params.get("gcmnamespace", "0|14").split("|")}
-            members = [page for page in self._members(params["gcmtitle"]) if page.ns in namespaces]
-            start = int(params.get("gcmcontinue", "0"))
-            batch = members[start : start + MEMBERS_PER_BATCH]
-            answer = {"query": {"pages": [self._info(page) for page in batch]}}
-            if start + MEMBERS_PER_BATCH < len(members):
-                answer["continue"] = {
-                    "gcmcontinue": str(start + MEMBERS_PER_BATCH),
-                    "continue": "gcmcontinue||",
+            return self._query_members(params)
+        if generator == "geosearch":
+            return self._query_near(params)
+        info = f'Unrecognized value for parameter "generator": {generator}.'
+        return {"error": {"code": "badvalue", "info": info}}
+
+    def _query_titles(self, params: dict[str, str]) -> dict[str, Any]:
+        pages, redirects = [], []
+        for title in params["titles"].split("|"):
+            page = self._by_title(title)
+            if page and page.redirect_to and params.get("redirects"):
+                target = self._by_title(page.redirect_to)
+                redirects.append({"from": page.title, "to": page.redirect_to})
+                page = target
+                title = redirects[-1]["to"]
+            if page is None:
+                entry: dict[str, Any] = {
+                    "ns": 14 if title.startswith("Category:") else 0,
+                    "title": title,
+                    "missing": True,
                 }
             else:
-                answer["batchcomplete"] = True
-            return answer
-        if generator == "geosearch":
-            latitude, longitude = (float(part) for part in params["ggscoord"].split("|"))
-            radius, limit = float(params["ggsradius"]), int(params["ggslimit"])
-            near = []
-            for page in self.pages.values():
-                if page.coordinates is None:
-                    continue
-                # An equirectangular distance is plenty for a few kilometres.
-                dx = math.radians(page.coordinates[1] - longitude) * math.cos(math.radians(latitude))
-                dy = math.radians(page.coordinates[0] - latitude)
-                if 6_371_000 * math.hypot(dx, dy) <= radius:
-                    near.append(self._info(page))
-            return {"batchcomplete": True, "query": {"pages": near[:limit]}}
-        return {
-            "error": {
-                "code": "badvalue",
-                "info": f'Unrecognized value for parameter "generator": {generator}.',
+                entry = self._info(page)
+            ns_title = entry["title"]
+            if "categoryinfo" in params.get("prop", "") and entry["ns"] == 14:
+                size = len(self._members(ns_title))
+                if size or page is not None:
+                    entry["categoryinfo"] = {"size": size, "pages": size, "files": 0, "subcats": 0}
+            pages.append(entry)
+        answer: dict[str, Any] = {"batchcomplete": True, "query": {"pages": pages}}
+        if redirects:
+            answer["query"]["redirects"] = redirects
+        return answer
+
+    def _query_members(self, params: dict[str, str]) -> dict[str, Any]:
+        namespaces = {int(ns) for ns in params.get("gcmnamespace", "0|14").split("|")}
+        members = [page for page in self._members(params["gcmtitle"]) if page.ns in namespaces]
+        start = int(params.get("gcmcontinue", "0"))
+        batch = members[start : start + MEMBERS_PER_BATCH]
+        answer: dict[str, Any] = {"query": {"pages": [self._info(page) for page in batch]}}
+        if start + MEMBERS_PER_BATCH < len(members):
+            answer["continue"] = {
+                "gcmcontinue": str(start + MEMBERS_PER_BATCH),
+                "continue": "gcmcontinue||",
             }
-        }
+        else:
+            answer["batchcomplete"] = True
+        return answer
+
+    def _query_near(self, params: dict[str, str]) -> dict[str, Any]:
+        latitude, longitude = (float(part) for part in params["ggscoord"].split("|"))
+        radius, limit = float(params["ggsradius"]), int(params["ggslimit"])
+        near = []
+        for page in self.pages.values():
+            if page.coordinates is None:
+                continue
+            # An equirectangular distance is plenty for a few kilometres.
+            dx = math.radians(page.coordinates[1] - longitude) * math.cos(math.radians(latitude))
+            dy = math.radians(page.coordinates[0] - latitude)
+            if 6_371_000 * math.hypot(dx, dy) <= radius:
+                near.append(self._info(page))
+        return {"batchcomplete": True, "query": {"pages": near[:limit]}}
 
     def _parse(self, params: dict[str, str]) -> dict[str, Any]:
         page = self.pages.get(int(params.get("pageid", "0")))
