@@ -55,7 +55,7 @@ THRESHOLD = 0.87
 LEVELS = (0.845, 0.87, 0.875)
 """The gate levels' thresholds (docs/gate-levels.md), each reported with the chosen bar."""
 TUNING = ("starship", "typer")
-FEATURES = ("sentence", "cosine", "coverage", "absent", "keyword", "across")
+FEATURES = ("sentence", "cosine", "coverage", "absent", "keyword", "across", "lead")
 BARS = tuple(round(0.05 * step, 2) for step in range(1, 19))
 MAX_LOSS = 2.0
 """Points of hit@3 the score may cost the tuning projects (and XQuAD) against no score."""
@@ -287,6 +287,11 @@ def keeps(rows: Sequence[dict[str, Any]], before: Sequence[dict[str, Any]], weig
     return all(now[i] >= then[i] - MAX_LOSS for i in checked)
 
 
+def mine(rows: Sequence[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The rows of project ``name``."""
+    return [row for row in rows if row["project"] == name]
+
+
 def cell(part: Sequence[dict[str, Any]], weights: dict[str, float], bar: float) -> str:
     hit, _, quiet, _, _ = outcome(part, weights, bar)
     return f"{hit:.1f} / {quiet:.1f}"
@@ -295,9 +300,9 @@ def cell(part: Sequence[dict[str, Any]], weights: dict[str, float], bar: float) 
 async def select(kinds: Sequence[str], today: dict[str, list[dict[str, Any]]], args: argparse.Namespace
                  ) -> tuple[float, dict[str, float], float]:
     """For each margin, the weights fitted on the tuning projects and the bar with their most
-    near-topic silence that keeps their hit@3, and every rate of XQuAD's tuning half, within
-    :data:`MAX_LOSS` of today (no score, the level's own bar); then the margin whose choice
-    silences the most. The held-out parts are printed, never read."""
+    near-topic silence that keeps each one's hit@3 (since ``docs-2026-12-c``; the pooled hit@3
+    before), and every rate of XQuAD's tuning half, within :data:`MAX_LOSS` of today (no score,
+    the level's own bar); then the margin whose choice silences the most. The held-out parts are printed, never read."""
     tuning_today = parts("docs", today["docs"])["docs tuning (starship, typer)"]
     xquad_today = parts("xquad", today["xquad"])["XQuAD tuning half"] if "xquad" in kinds else []
     published_key = "XQuAD published (questions.toml, near-topic.toml)"
@@ -313,7 +318,8 @@ async def select(kinds: Sequence[str], today: dict[str, list[dict[str, Any]]], a
         published = parts("xquad", rows["xquad"])[published_key] if "xquad" in kinds else []
         weights = fit(tuning)
         allowed = [bar for bar in (0.0, *BARS)
-                   if keeps(tuning, tuning_today, weights, bar, False)
+                   if all(keeps(mine(tuning, name), mine(tuning_today, name), weights, bar, False)
+                          for name in TUNING)
                    and (not xquad or keeps(xquad, xquad_today, weights, bar, True))
                    and (not published or keeps(published, published_today, weights, bar, True))]
         if not allowed:

@@ -49,6 +49,17 @@ def test_a_word_no_candidate_holds_counts_as_absent_and_a_window_can_raise_the_s
     assert found.sentence == pytest.approx(0.08)  # the first hit's best window
 
 
+def test_the_lead_measures_the_first_hit_against_the_tenth_best_candidate():
+    question = "How do I configure the prompt timeout in milliseconds?"
+    found = answerability.features(question, BIG[:1], BIG, BIG, [None], GATE)
+    # BIG's tenth-best cosine is a filler's 0.80; the first hit's is 0.90
+    assert found.lead == pytest.approx(0.10)
+    small = answerability.features(question, POOL[:1], POOL, POOL, [None], GATE)
+    assert small.lead == pytest.approx(0.04)  # fewer than ten: measured against the last (0.86)
+    level = [passage(20 + n, f"Another passage {n} about the prompt.", 0.90) for n in range(10)]
+    assert answerability.features(question, level[:1], level, level, [None], GATE).lead == 0.0
+
+
 def test_the_score_is_a_logistic_of_the_weighted_features():
     found = answerability.Features(0.02, 0.01, 0.5, 0.0, 1.0, 0.0)
     weights = {"bias": -1.0, "coverage": 2.0, "keyword": 1.0}

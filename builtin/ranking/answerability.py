@@ -17,6 +17,11 @@ so they mean the same on any corpus:
   question asks about that the sources never mention);
 * ``keyword``: how high the first hit stands in the keyword search (1 at the top, 0 from the
   fiftieth place or when the keyword search did not find it);
+* ``lead``: the first hit's cosine less the cosine of the tenth-best candidate (the last one in a
+  smaller pool): an answer stands out of the question's own candidates, while a question the
+  sources do not answer finds many passages about equally close (added in ``docs-2026-12-c``,
+  where it separated the second near-topic set and the held-out projects best of the signals
+  tried, ``bench/answerability.py``);
 * ``across``: 1 when the first hit is in another language than the question. Its words cannot
   match, so such an answer is not judged at all (the built-in rankers let it through, and keep
   the gate's own cross-language bar for it); the feature stays for the fit.
@@ -33,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
@@ -79,6 +84,9 @@ features still measure cosines against the level's own bar, so a level keeps its
 KEYWORD_DEPTH = 50
 """A first hit at this keyword rank or lower counts as not found by the keyword search."""
 
+LEAD_RANK = 9
+"""The ``lead`` feature measures the first hit against the candidate at this place by cosine."""
+
 
 @attrs.frozen
 class Features:
@@ -90,6 +98,7 @@ class Features:
     absent: float
     keyword: float
     across: float
+    lead: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return attrs.asdict(self)
@@ -158,7 +167,17 @@ def features(
     rank = next((place for place, candidate in enumerate(keyword)
                  if (candidate.source, candidate.passage_key) == key), None)
     found = 0.0 if rank is None else max(0.0, 1.0 - math.log1p(rank) / math.log1p(KEYWORD_DEPTH))
-    return Features(best_sentence, cosine, coverage, absent, found, 1.0 if across else 0.0)
+    return Features(best_sentence, cosine, coverage, absent, found, 1.0 if across else 0.0,
+                    lead_of(first, pool.values()))
+
+
+def lead_of(first: Candidate, pool: Iterable[Candidate]) -> float:
+    """``first``'s cosine less the :data:`LEAD_RANK`-th best cosine of ``pool`` (its last with
+    fewer), 0 when either has no vector yet."""
+    cosines = sorted((c.similarity for c in pool if not math.isnan(c.similarity)), reverse=True)
+    if not cosines or math.isnan(first.similarity):
+        return 0.0
+    return first.similarity - cosines[min(LEAD_RANK, len(cosines) - 1)]
 
 
 def score(found: Features, weights: Mapping[str, float] = WEIGHTS) -> float:
