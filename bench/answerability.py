@@ -196,15 +196,6 @@ def auc(rows: Sequence[dict[str, Any]], value: Any) -> float:
     return wins / (len(good) * len(bad))
 
 
-def choose(tuning: Sequence[dict[str, Any]], weights: dict[str, float]) -> float:
-    """The bar with the most near-topic silence on the tuning projects that costs them at most
-    :data:`MAX_LOSS` points of hit@3 (the lower bar on a tie)."""
-    base = outcome(tuning, None, 0.0)[0]
-    allowed = [(outcome(tuning, weights, bar)[2], -bar) for bar in BARS
-               if outcome(tuning, weights, bar)[0] >= base - MAX_LOSS]
-    return -max(allowed)[1] if allowed else 0.0
-
-
 def table_row(label: str, rows: Sequence[dict[str, Any]], weights: dict[str, float] | None,
               bar: float) -> str:
     hit, answer, quiet, yes, no = outcome(rows, weights, bar)
@@ -287,11 +278,6 @@ def keeps(rows: Sequence[dict[str, Any]], before: Sequence[dict[str, Any]], weig
     return all(now[i] >= then[i] - MAX_LOSS for i in checked)
 
 
-def mine(rows: Sequence[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    """The rows of project ``name``."""
-    return [row for row in rows if row["project"] == name]
-
-
 def cell(part: Sequence[dict[str, Any]], weights: dict[str, float], bar: float) -> str:
     hit, _, quiet, _, _ = outcome(part, weights, bar)
     return f"{hit:.1f} / {quiet:.1f}"
@@ -300,9 +286,9 @@ def cell(part: Sequence[dict[str, Any]], weights: dict[str, float], bar: float) 
 async def select(kinds: Sequence[str], today: dict[str, list[dict[str, Any]]], args: argparse.Namespace
                  ) -> tuple[float, dict[str, float], float]:
     """For each margin, the weights fitted on the tuning projects and the bar with their most
-    near-topic silence that keeps each one's hit@3 (since ``docs-2026-12-c``; the pooled hit@3
-    before), and every rate of XQuAD's tuning half, within :data:`MAX_LOSS` of today (no score,
-    the level's own bar); then the margin whose choice silences the most. The held-out parts are printed, never read."""
+    near-topic silence that keeps their hit@3 (pooled), and every rate of XQuAD's tuning half,
+    within :data:`MAX_LOSS` of today (no score, the level's own bar); then the margin whose choice
+    silences the most. The held-out parts are printed, never read."""
     tuning_today = parts("docs", today["docs"])["docs tuning (starship, typer)"]
     xquad_today = parts("xquad", today["xquad"])["XQuAD tuning half"] if "xquad" in kinds else []
     published_key = "XQuAD published (questions.toml, near-topic.toml)"
@@ -318,8 +304,7 @@ async def select(kinds: Sequence[str], today: dict[str, list[dict[str, Any]]], a
         published = parts("xquad", rows["xquad"])[published_key] if "xquad" in kinds else []
         weights = fit(tuning)
         allowed = [bar for bar in (0.0, *BARS)
-                   if all(keeps(mine(tuning, name), mine(tuning_today, name), weights, bar, False)
-                          for name in TUNING)
+                   if keeps(tuning, tuning_today, weights, bar, False)
                    and (not xquad or keeps(xquad, xquad_today, weights, bar, True))
                    and (not published or keeps(published, published_today, weights, bar, True))]
         if not allowed:
