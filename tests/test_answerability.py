@@ -66,6 +66,23 @@ def test_the_score_is_a_logistic_of_the_weighted_features():
     assert answerability.score(found, weights) == pytest.approx(1 / (1 + math.exp(-1.0)))  # -1 + 2 × 0.5 + 1
 
 
+def test_the_answer_is_judged_by_its_best_hit():
+    question = "How do I configure the prompt timeout in milliseconds?"
+    # a paste's names can put a page about the paste first and the answer second
+    hits = [BIG[2], BIG[0]]
+    each = answerability.each_hit(question, hits, BIG, BIG, [None, None], GATE)
+    assert each[0] == answerability.features(question, hits, BIG, BIG, [None, None], GATE)
+    assert each[1].coverage == pytest.approx(1.0) and each[0].coverage < 0.5
+    assert each[0].sentence == each[1].sentence == pytest.approx(0.03)  # answer-wide: the best window
+    by_coverage = {"bias": -1.0, "coverage": 2.0}
+    assert answerability.score(each[0], by_coverage) < 0.5
+    assert answerability.answers(each, by_coverage, 0.5)  # the second hit answers
+    assert not answerability.answers(each[:1], by_coverage, 0.5)
+    strict = FusionRanker("hybrid", min_answerable=0.5, weights=by_coverage)
+    assert strict.answerable(question, hits, BIG, BIG, [None, None], GATE)
+    assert not strict.answerable(question, hits[:1], BIG, BIG, [None], GATE)
+
+
 def test_the_ranker_judges_answers_only_when_a_bar_is_set():
     ranker = FusionRanker("hybrid", min_answerable=None)
     assert isinstance(ranker, AnswerCheck)

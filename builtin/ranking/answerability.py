@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -138,44 +138,65 @@ def features(
     when it has none (a short passage, or no window vectors): the hit's own cosine stands in.
     ``keyword`` and ``vector`` are the candidate lists the ranker received.
     """
+    return each_hit(question, hits, keyword, vector, sentences, gate)[0]
+
+
+def each_hit(
+    question: str,
+    hits: Sequence[Candidate],
+    keyword: Sequence[Candidate],
+    vector: Sequence[Candidate],
+    sentences: Sequence[float | None],
+    gate: Gate,
+) -> list[Features]:
+    """The features of the answer read with each of its hits in turn as the one that answers (as
+    :func:`features` reads the first): the answer-wide ``sentence`` and ``absent`` are shared."""
     question_words = list(dict.fromkeys(content_words(question)))
     question_language = language_of_words(words(question))
-    first = hits[0]
-    bar, across = bar_of(first, question_language, gate)
     best_sentence = -math.inf
     for hit, sentence in zip(hits, sentences, strict=False):
         hit_bar, _ = bar_of(hit, question_language, gate)
         cosine = hit.similarity if sentence is None else max(sentence, hit.similarity)
         if not math.isnan(cosine):
             best_sentence = max(best_sentence, cosine - hit_bar)
-    cosine = 0.0 if math.isnan(first.similarity) else first.similarity - bar
-    if best_sentence == -math.inf:
-        best_sentence = cosine
     pool: dict[tuple[str, int], Candidate] = {}
     for candidate in (*keyword, *vector):
         pool.setdefault((candidate.source, candidate.passage_key), candidate)
     present = [_read(c.title, c.heading or "", c.text)[0] for c in pool.values()]
-    coverage = absent = 0.0
-    if question_words:
-        size = len(present)
-        counts = {word: sum(1 for seen in present if word in seen) for word in question_words}
-        weight = {word: math.log((size + 1) / (count + 0.5)) for word, count in counts.items()}
-        total = sum(weight.values()) or 1.0
-        held = _read(first.title, first.heading or "", first.text)[0]
+    counts = {word: sum(1 for seen in present if word in seen) for word in question_words}
+    weight = {word: math.log((len(present) + 1) / (count + 0.5)) for word, count in counts.items()}
+    total = sum(weight.values()) or 1.0
+    absent = sum(weight[word] for word in question_words if counts[word] == 0) / total
+    places = {(c.source, c.passage_key): place for place, c in reversed(list(enumerate(keyword)))}
+    cosines = sorted((c.similarity for c in pool.values() if not math.isnan(c.similarity)), reverse=True)
+    found = []
+    for hit in hits:
+        bar, across = bar_of(hit, question_language, gate)
+        cosine = 0.0 if math.isnan(hit.similarity) else hit.similarity - bar
+        held = _read(hit.title, hit.heading or "", hit.text)[0]
         coverage = sum(weight[word] for word in question_words if word in held) / total
-        absent = sum(weight[word] for word in question_words if counts[word] == 0) / total
-    key = (first.source, first.passage_key)
-    rank = next((place for place, candidate in enumerate(keyword)
-                 if (candidate.source, candidate.passage_key) == key), None)
-    found = 0.0 if rank is None else max(0.0, 1.0 - math.log1p(rank) / math.log1p(KEYWORD_DEPTH))
-    return Features(best_sentence, cosine, coverage, absent, found, 1.0 if across else 0.0,
-                    lead_of(first, pool.values()))
+        rank = places.get((hit.source, hit.passage_key))
+        rank_part = 0.0 if rank is None else max(0.0, 1.0 - math.log1p(rank) / math.log1p(KEYWORD_DEPTH))
+        sentence = cosine if best_sentence == -math.inf else best_sentence
+        found.append(Features(sentence, cosine, coverage, absent, rank_part, 1.0 if across else 0.0,
+                              lead_of(hit, cosines)))
+    return found
 
 
-def lead_of(first: Candidate, pool: Iterable[Candidate]) -> float:
-    """``first``'s cosine less the :data:`LEAD_RANK`-th best cosine of ``pool`` (its last with
-    fewer), 0 when either has no vector yet."""
-    cosines = sorted((c.similarity for c in pool if not math.isnan(c.similarity)), reverse=True)
+def answers(found: Sequence[Features], weights: Mapping[str, float] = WEIGHTS,
+            bar: float = MIN_SCORE) -> bool:
+    """Whether the answer read as :func:`each_hit` reads it reaches ``bar``: by the best of its
+    hits in the question's language (since ``docs-2026-12-c``; by its first hit before), or
+    always when its first hit is in another language (words cannot judge across languages; the
+    gate's own cross-language bar did)."""
+    if found[0].across:
+        return True
+    return max((score(one, weights) for one in found if not one.across), default=0.0) >= bar
+
+
+def lead_of(first: Candidate, cosines: Sequence[float]) -> float:
+    """``first``'s cosine less the :data:`LEAD_RANK`-th of the pool's ``cosines`` (best first; its
+    last with fewer), 0 when either has no vector yet."""
     if not cosines or math.isnan(first.similarity):
         return 0.0
     return first.similarity - cosines[min(LEAD_RANK, len(cosines) - 1)]
