@@ -10,23 +10,24 @@ so they mean the same on any corpus:
 * ``sentence``: the best cosine of a window of one to two sentences (the excerpt windows the
   index keeps, ``kernel/index/windows.py``) of the answer's hits, less the hit's bar: an answer
   is usually said in one place, a near-topic page is close everywhere and nowhere in particular;
-* ``cosine``: the first hit's cosine less its bar;
-* ``coverage``: the share of the question's content words that the first hit holds, each word
+* ``cosine``: the hit's cosine less its bar;
+* ``coverage``: the share of the question's content words that the hit holds, each word
   weighted by how rare it is among the candidates (a word no candidate holds weighs the most);
 * ``absent``: the same weighted share for the words that *no* candidate holds (what the
   question asks about that the sources never mention);
-* ``keyword``: how high the first hit stands in the keyword search (1 at the top, 0 from the
+* ``keyword``: how high the hit stands in the keyword search (1 at the top, 0 from the
   fiftieth place or when the keyword search did not find it);
-* ``lead``: the first hit's cosine less the cosine of the tenth-best candidate (the last one in a
+* ``lead``: the hit's cosine less the cosine of the tenth-best candidate (the last one in a
   smaller pool): an answer stands out of the question's own candidates, while a question the
-  sources do not answer finds many passages about equally close (added in ``docs-2026-12-c``,
-  where it separated the second near-topic set and the held-out projects best of the signals
-  tried, ``bench/answerability.py``);
-* ``across``: 1 when the first hit is in another language than the question. Its words cannot
-  match, so such an answer is not judged at all (the built-in rankers let it through, and keep
-  the gate's own cross-language bar for it); the feature stays for the fit.
+  sources do not answer finds many passages about equally close (added in ``docs-2026-12-c``);
+* ``across``: 1 when the hit is in another language than the question. Its words cannot
+  match, so an answer whose first hit is such is not judged at all (the built-in rankers let
+  it through, and keep the gate's own cross-language bar for it); the feature stays for the fit.
 
-The score is a logistic function of them with the weights of :data:`WEIGHTS` (version
+The answer is read once per hit (:func:`each_hit`), each time as if that hit answered, and
+judged by the best of those readings (:func:`answers`): a paste's names or a long page can put a
+passage first that is close to the prompt, with the answer second. The score is a logistic
+function of the features with the weights of :data:`WEIGHTS` (version
 :data:`VERSION`), fitted on published data and checked on projects that were not used to fit
 them (``bench/answerability.py``; figures and the curve in docs/gate-levels.md, "The
 answerability score"). The weights belong to the built-in model's cosine scale as much as the
