@@ -55,7 +55,7 @@ THRESHOLD = 0.87
 LEVELS = (0.845, 0.87, 0.875)
 """The gate levels' thresholds (docs/gate-levels.md), each reported with the chosen bar."""
 TUNING = ("starship", "typer")
-FEATURES = ("sentence", "cosine", "coverage", "absent", "keyword", "across")
+FEATURES = ("sentence", "cosine", "coverage", "absent", "keyword", "across", "lead")
 BARS = tuple(round(0.05 * step, 2) for step in range(1, 19))
 MAX_LOSS = 2.0
 """Points of hit@3 the score may cost the tuning projects (and XQuAD) against no score."""
@@ -86,14 +86,14 @@ class Spy:
     def __init__(self, margin: float) -> None:
         # a bar of 0 never silences; it only lets the margin act, as it does with the score on
         self.inner = FusionRanker("hybrid", min_answerable=0.0, bar_margin=margin)
-        self.rows: dict[str, answerability.Features] = {}
+        self.rows: dict[str, list[answerability.Features]] = {}
 
     def rank(self, *args: Any) -> Any:
         return self.inner.rank(*args)
 
     def answerable(self, question: str, hits: Any, keyword: Any, vector: Any, sentences: Any,
                    gate: Gate) -> bool:
-        self.rows[question] = answerability.features(question, hits, keyword, vector, sentences, gate)
+        self.rows[question] = answerability.each_hit(question, hits, keyword, vector, sentences, gate)
         return True
 
 
@@ -133,14 +133,15 @@ def project(entry: Recorded) -> str:
     return entry.case.group.split("-")[0] if entry.case.group else ""
 
 def rows_of(recorded: Sequence[Recorded], results: Sequence[tuple[bool, bool, bool, bool]],
-            found: dict[str, answerability.Features]) -> list[dict[str, Any]]:
-    """One row per question: its project, group, label, outcome without the score, features."""
+            found: dict[str, list[answerability.Features]]) -> list[dict[str, Any]]:
+    """One row per question: its project, group, label, outcome without the score, features (of
+    the first hit; ``each``: of every hit, as the ranker judges them)."""
     rows = []
     for entry, (held, answerable, ok, answer3) in zip(recorded, results, strict=True):
-        features = found.get(entry.question) if entry.question else None
+        each = found.get(entry.question) if entry.question else None
         rows.append({"project": project(entry), "group": entry.case.group, "held": held,
-                     "query": entry.case.query,
-                     "answerable": answerable, "ok": ok, "answer3": answer3, "features": features})
+                     "query": entry.case.query, "answerable": answerable, "ok": ok,
+                     "answer3": answer3, "features": each[0] if each else None, "each": each})
     return rows
 
 
@@ -148,8 +149,8 @@ def outcome(rows: Sequence[dict[str, Any]], weights: dict[str, float] | None, ba
             ) -> tuple[float, float, float, int, int]:
     """hit@3, answer@3, silence (%) and the counts, with the score at ``bar`` (None: no score)."""
     def silenced(row: dict[str, Any]) -> bool:
-        return (weights is not None and row["features"] is not None and not row["features"].across
-                and answerability.score(row["features"], weights) < bar)  # as FusionRanker.answerable
+        return (weights is not None and row["each"] is not None
+                and not answerability.answers(row["each"], weights, bar))  # as FusionRanker.answerable
     yes = [row for row in rows if row["answerable"]]
     no = [row for row in rows if not row["answerable"]]
     hit = sum(row["ok"] and not silenced(row) for row in yes)
@@ -157,6 +158,12 @@ def outcome(rows: Sequence[dict[str, Any]], weights: dict[str, float] | None, ba
     quiet = sum(row["ok"] or silenced(row) for row in no)
     share = lambda count, total: 100.0 * count / total if total else 0.0  # noqa: E731
     return share(hit, len(yes)), share(answer, len(yes)), share(quiet, len(no)), len(yes), len(no)
+
+
+def best(each: Sequence[answerability.Features], weights: dict[str, float]) -> float:
+    """The score an answer is judged by (:func:`answerability.answers`), 1 across languages."""
+    return 1.0 if each[0].across else max(
+        (answerability.score(one, weights) for one in each if not one.across), default=0.0)
 
 
 def matrix(rows: Sequence[dict[str, Any]]) -> np.ndarray:
@@ -194,15 +201,6 @@ def auc(rows: Sequence[dict[str, Any]], value: Any) -> float:
         return math.nan
     wins = sum((g > b) + 0.5 * (g == b) for g in good for b in bad)
     return wins / (len(good) * len(bad))
-
-
-def choose(tuning: Sequence[dict[str, Any]], weights: dict[str, float]) -> float:
-    """The bar with the most near-topic silence on the tuning projects that costs them at most
-    :data:`MAX_LOSS` points of hit@3 (the lower bar on a tie)."""
-    base = outcome(tuning, None, 0.0)[0]
-    allowed = [(outcome(tuning, weights, bar)[2], -bar) for bar in BARS
-               if outcome(tuning, weights, bar)[0] >= base - MAX_LOSS]
-    return -max(allowed)[1] if allowed else 0.0
 
 
 def table_row(label: str, rows: Sequence[dict[str, Any]], weights: dict[str, float] | None,
@@ -295,8 +293,8 @@ def cell(part: Sequence[dict[str, Any]], weights: dict[str, float], bar: float) 
 async def select(kinds: Sequence[str], today: dict[str, list[dict[str, Any]]], args: argparse.Namespace
                  ) -> tuple[float, dict[str, float], float]:
     """For each margin, the weights fitted on the tuning projects and the bar with their most
-    near-topic silence that keeps their hit@3, and every rate of XQuAD's tuning half, within
-    :data:`MAX_LOSS` of today (no score, the level's own bar); then the margin whose choice
+    near-topic silence that keeps their hit@3 (pooled), and every rate of XQuAD's tuning half,
+    within :data:`MAX_LOSS` of today (no score, the level's own bar); then the margin whose choice
     silences the most. The held-out parts are printed, never read."""
     tuning_today = parts("docs", today["docs"])["docs tuning (starship, typer)"]
     xquad_today = parts("xquad", today["xquad"])["XQuAD tuning half"] if "xquad" in kinds else []
@@ -369,7 +367,7 @@ async def main() -> int:
     for kind in kinds:
         for label, part in parts(kind, rows[kind]).items():
             cells = [auc(part, lambda row, n=name: row["features"].as_dict()[n]) for name in FEATURES]
-            cells.append(auc(part, lambda row: answerability.score(row["features"], weights)))
+            cells.append(auc(part, lambda row: best(row["each"], weights)))
             print(f"| {label} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
     for threshold in LEVELS:
         print(f"\nAt threshold {threshold}: questions (answerable / not), then hit@3, answer@3, silence "

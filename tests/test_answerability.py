@@ -50,10 +50,38 @@ def test_a_word_no_candidate_holds_counts_as_absent_and_a_window_can_raise_the_s
     assert found.sentence == pytest.approx(0.08)  # the first hit's best window
 
 
+def test_the_lead_measures_the_first_hit_against_the_tenth_best_candidate():
+    question = "How do I configure the prompt timeout in milliseconds?"
+    found = answerability.features(question, BIG[:1], BIG, BIG, [None], GATE)
+    # BIG's tenth-best cosine is a filler's 0.80; the first hit's is 0.90
+    assert found.lead == pytest.approx(0.10)
+    small = answerability.features(question, POOL[:1], POOL, POOL, [None], GATE)
+    assert small.lead == pytest.approx(0.04)  # fewer than ten: measured against the last (0.86)
+    level = [passage(20 + n, f"Another passage {n} about the prompt.", 0.90) for n in range(10)]
+    assert answerability.features(question, level[:1], level, level, [None], GATE).lead == 0.0
+
+
 def test_the_score_is_a_logistic_of_the_weighted_features():
     found = answerability.Features(0.02, 0.01, 0.5, 0.0, 1.0, 0.0)
     weights = {"bias": -1.0, "coverage": 2.0, "keyword": 1.0}
     assert answerability.score(found, weights) == pytest.approx(1 / (1 + math.exp(-1.0)))  # -1 + 2 × 0.5 + 1
+
+
+def test_the_answer_is_judged_by_its_best_hit():
+    question = "How do I configure the prompt timeout in milliseconds?"
+    # a paste's names can put a page about the paste first and the answer second
+    hits = [BIG[2], BIG[0]]
+    each = answerability.each_hit(question, hits, BIG, BIG, [None, None], GATE)
+    assert each[0] == answerability.features(question, hits, BIG, BIG, [None, None], GATE)
+    assert each[1].coverage == pytest.approx(1.0) and each[0].coverage < 0.5
+    assert each[0].sentence == each[1].sentence == pytest.approx(0.03)  # answer-wide: the best window
+    by_coverage = {"bias": -1.0, "coverage": 2.0}
+    assert answerability.score(each[0], by_coverage) < 0.5
+    assert answerability.answers(each, by_coverage, 0.5)  # the second hit answers
+    assert not answerability.answers(each[:1], by_coverage, 0.5)
+    strict = FusionRanker("hybrid", min_answerable=0.5, weights=by_coverage)
+    assert strict.answerable(question, hits, BIG, BIG, [None, None], GATE)
+    assert not strict.answerable(question, hits[:1], BIG, BIG, [None], GATE)
 
 
 def test_the_ranker_judges_answers_only_when_a_bar_is_set():

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from passageway.builtin.ranking import FusionRanker
+from passageway.kernel.query import prompt_names
 from passageway.kernel.query.prompt import asked
 from passageway.kernel.query.prompt_names import (
     MAX_EVIDENCE,
@@ -107,7 +108,7 @@ PROMPT = f"{WEBSOCKET_PASTE}\nwhat's the right way to notice that the client wen
 QUESTION = "what's the right way to notice that the client went away?"
 
 
-async def test_the_names_a_source_shows_as_code_are_embedded_with_the_question():
+async def test_the_names_a_source_shows_as_code_are_embedded_with_the_question(monkeypatch):
     shown = passage("After `websocket.accept()`, catch `WebSocketDisconnect` to stop the loop.")
     store, embedder, ranker = RecordingStore([shown]), RecordingEmbedder(), RecordingRanker()
     embedder.embedded.clear()
@@ -115,6 +116,12 @@ async def test_the_names_a_source_shows_as_code_are_embedded_with_the_question()
     await recall(PROMPT, [store], embedder, ranker)
     assert embedder.embedded == [QUESTION, with_names(QUESTION, ["websocket.accept"])]
     assert set(ranker.questions) == {QUESTION}  # the ranker and its gate read the question alone
+    # by default the names stay out of the keyword search; the question alone is searched twice
+    assert prompt_names.KEYWORD_NAMES == "none" and prompt_names.BARE_FIRST
+    assert len(store.asked) == 2 and not any("websocketdisconnect" in asked for asked in store.asked)
+    monkeypatch.setattr(prompt_names, "KEYWORD_NAMES", "all")
+    store.asked.clear()
+    await recall(PROMPT, [store], embedder, ranker)
     assert len(store.asked) == 2 and "websocketdisconnect" in store.asked[0]
 
 

@@ -529,7 +529,10 @@ def test_a_silent_answer_with_a_building_note_says_both_in_one_line():
     )
 
 
-async def test_the_names_of_a_paste_join_the_keyword_search_but_not_the_embedded_question():
+async def test_the_names_of_a_paste_join_the_keyword_search_but_not_the_embedded_question(monkeypatch):
+    from passageway.kernel.query import prompt_names
+
+    monkeypatch.setattr(prompt_names, "KEYWORD_NAMES", "all")  # the default, "none", leaves them out
     class Recording:
         source = "notes"
         def __init__(self) -> None:

@@ -301,13 +301,12 @@ class FusionRanker:
 
     def answerable(self, question: str, hits: Sequence[Candidate], keyword: Sequence[Candidate],
                    vector: Sequence[Candidate], sentences: Sequence[float | None], gate: Gate) -> bool:
-        """The answerability score (:mod:`.answerability`) of the answer ``hits`` reaches
-        :attr:`min_answerable` (always, when that is None)."""
+        """The answerability score (:mod:`.answerability`) of the best of the answer's ``hits``
+        reaches :attr:`min_answerable` (always, when that is None)."""
         if self.min_answerable is None or not hits or not answerability.judges(keyword, vector):
             return True
-        found = answerability.features(question, hits, keyword, vector, sentences, gate)
-        # words cannot judge across languages: the gate's own cross-language bar did
-        return bool(found.across) or answerability.score(found, self.weights) >= self.min_answerable
+        found = answerability.each_hit(question, hits, keyword, vector, sentences, gate)
+        return answerability.answers(found, self.weights, self.min_answerable)
 
     def _focused(self, scored: list[Scored]) -> list[Scored]:
         """``scored`` with every passage of a named source or item ahead of the others, except

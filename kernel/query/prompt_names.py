@@ -28,16 +28,19 @@ MAX_EVIDENCE = 3
 typer) of ``corpus/docs/pastes.toml``: 2 and 3 found one paste more than 4 and 8; the held-out
 project (starlette) found all ten with any of them (docs/ranking-and-gate.md, "Long prompts")."""
 
-KEYWORD_NAMES = "all"
+KEYWORD_NAMES = "none"
 """Which names of a paste join the keyword search: ``"all"`` that :func:`paste_terms` found,
 ``"known"`` only those :func:`known_names` keeps (after a first search with the question alone),
-or ``"none"``. Chosen by ``bench/paste_rules.py`` (docs/ranking-and-gate.md, "Long prompts")."""
+or ``"none"``. Chosen by ``bench/paste_rules.py`` on the tuning projects (starship, typer) with
+the answerability score on (docs/ranking-and-gate.md, "Long prompts"); ``"all"`` before the
+score's weights ``docs-2026-12-c``."""
 
-BARE_FIRST = False
+BARE_FIRST = True
 """When the question is embedded again with known names, its first search (the question alone
 when :data:`KEYWORD_NAMES` is ``"none"``) keeps its ranking and the answer takes the two rankings
 in turn, the first one leading, so a paste's names can add a page but not push out the page the
-question alone finds."""
+question alone finds; the answer is then judged by that first search. Chosen with
+:data:`KEYWORD_NAMES` (off before ``docs-2026-12-c``)."""
 
 _EXCEPTION = re.compile(r"\b(?:[a-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt))\b")
 _FLAG = re.compile(r"(?<![\w-])(--[a-zA-Z][\w-]+)")
