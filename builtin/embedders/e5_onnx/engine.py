@@ -26,7 +26,6 @@ from passageway.builtin.embedders.e5_onnx.convert import (
     folder_problem,
 )
 from passageway.builtin.embedders.e5_onnx.graph import INPUTS, OUTPUT, TOKENS
-from passageway.builtin.embedders.e5_onnx.reference import combine
 from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer, windows
 from passageway.builtin.embedders.onnx_engine import providers_for
 from passageway.kernel.errors import ModelError
@@ -64,6 +63,12 @@ def batches_by_length(
                 continue
         groups.append([index])
     return groups
+
+
+def combine(weighted_sums: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (the weights' sum cancels out), as float32."""
+    norms = np.linalg.norm(weighted_sums, axis=1, keepdims=True)
+    return (weighted_sums / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
 def padded_feeds(rows: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:

@@ -121,12 +121,13 @@ def build_graph(
         raise ValueError(f"linear is one of {', '.join(LINEAR)}, got {linear!r}")
     b = _Builder()
     b.accuracy = accuracy
+    x = _embeddings(b, model)
+    mask, bias = _attention_bias(b)
     layers = _Layers(b, model, linear, int8 or Int8Plan(), probes and linear == "fp32")
-    x = layers.to_rows(_embeddings(b, model))
-    bias = _attention_bias(b)
+    x = layers.to_rows(x)
     for index in range(model.shape.layers):
         x = layers.layer(index, x, bias)
-    _pool(b, layers.from_rows(x))
+    _pool(b, layers.from_rows(x), mask)
     _save(b, model, path, layers.probes)
 
 
@@ -163,12 +164,13 @@ def _embeddings(b: _Builder, model: PackedModel) -> str:
     return b.layer_norm(x, model.fp32("emb.ln.w"), model.fp32("emb.ln.b"), "embeddings.norm", shape.epsilon)
 
 
-def _attention_bias(b: _Builder) -> str:
-    """0 for real tokens, -10000 for padding, broadcast to ``[B, heads, T, T]``; also ``mask``."""
-    mask = b.node("Cast", ["attention_mask"], name="mask", to=b.onnx.TensorProto.FLOAT)
+def _attention_bias(b: _Builder) -> tuple[str, str]:
+    """The mask as floats, and the attention bias: 0 for real tokens, -10000 for padding,
+    broadcast to ``[B, heads, T, T]``."""
+    mask = b.node("Cast", ["attention_mask"], to=b.onnx.TensorProto.FLOAT)
     inverted = b.node("Sub", [b.constant("one", np.array(1.0, dtype=np.float32)), mask])
     bias = b.node("Mul", [inverted, b.constant("mask.value", np.array(-10000.0, dtype=np.float32))])
-    return b.node("Unsqueeze", [bias, b.constant("axes.heads.queries", np.array([1, 2]))])
+    return mask, b.node("Unsqueeze", [bias, b.constant("axes.heads.queries", np.array([1, 2]))])
 
 
 class _Layers:
@@ -198,8 +200,8 @@ class _Layers:
     def from_rows(self, x: str) -> str:
         if not self.rows:
             return x
-        tokens_shape = self.b.node("Concat", [self.lead, self.b.constant("hidden.size", np.array([self.hidden]))],
-                                   axis=0)
+        size = self.b.constant("hidden.size", np.array([self.hidden]))
+        tokens_shape = self.b.node("Concat", [self.lead, size], axis=0)
         return self.b.node("Reshape", [x, tokens_shape])
 
     def vector(self, index: int, name: str) -> np.ndarray:
@@ -283,9 +285,9 @@ class _Layers:
         return self.residual_norm(x, output, index, "oln", f"{prefix}.output.norm")
 
 
-def _pool(b: _Builder, x: str) -> None:
+def _pool(b: _Builder, x: str, mask: str) -> None:
     """The outputs: the mean over each row's real tokens, and every token's state."""
-    weights = b.node("Unsqueeze", ["mask", "axis.last"])
+    weights = b.node("Unsqueeze", [mask, "axis.last"])
     b.constant("axis.one.list", np.array([1]))
     total = b.node("ReduceSum", [b.node("Mul", [x, weights]), "axis.one.list"], keepdims=0)
     count = b.node("ReduceSum", [weights, "axis.one.list"], keepdims=0)

@@ -86,7 +86,7 @@ class Int8Plan:
 
 
 def int8_constants(b: Any) -> None:
-    """The scalars :func:`linear_int8_rows` shares (``axis.one.list`` and ``axis.last`` come with the graph)."""
+    """The scalars :func:`linear_int8_rows` shares (the graph has ``axis.one.list`` and ``axis.last``)."""
     b.constant("int8.step", np.array(1.0 / 127.0, dtype=np.float32))
     b.constant("uint8.step", np.array(1.0 / 255.0, dtype=np.float32))
     b.constant("int8.tiny", np.array(1e-12, dtype=np.float32))
@@ -152,7 +152,13 @@ def calibrate(model: Any, tokenizer: Any, texts: Sequence[str], work: Path,
     the fp32 graph with probes (written to ``work``): the ``maxima`` of an :class:`Int8Plan`."""
     import onnxruntime
 
-    from passageway.builtin.embedders.e5_onnx.engine import BOS, EOS, POSITIONS, batches_by_length, padded_feeds
+    from passageway.builtin.embedders.e5_onnx.engine import (
+        BOS,
+        EOS,
+        POSITIONS,
+        batches_by_length,
+        padded_feeds,
+    )
     from passageway.builtin.embedders.e5_onnx.graph import build_graph
     from passageway.builtin.embedders.e5_onnx.tokenizer import windows
 
