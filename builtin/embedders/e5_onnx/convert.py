@@ -56,7 +56,7 @@ PRECISIONS = ("fp32", "int8")
 """How ``passages.onnx`` computes: ``fp32`` (above) or ``int8`` (``[embedder] precision = "int8"``,
 converted into a folder of its own): int8 products whose activation error is brought down as
 :data:`INT8` says (:mod:`~.int8`), calibrated on :data:`CHECK_TEXTS` at conversion."""
-INT8 = {"outliers": 8, "alpha": 0.5, "unsigned_gelu": True}
+INT8 = {"outliers": 8, "unsigned_gelu": True}
 """The :class:`~.int8.Int8Plan` of the ``int8`` passages' graph, chosen by
 ``bench/e5_int8_variants.py`` (docs/models.md)."""
 MIN_COSINE = 0.99
