@@ -114,14 +114,16 @@ def test_the_int8_passages_graph_stays_near_the_fp32_one(folders):
     # Plain per-row int8 gave a median of 0.9992 on the corpus; kept outliers about 0.9998.
     assert np.median(cosines) >= 0.9995 and cosines.min() >= 0.999, cosines
     # Questions stay on the 4-bit graph, the same in both folders.
-    np.testing.assert_array_equal(int8.embed(["what is int8"], "query"), fp32.embed(["what is int8"], "query"))
+    question = ["what is int8"]
+    np.testing.assert_array_equal(int8.embed(question, "query"), fp32.embed(question, "query"))
 
 
 def test_a_texts_int8_vector_is_the_same_alone_and_in_a_batch(folders):
     engine = ConvertedEngine(folders[0], threads=1, verify=False)
     text = "Der Leuchtturm warnt Schiffe vor der Küste."
     batch = [text + " Er steht seit 1890 dort.", "ZZZZ 9999 !!!! " * 4, text]
-    np.testing.assert_allclose(engine.embed(batch, "passage")[2], engine.embed([text], "passage")[0], atol=1e-5)
+    alone = engine.embed([text], "passage")[0]
+    np.testing.assert_allclose(engine.embed(batch, "passage")[2], alone, atol=1e-5)
 
 
 def test_a_folder_of_the_other_precision_is_not_used(tmp_path):
