@@ -68,7 +68,7 @@ from passageway.kernel.index.sync_passes import (
     WINDOWS_STATE,
     embed_all_windows,
     embed_pending,
-    while_embedding,
+    embedding_meanwhile,
 )
 from passageway.kernel.store import ItemUpdate, LaterVectors, Store, VectorCache
 
@@ -342,10 +342,10 @@ class SourceSync:
             if not self.later:
                 return await self._store_fetched(run)
             # The passages stored by each write are embedded while the next batches are fetched.
-            self._stored_more = asyncio.Event()
             first_pass = functools.partial(embed_pending, self.store, self.vector_cache, self.update_maker,
                                            progress, self.log)
-            return await while_embedding(self._store_fetched(run), self._stored_more, first_pass)
+            async with embedding_meanwhile(first_pass) as self._stored_more:
+                return await self._store_fetched(run)
         finally:
             self._stored_more = None
             if not self.later:

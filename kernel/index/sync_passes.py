@@ -27,8 +27,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -46,7 +46,6 @@ TEXTS_ROUND = 512
 WINDOWS_STATE = "windows"
 """State key: ``due`` while passages were stored whose windows may lack a vector, ``done`` after."""
 
-T = TypeVar("T")
 Spans = dict[str, list[tuple[str, int, int]]]
 """A passage's digest -> its windows as ``(window digest, start, end)`` spans of its embedding input
 (:func:`~passageway.kernel.index.windows.window_spans`)."""
@@ -193,12 +192,14 @@ def _span_vectors(embedder: Embedder, spans: list[list[tuple[str, int, int]]], v
     return made
 
 
-async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
-                          embed: Callable[[], Awaitable[object]]) -> T:
-    """Await ``fetching`` (the sync's loop over a fetch run) while the passages its writes store
-    are embedded: ``embed`` (the first pass, :func:`embed_pending` with its arguments bound) runs
-    each time ``stored_more`` is set, and once more after the run; an error in either ends both."""
+@contextlib.asynccontextmanager
+async def embedding_meanwhile(embed: Callable[[], Awaitable[object]]) -> AsyncIterator[asyncio.Event]:
+    """Embed the passages that writes store while the body (the sync's loop over a fetch run)
+    runs: ``embed`` (the first pass, :func:`embed_pending` with its arguments bound) runs each
+    time the event given to the body is set (by each write), and once more after the body; an
+    error in the body ends both, and an error of ``embed`` is raised when the body is done."""
     done = False
+    stored_more = asyncio.Event()
 
     async def embedding() -> None:
         while not done:
@@ -208,7 +209,7 @@ async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
 
     task = asyncio.create_task(embedding())
     try:
-        outcome = await fetching
+        yield stored_more
     except BaseException:
         task.cancel()
         with contextlib.suppress(BaseException):
@@ -218,4 +219,3 @@ async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
         done = True
         stored_more.set()
     await task
-    return outcome
