@@ -4,8 +4,8 @@
 and the sync (:class:`~passageway.kernel.index.sync.SourceSync`, the one conductor of the index
 path) makes each into updates and writes it in one transaction. The next batch is read from the
 connector while the one yielded is chunked, embedded and written: a batch ahead, never more. The
-sync tells the run how each batch ended (:meth:`FetchRun.stored`, :meth:`FetchRun.failed`), and
-a batch counts as stored only when its write has committed.
+sync tells the run how each batch ended (:meth:`FetchRun.settled` with its write in flight, or
+:meth:`FetchRun.failed`), and a batch counts as stored only when its write has committed.
 
 A batch whose ``fetch`` fails is fetched again one id at a time, so a record the connector cannot
 deliver (a line that is not UTF-8, nested too deep, a page that crashes it) costs only itself:
