@@ -47,7 +47,7 @@ VARIANTS = {
 
 def docs_passages(limit: int) -> list[str]:
     """Passages the chunker cuts from ``corpus/docs`` (sorted files), the first ``limit``."""
-    from passageway.kernel.index.chunking import split_section
+    from passageway.kernel.text.chunking import split_section
 
     passages: list[str] = []
     for path in sorted((ROOT / "corpus" / "docs").rglob("*.md")):

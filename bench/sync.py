@@ -66,6 +66,7 @@ class SyntheticRunner:
         self.count = count
         self.sections = sections
         self.fetched = 0
+        self.left_out: list[str] = []  # the sync reads it after each list call (none left out here)
 
     async def check(self) -> CheckReply:
         return CheckReply(ok=True, count=self.count)

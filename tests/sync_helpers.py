@@ -18,7 +18,15 @@ from passageway.builtin.storage.vector_cache import SqliteVectorCache
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.errors import ConnectorError
 from passageway.kernel.index.sync import SourceSync
-from passageway.kernel.records import CheckReply, Item, ListEntry, Section, item_from_json, item_to_json
+from passageway.kernel.records import (
+    PROTOCOL_VERSION,
+    CheckReply,
+    Item,
+    ListEntry,
+    Section,
+    item_from_json,
+    item_to_json,
+)
 from passageway.testing.toy_embedder import ToyEmbedder
 
 WORDS = [
@@ -71,7 +79,8 @@ class FakeRunner:
 
     ``fail_batches`` holds fetch call numbers (1-based) that fail; ``fail_ids`` fails every fetch
     that asks for one of them (with rule ``fail_rule``); ``fail_all`` fails every call;
-    ``protocol`` is what check says.
+    ``protocol`` is the protocol the connector speaks: another than ``"1"`` is refused by
+    ``check``, as :class:`~passageway.kernel.connector.runner.ConnectorRunner` refuses it.
     """
 
     def __init__(self, name: str, items: Iterable[Item] = ()) -> None:
@@ -86,6 +95,7 @@ class FakeRunner:
         self.list_calls = 0
         self.changed_calls: list[datetime] = []
         self.fetch_delay = 0.0
+        self.left_out: list[str] = []
 
     def set(self, *items: Item) -> None:
         for entry in items:
@@ -101,6 +111,8 @@ class FakeRunner:
 
     async def check(self) -> CheckReply:
         self._maybe_fail("check")
+        if self.protocol != PROTOCOL_VERSION:
+            raise ConnectorError(self.name, "protocol version", f"told to speak protocol {self.protocol}")
         return CheckReply(ok=True, count=len(self.items), protocol=self.protocol)
 
     async def list(self) -> list[ListEntry]:

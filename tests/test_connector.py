@@ -23,6 +23,7 @@ from passageway.kernel.connector.runner import ConnectorRunner
 from passageway.kernel.errors import ConfigError, ConnectorError
 from passageway.kernel.records import CheckReply, Item, ListEntry
 from passageway.testing import fake_connector
+from tests.sync_helpers import Setup
 
 MISBEHAVING = Path(__file__).with_name("misbehaving")
 ENVIRON = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp/home-of-the-server"}
@@ -302,6 +303,23 @@ async def test_another_protocol_version_is_refused(tmp_path):
     error = await expect_failure(runner, runner.check, "protocol version", line=1)
     assert "speaks protocol 2" in str(error) and "speaks protocol 1" in str(error)
     assert (await runner.check()).protocol == "1"
+
+
+async def test_a_sync_refuses_another_protocol_version_by_the_runners_one_check(tmp_path):
+    runner = runner_for("protocol_two.py", tmp_path)
+    async with Setup(tmp_path, runner, "bad") as sync:
+        with pytest.raises(ConnectorError, match="protocol version") as raised:
+            await sync.sync_once()
+        assert "use a version of the connector made for protocol 1" in str(raised.value)
+        assert sync.health().state == "failing" and sync.health().items == 0
+
+
+def test_the_connector_protocol_version_is_compared_in_one_place():
+    kernel = Path(__file__).parent.parent / "kernel"
+    places = [path.relative_to(kernel).as_posix() for path in sorted(kernel.rglob("*.py"))
+              for line in path.read_text(encoding="utf-8").splitlines()
+              if "= PROTOCOL_VERSION" in line and ("!=" in line or "==" in line)]
+    assert places == ["connector/lines.py"]
 
 
 async def test_check_must_print_one_line(tmp_path):

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import functools
+import inspect
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import attrs
 import pytest
 
 from passageway.kernel.connector.runner import ConnectorRunner
 from passageway.kernel.errors import DeletionRefused, PassagewayError, SyncError
-from passageway.kernel.index.sync import POLL_OVERLAP_SECONDS
+from passageway.kernel.index.sync import POLL_OVERLAP_SECONDS, SourceSync
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import (
     FakeRunner,
@@ -299,3 +304,70 @@ async def test_a_listed_entry_left_out_keeps_the_source_from_saying_ok(tmp_path)
         runner.left_out = []
         await sync.reconcile()
         assert sync.health().state == "ok"
+
+
+# -- one conductor: nothing on the index path calls the sync back ------------------------------
+
+INDEX = Path(__file__).parent.parent / "kernel" / "index"
+
+
+def test_the_sync_hands_none_of_its_methods_to_anything():
+    """Read statically: in SourceSync, ``self.<method>`` is only ever called, never passed on,
+    stored or wrapped (the callbacks of issue 39 made a loop no reader could follow)."""
+    tree = ast.parse((INDEX / "sync.py").read_text(encoding="utf-8"))
+    [cls] = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "SourceSync"]
+    methods = {node.name for node in cls.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+               and not any(isinstance(d, ast.Name) and d.id == "property" for d in node.decorator_list)}
+    called = {id(node.func) for node in ast.walk(cls) if isinstance(node, ast.Call)}
+    handed = [f"line {node.lineno}: self.{node.attr}" for node in ast.walk(cls)
+              if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+              and node.value.id == "self" and node.attr in methods and id(node) not in called]
+    assert methods and handed == []
+
+
+def _of_the_sync(value: object) -> bool:
+    if isinstance(value, functools.partial):
+        return any(_of_the_sync(part) for part in (value.func, *value.args, *value.keywords.values()))
+    return inspect.ismethod(value) and isinstance(value.__self__, SourceSync)
+
+
+def _arguments(frame) -> list[object]:  # type: ignore[no-untyped-def]
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount
+    values = [frame.f_locals.get(name) for name in code.co_varnames[:count]]
+    if code.co_flags & inspect.CO_VARARGS:
+        values.extend(frame.f_locals.get(code.co_varnames[count], ()))
+        count += 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        values.extend(frame.f_locals.get(code.co_varnames[count], {}).values())
+    return values
+
+
+@pytest.mark.parametrize("later", [True, False])
+async def test_no_function_of_the_index_path_is_called_with_a_bound_method_of_the_sync(tmp_path, later):
+    """Watched at run time: every call into kernel/index during a build, a reconcile and a poll."""
+    runner = FakeRunner("notes", [item(n, updated="2024-01-01T00:00:00Z") for n in range(30)])
+    handed: list[str] = []
+    calls = 0
+
+    def watch(frame, event, _arg):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        if event == "call" and "kernel/index/" in frame.f_code.co_filename.replace("\\", "/"):
+            calls += 1
+            handed.extend(f"{frame.f_code.co_qualname}({value!r})" for value in _arguments(frame)
+                          if _of_the_sync(value))
+
+    async with Setup(tmp_path, runner, fetch_batch=10) as sync:
+        if not later:
+            sync.later = sync.update_maker.later = False
+        sys.setprofile(watch)
+        try:
+            await sync.sync_once()
+            runner.set(item(3, "2", updated="2099-01-01T00:00:00Z"), item(40))
+            await sync.poll()
+            runner.remove("item-5")
+            await sync.reconcile()
+        finally:
+            sys.setprofile(None)
+        assert sync.health().state == "ok" and sync.health().items == 30
+    assert calls > 100 and handed == []

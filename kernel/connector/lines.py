@@ -88,7 +88,7 @@ def _parse_line(line: bytes, number: int, mode: str) -> tuple[int, bytes, Any, s
         value, note = repair_record(value, identity_keys=() if mode == "check" else ("id",))
         if value is None:
             return (number, line, None, note)
-    if mode == "check":
+    if mode == "check":  # the one check of the connector's protocol version (the sync relies on it)
         protocol = value.get("protocol", PROTOCOL_VERSION)
         if protocol != PROTOCOL_VERSION:
             raise LineProblem(

@@ -62,7 +62,8 @@ LOGGER = logging.getLogger("passageway.connector")
 
 
 class ConnectorRunner:
-    """Runs the calls of one connector. Safe to reuse after a failed call; not thread-safe.
+    """Runs the calls of one connector. Safe to reuse after a failed call; not thread-safe. It is
+    what ``passageway.kernel.index.fetch_run.Runner`` describes: all the sync reads of a runner.
 
     :param settings: the ``[[connector]]`` table.
     :param environ: the server's environment: ``PATH``, ``HOME`` and the secrets' variables are
@@ -95,7 +96,9 @@ class ConnectorRunner:
     # -- the four modes ---------------------------------------------------------------------
 
     async def check(self) -> CheckReply:
-        """Ask ``check``. Refuses a connector that announces a protocol other than ``"1"``."""
+        """Ask ``check``. A reply that announces a protocol other than ``"1"`` fails the call (rule
+        ``protocol version``, checked as the line is read, :mod:`.lines`): the one check of the
+        version, which the sync relies on."""
         records = await self.call("check")
         if len(records) != 1:
             raise ConnectorError(

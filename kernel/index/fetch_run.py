@@ -1,14 +1,16 @@
-"""Fetching a list of ids in batches and storing each batch in one transaction (ADR 0008).
+"""Fetching a list of ids in batches, one batch ahead of the sync that stores them (ADR 0008).
 
-:class:`FetchRun` is one such run. Three stages overlap: while batch ``n`` is chunked and
-embedded, batch ``n + 1`` is being fetched and batch ``n - 1`` is being written (by the store, in
-its own thread). Batches are still stored in order, one transaction each, and a batch counts as
-done only when its write has committed.
+:class:`FetchRun` is one such run; :meth:`FetchRun.fetched` yields the fetched batches in order,
+and the sync (:class:`~passageway.kernel.index.sync.SourceSync`, the one conductor of the index
+path) makes each into updates and writes it in one transaction. The next batch is read from the
+connector while the one yielded is chunked, embedded and written: a batch ahead, never more. The
+sync tells the run how each batch ended (:meth:`FetchRun.settled` with its write in flight, or
+:meth:`FetchRun.failed`), and a batch counts as stored only when its write has committed.
 
 A batch whose ``fetch`` fails is fetched again one id at a time, so a record the connector cannot
 deliver (a line that is not UTF-8, nested too deep, a page that crashes it) costs only itself:
 its id goes to ``poisoned`` with the error, the log and health name it, and the rest of the batch
-is stored. Failed calls in a row that are not about one record mean the source is down (three
+is yielded. Failed calls in a row that are not about one record mean the source is down (three
 timeouts, or ten quick failures such as an exit status): the run stops and the rest waits for the
 next sync. Ids that failed alone before are fetched alone and last, and their failing again says
 nothing about the source.
@@ -20,21 +22,35 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
 
 import attrs
 
 from passageway.kernel.errors import ConnectorError, PassagewayError
 from passageway.kernel.index.sync_health import BuildProgress, SourceHealth
-from passageway.kernel.records import Item
-from passageway.kernel.store import ItemUpdate
+from passageway.kernel.records import CheckReply, Item, ListEntry
 
-Fetch = Callable[[Sequence[str]], Awaitable[list[Item]]]
-"""The connector's ``fetch``: the items of some ids."""
-Prepare = Callable[[Sequence[Item]], Awaitable[list[ItemUpdate]]]
-"""Chunk and embed items into the updates a store applies."""
-Write = Callable[[list[ItemUpdate]], Awaitable[None]]
-"""Store updates in one transaction."""
+
+class Runner(Protocol):
+    """What the index path needs of :class:`passageway.kernel.connector.runner.ConnectorRunner`,
+    all of it: the four calls, and the notes on what the last call left out."""
+
+    async def check(self) -> CheckReply:
+        """The ``check`` reply; refuses (``ConnectorError``, rule ``protocol version``) a connector
+        of another protocol: the runner checks the version, the sync reads only ``ok``."""
+        ...
+
+    async def list(self) -> list[ListEntry]: ...
+    async def fetch(self, ids: Sequence[str]) -> list[Item]: ...
+    async def changed(self, since: datetime) -> list[Item]: ...
+
+    @property
+    def left_out(self) -> Sequence[str]:
+        """One note per record the last call left out (an id that is not Unicode), else none."""
+        ...
+
 
 RECORD_RULES = frozenset({"malformed line", "invalid record", "line too long", "duplicate id",
                           "unrequested id"})
@@ -85,29 +101,29 @@ class FetchOutcome:
                 f"tried again, alone and last, at the next sync: {shown}{more}")
 
 
-@attrs.define
-class _Write:
-    """A batch's write in flight."""
+@attrs.define(frozen=True)
+class Fetched:
+    """A batch the connector delivered: its place in the run and the items of its ids."""
 
     index: int
-    future: asyncio.Future[None]
-    items: int
-    ids: list[str]
+    items: list[Item]
+
+
+Writing = tuple[Fetched, "asyncio.Future[None]"]
+"""A batch's write in flight: the batch, and the task of the sync that writes it."""
 
 
 @attrs.define
 class FetchRun:
-    """One run over ``batches`` of ids; see the module docstring. Call :meth:`run` once.
+    """One run over ``batches`` of ids; see the module docstring. Iterate :meth:`fetched` once.
 
     ``poisoned`` (id to error) is the source's record of ids that failed alone: this run adds
-    the ones that fail and drops the ones it stores.
+    the ones that fail and drops the ones stored.
     """
 
     source: str
     batches: list[list[str]]
-    fetch: Fetch
-    prepare: Prepare
-    write: Write
+    runner: Runner
     health: SourceHealth
     progress: BuildProgress
     log: logging.Logger
@@ -118,7 +134,6 @@ class FetchRun:
     _slow_in_a_row: int = attrs.field(default=0, init=False)
     """Of those, the ones of :data:`SLOW_RULES`."""
     _fetching: asyncio.Task[list[Item]] | None = attrs.field(default=None, init=False)
-    _writing: _Write | None = attrs.field(default=None, init=False)
     _known_bad: frozenset[str] = attrs.field(factory=frozenset, init=False)
     """Ids that failed alone before this run: their failing again says nothing about the source."""
 
@@ -126,65 +141,87 @@ class FetchRun:
         self.outcome = FetchOutcome(batches=len(self.batches))
         self._known_bad = frozenset(self.poisoned)
 
-    async def run(self) -> FetchOutcome:
+    async def fetched(self) -> AsyncIterator[Fetched]:
+        """The batches whose items are to be stored, in order; the next one's ``fetch`` runs
+        while the caller stores the one yielded. Ends early when the source looks down or the
+        caller reported a failure that stops the run; close it (``contextlib.aclosing``) to
+        cancel the fetch in flight when leaving early."""
         self._fetch_next(0)
         try:
             for index in range(len(self.batches)):
-                if await self._step(index):
-                    break
-            await self._settle_write()
+                items, stop = await self._take(index)
+                if items is not None:
+                    yield Fetched(index, items)
+                if stop or self.outcome.stopped:
+                    return
         finally:
             await self._abandon()
-        return self.outcome
 
-    async def _step(self, index: int) -> bool:
-        """Take batch ``index`` from fetched to writing; True when the run must stop."""
+    def stored(self, batch: Fetched) -> None:
+        """Count ``batch`` as stored: its write has committed."""
+        self.outcome.stored += len(batch.items)
+        for item in batch.items:
+            self.poisoned.pop(item.id, None)
+
+    async def settled(self, writing: Writing | None) -> bool:
+        """Wait for the sync's write in flight, if any, and count how it ended; True when the run
+        must stop."""
+        if writing is None:
+            return False
+        batch, future = writing
+        try:
+            await future
+        except PassagewayError as error:
+            return self.failed(batch, error)
+        self.stored(batch)
+        return False
+
+    def failed(self, batch: Fetched, error: PassagewayError) -> bool:
+        """Count ``batch`` as failed (making its updates or writing them); True when the run must
+        stop, which it does for any failure that is not the connector's (ADR 0008)."""
+        return self._failed(batch.index, error)
+
+    async def _take(self, index: int) -> tuple[list[Item] | None, bool]:
+        """Batch ``index`` from the connector: its items (None when no item is to be stored) and
+        whether the run must stop after it."""
         batch = self.batches[index]
         items, problem = await self._fetched(index)
-        stop = False
-        if isinstance(problem, ConnectorError):
-            if len(batch) == 1 and batch[0] in self._known_bad:
-                self.progress.advance(1)
-                self._bad(batch[0], problem)
-                stop = self._failed(index, problem)
-                if not stop:
-                    self._fetch_next(index + 1)
-                return stop
-            if self._count_call(problem) or len(batch) == 1:
-                self.progress.advance(len(batch))
-                # The source looks down, or the batch is one id: there is nothing to isolate.
-                if len(batch) == 1:
-                    self._bad(batch[0], problem)
-                stop = self._failed(index, problem) or self._down()
-                if not stop:
-                    self._fetch_next(index + 1)
-                return stop
-            self._note_batch(index, problem)
-            items, stop = await self._one_by_one(index)
-            problem = None
-            if not stop:
-                self.outcome.isolated += 1
-                self._fetch_next(index + 1)
-        # Counted when the connector has answered (or failed), not when the write commits: the
-        # write of a batch comes after its embedding, and "0 of 200 fetched" beside 200 ready
-        # passages read as a stalled fetch.
-        self.progress.advance(len(batch))
-        updates: list[ItemUpdate] = []
         if problem is None:
-            try:
-                updates = await self.prepare(items)
-            except PassagewayError as error:
-                problem = error
-        if await self._settle_write():
-            return True
-        if problem is not None:
-            if self._failed(index, problem):
-                return True
-            self._fetch_next(index + 1)  # its fetch may not have started before the failure
-            return False
-        self._writing = _Write(index, asyncio.ensure_future(self.write(updates)), len(items),
-                               [item.id for item in items])
-        return stop
+            # Counted when the connector has answered (or failed), not when the write commits:
+            # the write of a batch comes after its embedding, and "0 of 200 fetched" beside 200
+            # ready passages read as a stalled fetch.
+            self.progress.advance(len(batch))
+            return items, False
+        if not isinstance(problem, ConnectorError):
+            return None, self._lost(index, problem)
+        if len(batch) == 1 and batch[0] in self._known_bad:
+            stop = self._lost(index, problem)
+        elif self._count_call(problem) or len(batch) == 1:
+            # The source looks down, or the batch is one id: there is nothing to isolate.
+            stop = self._lost(index, problem) or self._down()
+        else:
+            return await self._isolated(index, problem)
+        if not stop:
+            self._fetch_next(index + 1)
+        return None, stop
+
+    def _lost(self, index: int, problem: PassagewayError) -> bool:
+        """Batch ``index`` failed and none of its items is stored; True when the run must stop."""
+        batch = self.batches[index]
+        self.progress.advance(len(batch))
+        if len(batch) == 1 and isinstance(problem, ConnectorError):
+            self._bad(batch[0], problem)
+        return self._failed(index, problem)
+
+    async def _isolated(self, index: int, problem: PassagewayError) -> tuple[list[Item], bool]:
+        """Batch ``index`` failed: its ids fetched alone; (the items found, whether to stop)."""
+        self._note_batch(index, problem)
+        items, stop = await self._one_by_one(index)
+        if not stop:
+            self.outcome.isolated += 1
+            self._fetch_next(index + 1)
+        self.progress.advance(len(self.batches[index]))
+        return items, stop
 
     async def _fetched(self, index: int) -> tuple[list[Item], PassagewayError | None]:
         """Await batch ``index``'s fetch and start the next one; the items wanted, or the error."""
@@ -204,7 +241,7 @@ class FetchRun:
         found: list[Item] = []
         for item_id in self.batches[index]:
             try:
-                items = await self.fetch([item_id])
+                items = await self.runner.fetch([item_id])
             except ConnectorError as error:
                 self._bad(item_id, error)
                 if self._count_call(error):
@@ -246,21 +283,7 @@ class FetchRun:
 
     def _fetch_next(self, index: int) -> None:
         if self._fetching is None and index < len(self.batches):
-            self._fetching = asyncio.ensure_future(self.fetch(self.batches[index]))
-
-    async def _settle_write(self) -> bool:
-        """Wait for the write in flight, if any; True when the run must stop."""
-        if self._writing is None:
-            return False
-        writing, self._writing = self._writing, None
-        try:
-            await writing.future
-        except PassagewayError as error:
-            return self._failed(writing.index, error)
-        self.outcome.stored += writing.items
-        for item_id in writing.ids:
-            self.poisoned.pop(item_id, None)
-        return False
+            self._fetching = asyncio.ensure_future(self.runner.fetch(self.batches[index]))
 
     def _failed(self, index: int, error: PassagewayError) -> bool:
         """Count a failed batch whose items are not stored; True when the run must stop.
@@ -279,14 +302,12 @@ class FetchRun:
         return outcome.stopped
 
     async def _abandon(self) -> None:
-        """Leaving early (stopped or cancelled): cancel the next fetch, let the write end."""
+        """Leaving (done, stopped or cancelled): cancel the fetch in flight, if any."""
         if self._fetching is not None:
             self._fetching.cancel()
             with contextlib.suppress(BaseException):
                 await self._fetching
-        if self._writing is not None:
-            with contextlib.suppress(BaseException):
-                await self._writing.future
+            self._fetching = None
 
 
 def latest_items(items: Sequence[Item]) -> list[Item]:

@@ -21,8 +21,10 @@ last (:mod:`.sync_passes`); another store gets each batch with its vectors. A pa
 digest already has a vector in the :class:`~passageway.kernel.store.VectorCache` is not
 embedded again.
 
-This module holds the operations and their order; beside it: the fetch (:mod:`.fetch_run`), a
-batch's chunks and vectors (:mod:`.item_updates`), the reconcile's plan and deletion guard
+This module holds the operations and their order, and the one conductor of the index path:
+:meth:`SourceSync._store_fetched` loops over the batches a :class:`~.fetch_run.FetchRun` yields,
+makes each into updates (:mod:`.item_updates`) and writes them; nothing it calls calls it back.
+Beside it: the passes (:mod:`.sync_passes`), the reconcile's plan and deletion guard
 (:mod:`.reconcile_plan`), health and progress (:mod:`.sync_health`).
 """
 
@@ -30,21 +32,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
-
-import numpy as np
+from typing import Any
 
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.embedder import Embedder
 from passageway.kernel.errors import ConnectorError, PassagewayError, SyncError
 from passageway.kernel.index.fetch_run import (
     POISONED,
+    Fetched,
     FetchOutcome,
     FetchRun,
+    Runner,
+    Writing,
     batches_of,
     latest_items,
     poisoned_from,
@@ -61,12 +65,10 @@ from passageway.kernel.index.sync_health import (
 )
 from passageway.kernel.index.sync_passes import (
     WINDOWS_STATE,
-    Spans,
     embed_all_windows,
     embed_pending,
-    while_embedding,
+    embedding_meanwhile,
 )
-from passageway.kernel.records import PROTOCOL_VERSION, CheckReply, Item, ListEntry
 from passageway.kernel.store import ItemUpdate, LaterVectors, Store, VectorCache
 from passageway.kernel.text.chunking import DEFAULT_CAP
 
@@ -79,25 +81,8 @@ PROGRESS_SECONDS = 5.0
 LAST_POLL = "last_poll"
 
 
-class Runner(Protocol):
-    """What the sync needs of :class:`passageway.kernel.connector.runner.ConnectorRunner`."""
-
-    async def check(self) -> CheckReply: ...
-    async def list(self) -> list[ListEntry]: ...
-    async def fetch(self, ids: Sequence[str]) -> list[Item]: ...
-    async def changed(self, since: datetime) -> list[Item]: ...
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 class SourceSync:
@@ -159,19 +144,19 @@ class SourceSync:
     async def sync_once(self) -> None:
         """The start of a source: a full build when the index is new or was built by another
         embedder, else a reconcile."""
-        await self._guarded(self._start, "sync")
+        await self._guarded(self._start(), "sync")
 
     async def build(self) -> None:
         """Rebuild the index in full from the connector."""
-        await self._guarded(self._build, "sync")
+        await self._guarded(self._build(), "sync")
 
     async def reconcile(self) -> None:
         """Fetch what is new or changed, delete what is gone (unless the guard refuses)."""
-        await self._guarded(self._reconcile, "sync")
+        await self._guarded(self._reconcile(), "sync")
 
     async def poll(self) -> None:
         """Store what ``changed --since`` reports."""
-        await self._guarded(self._poll, "poll")
+        await self._guarded(self._poll(), "poll")
 
     async def run_forever(self, poll_seconds: float, reconcile_seconds: float) -> None:
         """Start, then poll and reconcile on schedule until cancelled; failures go to health."""
@@ -188,15 +173,17 @@ class SourceSync:
                 else:
                     await self.poll()
 
-    async def _guarded(self, operation: Callable[[], Any], kind: str) -> None:
+    async def _guarded(self, operation: Coroutine[Any, Any, str | None], kind: str) -> None:
         """Run one operation, record its outcome in health, and raise when it failed in whole
         or in part: the :class:`PassagewayError` that stopped it (a ``ConnectorError``,
         :class:`DeletionRefused`, ...), or :class:`SyncError` for failed batches and bugs."""
         failure: str | None = None
         error_to_raise: PassagewayError | None = None
-        async with self._lock:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.callback(operation.close)  # never started (cancelled while waiting): no warning
+            await stack.enter_async_context(self._lock)
             try:
-                failure = await operation()
+                failure = await operation
             except asyncio.CancelledError:
                 raise
             except PassagewayError as error:
@@ -207,7 +194,7 @@ class SourceSync:
             finally:
                 with contextlib.suppress(Exception):
                     await self.refresh_counts()
-            self._health.record(kind, failure, _iso(_now()))
+            self._health.record(kind, failure, _iso(datetime.now(UTC)))
             self._health.stage = None  # the windows stage ends with the operation, as its state does
             if failure is not None:
                 self.log.warning("source %s: %s", self.source, failure)
@@ -245,18 +232,14 @@ class SourceSync:
             self._end_progress()
 
     async def _build_all(self) -> str | None:
-        started = _now()
+        started = datetime.now(UTC)
         began = self.clock()
-        reply = await self.runner.check()
-        if reply.protocol != PROTOCOL_VERSION:
-            raise ConnectorError(self.source, "protocol",
-                                 f"the connector speaks protocol {reply.protocol!r}, passageway speaks "
-                                 f"{PROTOCOL_VERSION!r}; update the connector or passageway")
+        reply = await self.runner.check()  # the runner refuses another protocol version
         if not reply.ok:
             raise ConnectorError(self.source, "check", "the connector's check reported ok = false; "
                                  "see its log lines for why")
         entries = await self.runner.list()
-        left_out = left_out_message(getattr(self.runner, "left_out", ()))
+        left_out = left_out_message(self.runner.left_out)
         listed = latest_versions(entries)
         await self.store.reset(self.embedder.name, self.embedder.dim)
         self._health.state = "indexing"
@@ -269,9 +252,9 @@ class SourceSync:
     async def _reconcile(self) -> str | None:
         if not await self._index_fits():
             return await self._start()  # a reconcile cannot fill an index of another embedder
-        started = _now()
+        started = datetime.now(UTC)
         entries = await self.runner.list()
-        left_out = left_out_message(getattr(self.runner, "left_out", ()))
+        left_out = left_out_message(self.runner.left_out)
         plan = reconcile_plan(latest_versions(entries), await self.store.versions(),
                               self.settings.max_delete_fraction)
         changed, gone = plan.changed, plan.gone
@@ -300,8 +283,8 @@ class SourceSync:
         last = await self.store.get_state(LAST_POLL)
         if last is None or not await self._index_fits():
             return None  # nothing was built yet: the next start or reconcile covers everything
-        started = _now()
-        since = _parse(last) - timedelta(seconds=POLL_OVERLAP_SECONDS)
+        started = datetime.now(UTC)
+        since = datetime.fromisoformat(last) - timedelta(seconds=POLL_OVERLAP_SECONDS)
         items = latest_items(await self.runner.changed(since))
         if items:
             stored = await self.store.versions()
@@ -319,7 +302,8 @@ class SourceSync:
         the windows; ``began`` (a build's start) logs each stage's end. The source is ``ready`` in
         the log when ``/health`` turns it ``ok``: after the windows, which choose the excerpts."""
         if self.later:
-            await self._embed_pending()
+            await embed_pending(self.store, self.vector_cache, self.update_maker,  # type: ignore[arg-type]
+                                self._progress, self.log)
         windows_due = self.later and await self.store.get_state(WINDOWS_STATE) == "due"
         if windows_due:
             self._health.stage = "windows"
@@ -331,16 +315,12 @@ class SourceSync:
                               "embedding its excerpt windows, which choose each answer's excerpt",
                               self.source, items, passages, self.clock() - began)
         if windows_due:
-            cached = self._progress.windows_cached if self._progress is not None else None
-            await embed_all_windows(self.store, self.vector_cache, self._embed_counted, cached)  # type: ignore[arg-type]
+            await embed_all_windows(self.store, self.vector_cache,  # type: ignore[arg-type]
+                                    self.update_maker, self._progress)
         if began is not None:
             items, passages = await self.store.counts()
             self._ready_line = ("source %s ready: %d items, %d passages in %.1f s",
                                 self.source, items, passages, self.clock() - began)
-
-    async def _embed_pending(self) -> None:
-        await embed_pending(self.store, self.vector_cache, self._embed_counted,  # type: ignore[arg-type]
-                            self.embed_batch, self.log)
 
     # -- fetching, embedding and storing ------------------------------------------------------
 
@@ -352,22 +332,20 @@ class SourceSync:
             self._poisoned = poisoned_from(await self.store.get_state(POISONED))
         poisoned = self._poisoned = {key: error for key, error in self._poisoned.items() if key in wanted}
         batches = batches_of(ids, self.fetch_batch, poisoned)
-        self._health.batches, self._health.failed_batches = len(batches), 0
-        self._health.failed_items = 0
+        self._health.batches, self._health.failed_batches, self._health.failed_items = len(batches), 0, 0
         if not batches:
             return FetchOutcome()
         progress = BuildProgress(self._health, len(ids), self.progress_seconds, self.log, self.clock)
         self._progress = progress
-        run = FetchRun(
-            self.source, batches, self.runner.fetch, self._updates, self._write, self._health, progress,
-            self.log, poisoned,
-        )
+        run = FetchRun(self.source, batches, self.runner, self._health, progress, self.log, poisoned)
         try:
             if not self.later:
-                return await run.run()
+                return await self._store_fetched(run)
             # The passages stored by each write are embedded while the next batches are fetched.
-            self._stored_more = asyncio.Event()
-            return await while_embedding(run.run(), self._stored_more, self._embed_pending)
+            first_pass = functools.partial(embed_pending, self.store, self.vector_cache, self.update_maker,
+                                           progress, self.log)
+            async with embedding_meanwhile(first_pass) as self._stored_more:
+                return await self._store_fetched(run)
         finally:
             self._stored_more = None
             if not self.later:
@@ -380,9 +358,34 @@ class SourceSync:
             self._progress.finish()
             self._progress = None
 
-    async def _updates(self, items: Sequence[Item]) -> list[ItemUpdate]:
-        updates, _ = await self.update_maker.prepare(items, self._progress)
-        return updates
+    async def _store_fetched(self, run: FetchRun) -> FetchOutcome:
+        """The conductor's loop: each batch ``run`` yields is made into updates while the next
+        is fetched, and written in a task of its own while the next is made (one write in
+        flight, in order); the run hears how each ended."""
+        writing: Writing | None = None
+        try:
+            async with contextlib.aclosing(run.fetched()) as batches:
+                async for batch in batches:
+                    updates, problem = await self._made(batch)
+                    stop, writing = await run.settled(writing), None
+                    if stop or (problem is not None and run.failed(batch, problem)):
+                        break
+                    if problem is None:
+                        writing = (batch, asyncio.ensure_future(self._write(updates)))
+            _, writing = await run.settled(writing), None
+        finally:
+            if writing is not None:  # leaving early (cancelled, a bug): let the write end
+                with contextlib.suppress(BaseException):
+                    await writing[1]
+        return run.outcome
+
+    async def _made(self, batch: Fetched) -> tuple[list[ItemUpdate], PassagewayError | None]:
+        """The updates of ``batch``'s items, or the error that prevented them."""
+        try:
+            updates, _ = await self.update_maker.prepare(batch.items, self._progress)
+        except PassagewayError as error:
+            return [], error
+        return updates, None
 
     async def _write(self, updates: list[ItemUpdate]) -> None:
         if self.later and any(update.passages for update in updates):
@@ -393,8 +396,4 @@ class SourceSync:
             await self.refresh_counts()  # what the index holds, during a build too
         if self._stored_more is not None:
             self._stored_more.set()
-
-    async def _embed_counted(self, pairs: list[tuple[str, str]], counted: bool, spans: Spans | None = None
-                             ) -> dict[str, np.ndarray]:
-        return await self.update_maker.embed(pairs, self._progress, counted=counted, spans=spans)
 

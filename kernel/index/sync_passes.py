@@ -27,8 +27,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -46,28 +46,30 @@ TEXTS_ROUND = 512
 WINDOWS_STATE = "windows"
 """State key: ``due`` while passages were stored whose windows may lack a vector, ``done`` after."""
 
-T = TypeVar("T")
 Spans = dict[str, list[tuple[str, int, int]]]
 """A passage's digest -> its windows as ``(window digest, start, end)`` spans of its embedding input
 (:func:`~passageway.kernel.text.windows.window_spans`)."""
 
 
-class Embed(Protocol):
-    """The sync's embedding call: ``(digest, text)`` pairs, whether they count as passages, and
-    the windows to pool from the passages' own pass where the embedder can (:data:`Spans`)."""
+class Embeds(Protocol):
+    """What the passes need of the sync's update maker (:class:`.item_updates.UpdateMaker`): its
+    calls of ``embed_batch`` texts, each call's vectors into the vector cache."""
 
-    def __call__(self, pairs: list[tuple[str, str]], counted: bool, spans: Spans | None = None
-                 ) -> Awaitable[dict[str, np.ndarray]]: ...
+    @property
+    def embed_batch(self) -> int: ...
+
+    async def embed(self, pairs: list[tuple[str, str]], progress: BuildProgress | None,
+                    counted: bool = True, spans: Spans | None = None) -> dict[str, np.ndarray]: ...
 
 
 class LaterStore(Store, LaterVectors, Protocol):
     """A store with both protocols (for typing only)."""
 
 
-async def embed_pending(store: LaterStore, cache: VectorCache, embed: Embed, embed_batch: int,
+async def embed_pending(store: LaterStore, cache: VectorCache, maker: Embeds, progress: BuildProgress | None,
                         log: logging.Logger) -> int:
     """The first pass: give every passage of ``store`` without a vector one; how many were
-    embedded now (the rest came from the cache)."""
+    embedded now (the rest came from the cache). ``progress`` (a running fetch's) counts them."""
     embedded = 0
     while True:
         waiting = await store.pending(PENDING_ROUND)
@@ -83,8 +85,8 @@ async def embed_pending(store: LaterStore, cache: VectorCache, embed: Embed, emb
                 missing[passage.digest] = passage.embedding_input
                 spans[passage.digest] = window_spans(passage.text, passage.embedding_input)
         pairs = sorted(missing.items(), key=lambda pair: len(pair[1]))
-        for start in range(0, len(pairs), embed_batch):
-            made = await embed(pairs[start : start + embed_batch], True, spans)
+        for start in range(0, len(pairs), maker.embed_batch):
+            made = await maker.embed(pairs[start : start + maker.embed_batch], progress, spans=spans)
             embedded += len(made)
             await store.set_vectors(
                 [(p.item_id, p.ordinal, made[p.digest]) for p in waiting if p.digest in made])
@@ -94,10 +96,10 @@ async def embed_pending(store: LaterStore, cache: VectorCache, embed: Embed, emb
             return embedded
 
 
-async def embed_all_windows(store: LaterStore, cache: VectorCache, embed: Embed,
-                            cached: Callable[[list[str]], None] | None = None) -> int:
+async def embed_all_windows(store: LaterStore, cache: VectorCache, maker: Embeds,
+                            progress: BuildProgress | None) -> int:
     """The second pass, when due: the windows of every passage into the cache, shortest first in
-    each round; how many were embedded. ``cached`` hears of the windows already in the cache."""
+    each round; how many were embedded. ``progress`` hears of the windows already in the cache."""
     if await store.get_state(WINDOWS_STATE) != "due":
         return 0
     embedded, after = 0, 0
@@ -108,12 +110,12 @@ async def embed_all_windows(store: LaterStore, cache: VectorCache, embed: Embed,
         after = rows[-1][0]
         wanted = {digest_of(text): text for _, passage in rows for text in window_texts(passage)}
         present = await cache.get_many(list(wanted)) if wanted else {}
-        if cached is not None and present:
-            cached([wanted[digest] for digest in present])
+        if progress is not None and present:
+            progress.windows_cached([wanted[digest] for digest in present])
         missing = sorted(((digest, text) for digest, text in wanted.items() if digest not in present),
                          key=lambda pair: len(pair[1]))
         if missing:
-            await embed(missing, False)
+            await maker.embed(missing, progress, counted=False)
             embedded += len(missing)
     await store.set_state(WINDOWS_STATE, "done")
     return embedded
@@ -190,12 +192,14 @@ def _span_vectors(embedder: Embedder, spans: list[list[tuple[str, int, int]]], v
     return made
 
 
-async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
-                          embed: Callable[[], Awaitable[None]]) -> T:
-    """Await ``fetching`` (a fetch run) while the passages its writes store are embedded: ``embed``
-    runs each time ``stored_more`` is set, and once more after the run; an error in either ends
-    both."""
+@contextlib.asynccontextmanager
+async def embedding_meanwhile(embed: Callable[[], Awaitable[object]]) -> AsyncIterator[asyncio.Event]:
+    """Embed the passages that writes store while the body (the sync's loop over a fetch run)
+    runs: ``embed`` (the first pass, :func:`embed_pending` with its arguments bound) runs each
+    time the event given to the body is set (by each write), and once more after the body; an
+    error in the body ends both, and an error of ``embed`` is raised when the body is done."""
     done = False
+    stored_more = asyncio.Event()
 
     async def embedding() -> None:
         while not done:
@@ -205,7 +209,7 @@ async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
 
     task = asyncio.create_task(embedding())
     try:
-        outcome = await fetching
+        yield stored_more
     except BaseException:
         task.cancel()
         with contextlib.suppress(BaseException):
@@ -215,4 +219,3 @@ async def while_embedding(fetching: Awaitable[T], stored_more: asyncio.Event,
         done = True
         stored_more.set()
     await task
-    return outcome
