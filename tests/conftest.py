@@ -25,9 +25,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 GROUPS = {
-    # The built-in model converted to ONNX once per worker (tests/e5_onnx_helpers.converted_folder).
-    "tests/test_e5_onnx_convert.py": "e5-onnx-converted",
-    "tests/test_e5_onnx_corpus.py": "e5-onnx-converted",
     # npm installs each tool into one folder of ~/.cache: two installs at once would collide.
     "tests/test_mcp_npm.py": "npm-tools",
 }
