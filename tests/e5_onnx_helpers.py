@@ -152,8 +152,10 @@ def varied_strings(count: int, seed: int = 18) -> list[str]:
     return texts
 
 
-CONVERTED_DATA = Path("share") / "passageway"
-"""Where :func:`converted_folder` puts its data folder, under the session's shared temporary folder."""
+CONVERTED_DATA = Path("e5-home") / ".local" / "share" / "passageway"
+"""The data folder :func:`converted_folder` converts into, under the session's shared temporary
+folder: that of a home folder ``e5-home``, so that the workspace packages' tests, which may not
+import a builtin, get the same folder from ``passageway model convert`` with ``HOME`` there."""
 
 
 def shared_session_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
@@ -168,10 +170,11 @@ def shared_session_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-
 def converted_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     """The built-in model converted once per test session, shared by every module and worker.
 
-    The conversion runs as on a first start: into ``share/passageway/models/<preset>`` of a folder
-    that does not exist yet, under the usual umask (``test_a_conversion_writes_private_files_only``
-    checks what it wrote). ``ensure_converted`` holds a file lock while it converts, so a second
-    worker that asks meanwhile waits for the first one's folder instead of converting again.
+    The conversion runs as on a first start: into ``.local/share/passageway/models/<preset>`` of a
+    home folder that does not exist yet, under the usual umask
+    (``test_a_conversion_writes_private_files_only`` checks what it wrote). ``ensure_converted``
+    holds a file lock while it converts, so a second worker that asks meanwhile waits for the
+    first one's folder instead of converting again.
     """
     import os
 

@@ -235,7 +235,7 @@ def test_a_conversion_writes_private_files_only(converted):
     """The first start converts the model into the data folder: everything it writes is private,
     so the start's data-folder check finds nothing to repair and warns about nothing. The
     session's conversion (tests/e5_onnx_helpers.converted_folder) is made that way, from scratch
-    under a umask of 022 into ``share/passageway/models/<preset>``: its folders are checked here."""
+    under a umask of 022 into ``.local/share/passageway/models/<preset>`` of a new home folder."""
     import stat
 
     from passageway.kernel.data_folder import secure_data_folder
