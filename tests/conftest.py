@@ -7,10 +7,10 @@ fixture (built once per worker, so then once in all), or a group named in :data:
 (pytest-xdist's own ``xdist_group`` mark does nothing with pytest 9.2, which keeps a node's id
 elsewhere than the attribute xdist rewrites; so the groups are named here, by module.)
 
-The slowest tests are handed out first (:data:`SLOW_FIRST`), so that none of them starts last and
-keeps one worker busy after the others are done. ``-n auto`` starts one worker more than there are
-cores, at least two: many tests wait on subprocesses and servers, so a core one worker leaves idle
-serves another.
+The slowest tests are handed out first (:data:`SLOW_FIRST`, then the other groups, the largest
+first), so that none of them starts last and keeps one worker busy after the others are done.
+``-n auto`` starts one worker more than there are cores, at least two: many tests wait on
+subprocesses and servers, so a core one worker leaves idle serves another.
 """
 
 from __future__ import annotations
@@ -25,21 +25,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 GROUPS = {
-    # The built-in model converted to ONNX once per worker (tests/e5_onnx_helpers.converted_folder).
-    "tests/test_e5_onnx_convert.py": "e5-onnx-converted",
-    "tests/test_e5_onnx_corpus.py": "e5-onnx-converted",
     # npm installs each tool into one folder of ~/.cache: two installs at once would collide.
     "tests/test_mcp_npm.py": "npm-tools",
 }
 SLOW_FIRST = (
-    # Modules with tests of 10 s or more in a serial run (uv run pytest -q --durations=80).
-    "tests/test_readme_first_run.py", "tests/test_mcp_npm.py", "tests/test_e5_onnx_corpus.py",
-    "tests/test_e5_onnx_convert.py", "tests/test_e5_onnx_tokenizer.py", "tests/test_e5_onnx_graph.py",
-    "connectors/trilium/tests/test_trilium_quality.py", "stores/postgres/tests/test_replicas.py",
-    "tests/test_stdio_bridge.py", "tests/test_progress.py", "tests/reliability/test_slow_connections.py",
-    "tests/reliability/test_connectors.py", "tests/reliability/test_poisoned_batches.py",
-    "plugins/passage-index/tests/test_passage_index_embed.py", "tests/test_plugin_files.py",
-    "tests/test_schema_ajv.py", "plugins/passage-index/tests/test_generators.py",
+    # The modules with the longest tests, longest first (a run with a per-test timeline: wall and
+    # processor time of each test on each worker; docs/performance.md, "Test suite in parallel").
+    # The ONNX conversion's module comes first: the session's one conversion is made there while
+    # the next two modules, which need no model, start on the other workers.
+    "tests/test_e5_onnx_convert.py", "tests/reliability/test_poisoned_batches.py",
+    "tests/reliability/test_connectors.py", "tests/test_e5_onnx_corpus.py", "tests/test_readme_first_run.py",
+    "plugins/passage-index/tests/test_passage_index_embed.py", "tests/test_e5_onnx_spans.py",
+    "tests/test_e5_onnx_tokenizer.py", "connectors/trilium/tests/test_trilium_quality.py",
+    "tests/test_docs_site.py", "tests/reliability/test_faults.py", "stores/postgres/tests/test_store.py",
+    "tests/test_mcp_npm.py", "tests/test_e5_onnx_graph.py", "tests/reliability/test_probe3_slow_bodies.py",
+    "tests/reliability/test_mcp_sessions.py", "stores/postgres/tests/test_replicas.py",
+    "tests/reliability/test_oauth_abuse.py", "tests/reliability/test_slow_connections.py",
+    "tests/reliability/test_index_input.py", "tests/test_stdio_bridge.py", "tests/test_progress.py",
+    "tests/test_crash.py", "tests/reliability/test_load.py", "tests/test_uv_tool.py",
+    "tests/test_schema_ajv.py",
+    "plugins/passage-index/tests/test_generators.py", "tests/reliability/test_quadratic_sdk.py",
+    "tests/test_plugin_files.py",
 )
 SHARED_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|package|session)[\"']")
 
@@ -83,13 +89,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             group = group_of(nodeid.split("::", 1)[0])
             return f"group:{group}" if group else nodeid
 
+    config.option.loadscopereorder = False  # hand the units out in the order sorted below
     return ModuleGroups(config, log)  # type: ignore[arg-type]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a worker, the slowest modules' tests first (groups are handed out before single tests,
-    the largest first; then single tests go in this order)."""
+    """On a worker, the order in which the scheduler hands the tests out: the modules of
+    :data:`SLOW_FIRST` in its order, then the other groups, the largest first, then the rest."""
     if not hasattr(config, "workerinput"):
         return
     slow = {module: rank for rank, module in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: slow.get(item.nodeid.split("::", 1)[0], len(slow)))
+    modules = [item.nodeid.split("::", 1)[0] for item in items]
+    sizes = {module: modules.count(module) for module in set(modules)}
+
+    def rank(module: str) -> tuple[int, int]:
+        if module in slow:
+            return slow[module], 0
+        return len(slow), -sizes[module] if group_of(module) else 1
+
+    ranks = {id(item): rank(module) for item, module in zip(items, modules, strict=True)}
+    items.sort(key=lambda item: ranks[id(item)])

