@@ -16,7 +16,10 @@ whose accepted answer is in none of their excerpts falls in one category:
 * ``e`` anything else.
 
 ``--limit N`` replays the same candidates with every excerpt given N characters instead: how many
-questions a longer excerpt would answer (an upper bound for a better cut).
+questions a longer excerpt would answer (an upper bound for a better cut). The other options put
+a variant of the passage choice in place of recall's own, one at a time (the neighbour joined to
+each hit, how many, the words' weight in the anchor); the figures are in docs/performance.md,
+"Where answers go missing on documentation (issue 35)".
 
 Run (``--set docs``: starship and typer, the tuning projects; ``--set starlette`` and
 ``--set mkdocs`` to check)::
