@@ -16,6 +16,8 @@ cheap)::
   from plain code; ``ToyEmbedder``, ``toy_plugin``: a fast, deterministic in-process embedder.
 - ``passageway.testing.store_contract``: the store contract tests, for any store plugin (import
   them into a test module); ``DIM``, ``doc``, ``update_for``, ``question_vector`` build its data.
+- ``link_converted_model``: the built-in model's conversion made once per test session and
+  hard-linked into a test's fresh home, where a first start would convert it again.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "doc": ("passageway.testing.store_contract", "doc"),
     "update_for": ("passageway.testing.store_contract", "update_for"),
     "question_vector": ("passageway.testing.store_contract", "question_vector"),
+    "link_converted_model": ("passageway.testing.converted_model", "link_converted_model"),
 }
 """Each public name and where it is defined: ``(module, name there)``."""
 

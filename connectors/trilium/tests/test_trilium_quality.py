@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
 from passageway.kernel.cli import main
+from passageway.testing import link_converted_model
 
 from .conftest import TOKEN
 
@@ -23,23 +23,11 @@ HERE = Path(__file__).resolve().parent
 README = HERE.parent / "README.md"
 
 
-def seed_the_converted_model(tmp_path_factory, monkeypatch, capsys, home: Path) -> None:  # type: ignore[no-untyped-def]
-    """The built-in model's ONNX conversion, which a first start makes in ``home``, made once for
-    the test session (``passageway model convert`` with ``HOME`` in a folder every pytest-xdist
-    worker sees; it waits on a lock while another process converts) and hard-linked into ``home``.
-    The conversion itself is tested in tests/test_e5_onnx_convert.py."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "e5-home"
-    monkeypatch.setenv("HOME", str(shared))
-    assert main(["model", "convert"]) == 0
-    capsys.readouterr()
+def seed_the_converted_model(tmp_path_factory, monkeypatch, home: Path) -> None:  # type: ignore[no-untyped-def]
+    """The session's one conversion of the built-in model, linked into ``home`` (which a first
+    start would fill by converting again), and ``HOME`` set to it."""
+    link_converted_model(tmp_path_factory.getbasetemp(), home)
     monkeypatch.setenv("HOME", str(home))
-    models = Path(".local", "share", "passageway", "models")
-    for folder in (home, *(home / models.parents[index] for index in range(2, -1, -1)), home / models):
-        folder.mkdir(mode=0o700, exist_ok=True)
-    for converted in (shared / models).iterdir():
-        if not converted.name.startswith("."):
-            shutil.copytree(converted, home / models / converted.name, copy_function=os.link)
 
 
 def test_questions_about_the_wiki_meet_their_targets(
@@ -48,7 +36,7 @@ def test_questions_about_the_wiki_meet_their_targets(
     monkeypatch.setenv("TRILIUM_QUALITY_TOKEN", TOKEN)
     for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR", "PASSAGEWAY_MODEL_DIR", "PASSAGEWAY_INSTANCE"):
         monkeypatch.delenv(name, raising=False)
-    seed_the_converted_model(tmp_path_factory, monkeypatch, capsys, tmp_path)
+    seed_the_converted_model(tmp_path_factory, monkeypatch, tmp_path)
     config = tmp_path / "passageway.toml"
     config.write_text(
         '[[connector]]\nname = "wiki"\n'

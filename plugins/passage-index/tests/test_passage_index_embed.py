@@ -8,7 +8,6 @@ exactly as it builds a real one; one test uses the built-in model.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import sys
@@ -24,7 +23,7 @@ from passageway import hookimpl
 from passageway.kernel import plugins
 from passageway.kernel.cli import main
 from passageway.kernel.errors import EmbedderError
-from passageway.testing import MemoryVectorCache
+from passageway.testing import MemoryVectorCache, link_converted_model
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from passageway.testing.toy_embedder import plugin as toy_plugin
 
@@ -202,28 +201,16 @@ def test_a_command_embedder_is_built_from_the_config(site, tmp_path, capsys):
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
 
 
-def seed_the_converted_model(tmp_path_factory, monkeypatch, capsys, home: Path) -> None:  # type: ignore[no-untyped-def]
-    """The built-in model's ONNX conversion, which a first start makes in ``home``, made once for
-    the test session (``passageway model convert`` with ``HOME`` in a folder every pytest-xdist
-    worker sees; it waits on a lock while another process converts) and hard-linked into ``home``.
-    The conversion itself is tested in tests/test_e5_onnx_convert.py."""
-    base = tmp_path_factory.getbasetemp()
-    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "e5-home"
-    monkeypatch.setenv("HOME", str(shared))
-    assert main(["model", "convert"]) == 0
-    capsys.readouterr()
+def seed_the_converted_model(tmp_path_factory, monkeypatch, home: Path) -> None:  # type: ignore[no-untyped-def]
+    """The session's one conversion of the built-in model, linked into ``home`` (which a first
+    start would fill by converting again), and ``HOME`` set to it."""
+    link_converted_model(tmp_path_factory.getbasetemp(), home)
     monkeypatch.setenv("HOME", str(home))
-    models = Path(".local", "share", "passageway", "models")
-    for folder in (home, *(home / models.parents[index] for index in range(2, -1, -1)), home / models):
-        folder.mkdir(mode=0o700, exist_ok=True)
-    for converted in (shared / models).iterdir():
-        if not converted.name.startswith("."):
-            shutil.copytree(converted, home / models / converted.name, copy_function=os.link)
 
 
 @pytest.mark.real_model
 def test_the_built_in_model_embeds_a_small_site(tmp_path, tmp_path_factory, monkeypatch, capsys):
-    seed_the_converted_model(tmp_path_factory, monkeypatch, capsys, tmp_path / "home")
+    seed_the_converted_model(tmp_path_factory, monkeypatch, tmp_path / "home")
     site = tmp_path / "small"
     site.mkdir()
     shutil.copytree(FIXTURES / "site" / "de", site / "de")
