@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from paste_rules import twins as paste_twins
+
 from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
@@ -60,16 +62,9 @@ def docs_cases() -> list[Case]:
     """The pastes, their bare twins (group ``<project>-bare``) and the pastes alone."""
     pastes = list(load_cases([DOCS / "pastes.toml"]).cases)
     bare = list(load_cases([DOCS / "questions.toml"]).cases)
-    twins = []
-    for case in pastes:
-        if case.group == "paste-only":
-            continue
-        german = case.group_label.endswith("-de")
-        (twin,) = [other for other in bare
-                   if (other.expect, other.expect_text) == (case.expect, case.expect_text)
-                   and other.group_label.endswith("-de") == german and "en-only" not in other.group_label]
-        twins.append(Case(twin.query, twin.expect, twin.expect_id, twin.expect_text,
-                          case.group_label.replace("-paste", "-bare")))
+    twins = [Case(twin.query, twin.expect, twin.expect_id, twin.expect_text,
+                  case.group_label.replace("-paste", "-bare"))
+             for case, twin in paste_twins(pastes, bare)]
     return pastes + twins
 
 
