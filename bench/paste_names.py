@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from paste_rules import twins as paste_twins
+from common.corpus import paste_twins
 
 from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases
 from passageway.builtin.eval.engine import KernelEngine

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from common.corpus import paste_twins as twins
 from common.transfer_recording import _no_windows, config_text
 
 from passageway.builtin.eval.cases import Case, accepts, load_cases
@@ -41,20 +42,6 @@ RULES = (("all", 3, False), ("known", 3, False), ("none", 3, False), ("all", 0, 
          ("none", 0, False), ("none", 3, True), ("all", 3, True), ("known", 3, True))
 """(which names join the keyword search, how many known names are embedded with the question,
 whether the first search's ranking leads, ``prompt_names.BARE_FIRST``)."""
-
-
-def twins(pastes: Sequence[Case], bare: Sequence[Case]) -> list[tuple[Case, Case]]:
-    """Each pasted question with the bare case that asks the same (same files, answer, language)."""
-    pairs = []
-    for case in pastes:
-        if case.group == "paste-only":
-            continue
-        german = case.group_label.endswith("-de")
-        (twin,) = [other for other in bare
-                   if (other.expect, other.expect_text) == (case.expect, case.expect_text)
-                   and other.group_label.endswith("-de") == german and "en-only" not in other.group_label]
-        pairs.append((case, twin))
-    return pairs
 
 
 def hit(case: Case, answer: Any) -> bool:

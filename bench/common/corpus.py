@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from common import ROOT
+from passageway.builtin.eval.cases import Case
 from passageway.kernel.records import Item, Section
 from passageway.kernel.store import Candidate, StoredItem
 from passageway.kernel.text.chunking import passages_for
@@ -181,3 +182,17 @@ def corpus_paragraphs(count: int) -> list[str]:
             if blocks and len(chosen) < count:
                 chosen.append(blocks.pop(0))
     return chosen
+
+
+def paste_twins(pastes: Sequence[Case], bare: Sequence[Case]) -> list[tuple[Case, Case]]:
+    """Each pasted question with the bare case that asks the same (same files, answer, language)."""
+    pairs = []
+    for case in pastes:
+        if case.group == "paste-only":
+            continue
+        german = case.group_label.endswith("-de")
+        (twin,) = [other for other in bare
+                   if (other.expect, other.expect_text) == (case.expect, case.expect_text)
+                   and other.group_label.endswith("-de") == german and "en-only" not in other.group_label]
+        pairs.append((case, twin))
+    return pairs
