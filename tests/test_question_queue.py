@@ -12,23 +12,36 @@ from passageway.testing.toy_embedder import ToyEmbedder
 
 
 class SlowToy(ToyEmbedder):
-    """A toy embedder whose calls take a while; it records how many run at once."""
+    """A toy embedder whose calls wait until the test opens ``release``; it records how many run
+    at once. Nothing here waits on the clock, so a busy machine cannot reorder the calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, held: bool = False) -> None:
         super().__init__()
         self.running = 0
         self.most = 0
+        self.called = asyncio.Event()
+        self.release = asyncio.Event()
+        if not held:
+            self.release.set()
 
     async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
         self.running += 1
         self.most = max(self.most, self.running)
+        self.called.set()
         try:
-            await asyncio.sleep(0.02)
+            await self.release.wait()
+            await asyncio.sleep(0)
             if self.fail:
                 raise EmbedderError("toy embedder told to fail")
             return await super().embed(texts, kind)
         finally:
             self.running -= 1
+
+
+async def settle() -> None:
+    """Let every task that can run reach its next wait (no timer is involved)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
 
 
 async def ask(queue: QuestionQueue, text: str, *, pasted: bool = False):  # type: ignore[no-untyped-def]
@@ -39,11 +52,14 @@ async def ask(queue: QuestionQueue, text: str, *, pasted: bool = False):  # type
 
 
 async def test_a_typed_question_goes_before_questions_cut_out_of_pastes_but_after_the_call_under_way():
-    toy = SlowToy()
+    toy = SlowToy(held=True)
     queue = QuestionQueue(toy)
     tasks = [asyncio.create_task(ask(queue, f"paste {n}", pasted=True)) for n in range(4)]
-    await asyncio.sleep(0.005)  # "paste 0" is at the embedder, three wait
+    await toy.called.wait()
+    await settle()  # "paste 0" is at the embedder, three wait
     tasks.append(asyncio.create_task(ask(queue, "typed")))
+    await settle()
+    toy.release.set()
     results = await asyncio.gather(*tasks)
     assert queue.served == ["paste 0", "typed", "paste 1", "paste 2", "paste 3"]
     assert toy.most == 1
@@ -57,14 +73,16 @@ async def test_questions_of_one_kind_keep_their_order():
 
 
 async def test_a_cancelled_question_does_not_stop_the_queue():
-    toy = SlowToy()
+    toy = SlowToy(held=True)
     queue = QuestionQueue(toy)
     first = asyncio.create_task(ask(queue, "first"))
-    await asyncio.sleep(0.005)
+    await toy.called.wait()
     gone = asyncio.create_task(ask(queue, "gone"))
     kept = asyncio.create_task(ask(queue, "kept"))
-    await asyncio.sleep(0.005)
+    await settle()  # both wait behind "first"
     gone.cancel()
+    await settle()
+    toy.release.set()
     await asyncio.gather(first, kept)
     with pytest.raises(asyncio.CancelledError):
         await gone
