@@ -10,8 +10,9 @@ any run failed. Each run's whole output goes to ``--log-dir``.
     uv run python bench/suite_under_load.py --runs 1 --busy 0  # the command once on a quiet machine
     uv run python bench/suite_under_load.py --clone            # each run in a fresh clone of HEAD
 
-With ``--clone`` each run starts from ``git clone`` of this repository's committed HEAD and
-``uv sync --all-packages --locked``, as ``.ci/run`` does (uncommitted changes are not in it).
+With ``--clone`` each run starts from ``git clone`` of the commit HEAD named when the script
+started (so every run tests one commit, whatever is committed meanwhile) and ``uv sync
+--all-packages --locked``, as ``.ci/run`` does (uncommitted changes are not in it).
 """
 
 from __future__ import annotations
@@ -47,10 +48,17 @@ def stop_busy(processes: list[subprocess.Popen[bytes]]) -> None:
         process.wait()
 
 
-def prepare_clone(folder: Path) -> Path:
-    """A fresh clone of HEAD in ``folder``, synced as ``.ci/run`` syncs it."""
+def head_commit() -> str:
+    """The commit HEAD names now: every run tests this one, whatever is committed meanwhile."""
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def prepare_clone(folder: Path, commit: str) -> Path:
+    """A fresh clone of ``commit`` in ``folder``, synced as ``.ci/run`` syncs it."""
     clone = folder / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", "--detach", commit], cwd=clone, check=True)
     environ = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
     environ.pop("VIRTUAL_ENV", None)
     subprocess.run(["uv", "sync", "--quiet", "--all-packages", "--locked"], cwd=clone, env=environ,
@@ -87,14 +95,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args.log_dir.mkdir(parents=True, exist_ok=True)
     command = shlex.split(args.command)
+    commit = head_commit() if args.clone else ""
     print(f"{args.runs} run(s) of `{args.command}` beside {args.busy} busy process(es) on "
-          f"{os.cpu_count()} cores{' (fresh clones)' if args.clone else ''}; logs in {args.log_dir}")
+          f"{os.cpu_count()} cores{f' (fresh clones of {commit[:12]})' if args.clone else ''}; "
+          f"logs in {args.log_dir}")
     busy = start_busy(args.busy)
     failed = 0
     try:
         for number in range(1, args.runs + 1):
             with tempfile.TemporaryDirectory(prefix="passageway-suite-") as folder:
-                where = prepare_clone(Path(folder)) if args.clone else ROOT
+                where = prepare_clone(Path(folder), commit) if args.clone else ROOT
                 log = args.log_dir / f"run-{number}.log"
                 code, seconds, summary = run_once(command, where, log)
             failed += code != 0
