@@ -34,9 +34,9 @@ from passageway.testing.recall import recall_over as recall
 HELD_OUT = "starlette"
 DOCS_SOURCES = (("starship-en", "starship/en"), ("starship-de", "starship/de"),
                 ("typer", "typer"), ("starlette", "starlette"))
-INDEX_OF = {"users": "docs"}
+INDEX_OF = {"users": "docs", "tuning": "docs"}
 """Kinds asked of another kind's index: ``users`` (corpus/docs/near-topic-users.toml, issue 35)
-is asked of the documentation set's index."""
+and ``tuning`` (corpus/docs/near-topic-tuning.toml) are asked of the documentation set's index."""
 
 
 @attrs.frozen
@@ -75,6 +75,9 @@ def cases_of(kind: str) -> tuple[list[Case], list[bool]]:
         name = "mkdocs-questions.toml" if kind == "mkdocs" else "near-topic-users.toml"
         cases = list(load_cases([docs / name]).cases)
         return cases, [True] * len(cases)
+    if kind == "tuning":  # the second near-topic kind's tuning set: fitted on
+        cases = list(load_cases([docs / "near-topic-tuning.toml"]).cases)
+        return cases, [False] * len(cases)
     cases = list(load_cases([docs / "questions.toml", docs / "near-topic.toml"]).cases)
     cases += [case for case in load_cases([docs / "pastes.toml"]).cases if case.group == "paste-only"]
     return cases, [case.group_label.startswith(HELD_OUT) for case in cases]
