@@ -113,7 +113,7 @@ def asked(prompt: str) -> Asked:
     pasted = "material" in kinds
     if not pasted and "blank" not in kinds and len(text) <= PLAIN_CHARS:
         return Asked(text, "plain")
-    kept = questions(prose_sentences(lines, kinds), beside_paste=pasted)
+    kept = questions(prose_sentences(lines, kinds, beside_paste=pasted), beside_paste=pasted)
     if not kept:
         return Asked("", "nothing asked")
     material = [_OVERLONG_RUN.sub(" ", line) for line, kind in zip(lines, kinds, strict=True)

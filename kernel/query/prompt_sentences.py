@@ -52,21 +52,47 @@ REQUESTS = _word_set(
 """Words that open a request ("Explain the Black Death."), whatever its last character."""
 
 
-def prose_sentences(lines: list[str], kinds: list[str]) -> list[list[str]]:
+def prose_sentences(lines: list[str], kinds: list[str], *, beside_paste: bool = False) -> list[list[str]]:
     """The prose, as paragraphs (runs of ``"prose"`` lines; each list item one of its own) cut
-    into sentences."""
+    into sentences.
+
+    Beside a paste (``beside_paste``) a line break also ends a sentence when the next line opens
+    with a capital letter (:func:`_line_ends_sentence`): a line of pasted output that the line
+    tests take for prose ("File not found", "CentOS Linux release 7.9") ends without a full stop,
+    and would otherwise open the user's first sentence after it."""
     paragraphs: list[list[str]] = []
-    current: list[str] = []
+    current: list[list[str]] = []
     for line, kind in [*zip(lines, kinds, strict=True), ("", "blank")]:
         if kind == "prose":
             if LIST_ITEM.match(line) and current:
-                paragraphs.append(current)
+                paragraphs.append(_cut(current))
                 current = []
-            current.append(line.strip())
+            if current and beside_paste and _line_ends_sentence(current[-1][-1], line):
+                current.append([])
+            if not current:
+                current.append([])
+            current[-1].append(line.strip())
         elif current:
-            paragraphs.append(current)
+            paragraphs.append(_cut(current))
             current = []
-    return [sentences(" ".join(paragraph)) for paragraph in paragraphs]
+    return paragraphs
+
+
+def _cut(pieces: list[list[str]]) -> list[str]:
+    """The sentences of a paragraph given as pieces of lines that end a sentence."""
+    return [sentence for piece in pieces for sentence in sentences(" ".join(piece))]
+
+
+def _line_ends_sentence(line: str, following: str) -> bool:
+    """Whether the break after ``line`` ends a sentence beside a paste: the next line opens with
+    a capital letter other than the pronoun "I" (a line a user wraps goes on in small letters;
+    "I" is written large mid-sentence too)."""
+    del line  # the break is judged by what follows it; a full stop before it cuts anyway
+    words = following.split(maxsplit=1)
+    opening = words[0] if words else ""
+    if not opening[:1].isupper():
+        return False
+    return not (opening == "I" or opening.startswith(("I'", "I’")))
 
 
 def sentences(text: str) -> list[str]:
