@@ -61,9 +61,9 @@ from passageway.kernel.embedder import MAX_TOKENS
 from passageway.kernel.query.prompt_lines import line_kinds
 from passageway.kernel.query.prompt_names import paste_terms
 from passageway.kernel.query.prompt_sentences import (
+    asked_sentences,
     is_question_sentence,
     prose_sentences,
-    questions,
     sentences,
 )
 from passageway.kernel.text.stopwords import content_words
@@ -97,6 +97,9 @@ class Asked:
     terms: tuple[str, ...] = ()
     """Names from the pasted material around the question (rule 5), for the keyword search and,
     when a source shows them as code, for a second embedding of the question."""
+    context: str = ""
+    """The sentence(s) before a question beside a paste that say what went wrong, when the
+    question can be read alone (rule 3): searched with the question second, never alone."""
 
     @property
     def silent(self) -> bool:
@@ -113,13 +116,13 @@ def asked(prompt: str) -> Asked:
     pasted = "material" in kinds
     if not pasted and "blank" not in kinds and len(text) <= PLAIN_CHARS:
         return Asked(text, "plain")
-    kept = questions(prose_sentences(lines, kinds, beside_paste=pasted), beside_paste=pasted)
+    kept, context = asked_sentences(prose_sentences(lines, kinds, beside_paste=pasted), beside_paste=pasted)
     if not kept:
         return Asked("", "nothing asked")
     material = [_OVERLONG_RUN.sub(" ", line) for line, kind in zip(lines, kinds, strict=True)
                 if kind == "material"]
     question = " ".join(kept)
-    return Asked(question, "questions", paste_terms(material, question))
+    return Asked(question, "questions", paste_terms(material, question), " ".join(context))
 
 
 def fit_to_tokens(text: str, count: Callable[[str], int], limit: int = MAX_TOKENS) -> str:

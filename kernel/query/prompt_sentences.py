@@ -146,26 +146,49 @@ def is_question_sentence(sentence: str) -> bool:
     return word in REQUESTS or (word in INTERROGATIVES and not stripped.endswith((".", ":", "!")))
 
 
+CONTEXT_BESIDE_PASTE = True
+"""Beside a paste, whether the sentence before a question that has :data:`MIN_CONTENT_WORDS`
+content words or more is context (:func:`asked_sentences`) rather than part of the question.
+Chosen by ``bench/paste_rules.py`` on the tuning projects (starship, typer)."""
+
+
 def questions(paragraphs: list[list[str]], *, beside_paste: bool = False) -> list[str]:
     """The question sentences of ``paragraphs``, each after the sentence before it in its
-    paragraph when it needs that one to be understood.
+    paragraph when it needs that one to be understood (:func:`asked_sentences`, context and
+    question in one list)."""
+    return asked_sentences(paragraphs, beside_paste=beside_paste, split_context=False)[0]
 
-    A question needs it when it has fewer than :data:`MIN_CONTENT_WORDS` content words; beside a
-    paste (``beside_paste``) always, because there the sentence before the question is the one
-    that says what went wrong ("Chrome always downloads the PDF. How do I make it open in the
-    tab?"), while the paste itself is left out. A sentence that ends with a colon announces the
-    paste ("Here is the log:") and is never borrowed.
+
+def asked_sentences(paragraphs: list[list[str]], *, beside_paste: bool = False,
+                    split_context: bool | None = None) -> tuple[list[str], list[str]]:
+    """The question sentences of ``paragraphs`` and the context they are asked in.
+
+    A question takes the sentence before it in its paragraph along when it has fewer than
+    :data:`MIN_CONTENT_WORDS` content words ("Any idea why?", "How do I hide it?"): that one
+    joins the question. Beside a paste (``beside_paste``) every question takes it, because there
+    the sentence before the question is the one that says what went wrong ("Chrome always
+    downloads the PDF. How do I make it open in the tab?"), while the paste itself is left out;
+    for a question that can be read alone it is *context* (second list, when ``split_context``,
+    by default :data:`CONTEXT_BESIDE_PASTE`): recall searches the question alone first and the
+    context with it second, so the story of a problem can add a page but not push out the one
+    the question finds. A sentence that ends with a colon announces the paste ("Here is the
+    log:") and is never taken along.
     """
+    split = CONTEXT_BESIDE_PASTE if split_context is None else split_context
     kept: list[str] = []
+    context: list[str] = []
     for paragraph in paragraphs:
         for number, sentence in enumerate(paragraph):
             if not is_question_sentence(sentence):
                 continue
             if number:
                 before = paragraph[number - 1]
-                needed = beside_paste or len(content_words(sentence)) < MIN_CONTENT_WORDS
-                if needed and not before.rstrip().endswith(":") and before not in kept:
+                short = len(content_words(sentence)) < MIN_CONTENT_WORDS
+                usable = not before.rstrip().endswith(":") and before not in kept and before not in context
+                if usable and short:
                     kept.append(before)
+                elif usable and beside_paste:
+                    (context if split else kept).append(before)
             if sentence not in kept:
                 kept.append(sentence)
-    return kept
+    return kept, [sentence for sentence in context if sentence not in kept]

@@ -25,7 +25,8 @@ function that returns values:
    :class:`StoreError`, because an answer from no index at all is not silence. The names in a
    paste around the question join the keyword search (``Asked.terms``), and those a candidate
    shows as code are embedded with the question for a second search
-   (:mod:`passageway.kernel.query.prompt_names`).
+   (:mod:`passageway.kernel.query.prompt_names`), with the sentence before the question that
+   says what went wrong (``Asked.context``); the first search, the question alone, leads.
 5. **Session rules** (the hook): ``exclude_items`` drop items already shown in this session;
    ``boost_words`` raise the ``weight`` of items whose title, path or labels contain one of them
    by :data:`BOOST`.
@@ -158,8 +159,9 @@ async def embedded_question(reduced: Asked, embedder: Embedder) -> np.ndarray:
 @attrs.frozen(eq=False)
 class Found:
     """The candidates of one question: the vector searched with, the merged keyword and vector
-    lists, and ``first``, the bare question's own search when a paste's names led to a second one
-    whose answer alternates with it (:mod:`passageway.kernel.query.prompt_names`)."""
+    lists, and ``first``, the bare question's own search when a paste's names or the sentence
+    before the question (``Asked.context``) led to a second one whose answer alternates with it
+    (:mod:`passageway.kernel.query.prompt_names`)."""
 
     vector: np.ndarray
     keyword: list[Candidate]
@@ -180,11 +182,12 @@ async def candidates(reduced: Asked, vector: np.ndarray, stores: Sequence[Store]
     searched = " ".join((question, *reduced.terms)) if rule == "all" else question
     keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
     names = known_names(reduced.terms, [*keyword, *by_vector])
-    if not names:
+    if not names and not reduced.context:
         return Found(vector, keyword, by_vector)
-    first = Found(vector, keyword, by_vector) if prompt_names.BARE_FIRST else None
-    vector = await _embedded(with_names(question, names), embedder, True)
-    searched = " ".join((question, *names)) if rule == "known" else searched
+    first = Found(vector, keyword, by_vector) if prompt_names.BARE_FIRST or not names else None
+    told = " ".join(part for part in (reduced.context, question) if part)
+    vector = await _embedded(with_names(told, names), embedder, True)
+    searched = " ".join((told, *names)) if rule == "known" else " ".join((reduced.context, searched)).strip()
     keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
     return Found(vector, keyword, by_vector, first)
 
