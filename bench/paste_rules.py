@@ -2,7 +2,9 @@
 
 A question asked inside a paste (a traceback, a config, a log) should find the right page at
 least as often as the same question asked bare. The paste's names can join the keyword search
-and be embedded with the question (``kernel/query/prompt_names.py``); each rule below is run
+and be embedded with the question (``kernel/query/prompt_names.py``), and the sentence before a
+question that reads alone can be part of it or context searched second
+(``kernel/query/prompt_sentences.py``); each rule below is run
 with the real ``recall`` (default gate and ranker, the answerability score as configured) on
 
 * ``corpus/docs/pastes.toml`` (starship and typer choose the rule; starlette is held out) with

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from passageway.kernel.query.prompt import asked
-from passageway.kernel.query.prompt_sentences import asked_sentences, questions, sentences
+from passageway.kernel.query.prompt_lines import line_kinds
+from passageway.kernel.query.prompt_sentences import asked_sentences, prose_sentences, questions, sentences
 
 CODE = "def report(request):\n    rows = slow_sync_query()\n    return JSONResponse(rows)"
 LOG = "2026-11-30 10:00:01,233 INFO  [main] server started on port 8082"
@@ -11,9 +12,11 @@ LOG = "2026-11-30 10:00:01,233 INFO  [main] server started on port 8082"
 
 def test_beside_a_paste_a_question_takes_the_sentence_before_it():
     prompt = f"{CODE}\nUnder load only about 40 of these run at once. How can I let more sync endpoints run?"
-    assert asked(prompt).text == (
-        "Under load only about 40 of these run at once. How can I let more sync endpoints run?"
-    )
+    reduced = asked(prompt)
+    assert reduced.text == "How can I let more sync endpoints run?"
+    assert reduced.context == "Under load only about 40 of these run at once."
+    assert questions(prose_sentences(prompt.split("\n"), line_kinds(prompt.split("\n"))),
+                     beside_paste=True) == [reduced.context, reduced.text]
 
 
 def test_a_sentence_that_announces_the_paste_is_not_taken_along():
@@ -41,7 +44,9 @@ def test_beside_a_paste_a_line_break_before_a_capital_ends_a_sentence():
     prompt = ('def main(path: Path):\n    if not path.exists():\n        print("File not found")\n'
               "$ mycli missing.txt 2>/dev/null\nFile not found\n"
               "The error message ends up on stdout. How do I print it to standard error?")
-    assert asked(prompt).text == "The error message ends up on stdout. How do I print it to standard error?"
+    reduced = asked(prompt)
+    assert (reduced.context, reduced.text) == (
+        "The error message ends up on stdout.", "How do I print it to standard error?")
     centos = ("$ cat /etc/redhat-release\nCentOS Linux release 7.9.2009 (Core)\n"
               "How do I get starship running here?")
     assert asked(centos).text == "CentOS Linux release 7.9.2009 (Core) How do I get starship running here?"
