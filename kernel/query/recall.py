@@ -243,6 +243,30 @@ async def answerable(question: str, kept: list[Ranked], judged: Found, ranker: R
     return ranker.answerable(question, hits, judged.keyword, judged.by_vector, sentences, gate)
 
 
+Judged = tuple[str, Found, list[Ranked], dict[tuple[str, str], tuple[str, ...]], VectorLookup | None]
+"""What :func:`judged_hits` answers: the text judged, its search, the kept hits, their copies and
+the window vectors fetched for them."""
+
+
+async def judged_hits(reduced: Asked, found: Found, ranker: Ranker, gate: Gate,
+                      vector_cache: VectorLookup | None) -> Judged | None:
+    """Steps 6 to 8 (:func:`ranked`, :func:`distinct_hits`, :func:`answerable`); None is silence.
+
+    A question with context (``Asked.context``: the sentence before it beside a paste) is judged
+    by the question alone first; when that is silence, once more as the context and the question
+    together, on the search made with both, which is how the question was read before it had a
+    context of its own. The text that answered goes on to the excerpts and the budget."""
+    attempts = [(reduced.text, found)]
+    if reduced.context and found.first is not None:
+        attempts.append((f"{reduced.context} {reduced.text}", attrs.evolve(found, first=None)))
+    for text, searched in attempts:
+        ordered, judged = ranked(text, searched, ranker, gate)
+        kept, copies, lookup = await distinct_hits(ordered, text, searched, vector_cache)
+        if await answerable(text, kept, judged, ranker, gate, lookup):
+            return text, searched, kept, copies, lookup
+    return None
+
+
 async def excerpt_texts(kept: list[Ranked], copies: dict[tuple[str, str], tuple[str, ...]], found: Found,
                         lookup: VectorLookup | None) -> tuple[tuple[Hit, ...], dict[str, Windows]]:
     """Step 9: the hits, each with its passage and its item's next most similar one as its text
