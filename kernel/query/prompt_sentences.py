@@ -149,7 +149,8 @@ def is_question_sentence(sentence: str) -> bool:
 CONTEXT_BESIDE_PASTE = True
 """Beside a paste, whether the sentence before a question that has :data:`MIN_CONTENT_WORDS`
 content words or more is context (:func:`asked_sentences`) rather than part of the question.
-Chosen by ``bench/paste_rules.py`` on the tuning projects (starship, typer)."""
+Chosen by ``bench/paste_rules.py`` on the tuning projects (starship, typer): pasted − bare hit@3
++3 with it, +2 without (docs/ranking-and-gate.md, "Long prompts")."""
 
 
 def questions(paragraphs: list[list[str]], *, beside_paste: bool = False) -> list[str]:
