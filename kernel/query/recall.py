@@ -37,7 +37,8 @@ function that returns values:
    ``threshold``) and its ``cross_language_offset``, because similarity scales differ between models.
 7. **One slot per content**: the duplicate rule (:mod:`passageway.kernel.query.duplicates`)
    filters that list down to at most three hits, none a copy of another; none is silence.
-8. **The answer as a whole**: a ranker that judges answers may still choose silence.
+8. **The answer as a whole**: a ranker that judges answers may still choose silence; a question
+   with context that it leaves silent is judged once more with its context (:func:`judged_hits`).
 9. **Excerpts**: each hit shows its passage and its item's next most similar one, with the
    windows its excerpt may start at (:mod:`passageway.kernel.query.excerpts`).
 10. **Related items**: up to three indexed items the hits link to.
