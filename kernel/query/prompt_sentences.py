@@ -57,7 +57,7 @@ def prose_sentences(lines: list[str], kinds: list[str], *, beside_paste: bool = 
     into sentences.
 
     Beside a paste (``beside_paste``) a line break also ends a sentence when the next line opens
-    with a capital letter (:func:`_line_ends_sentence`): a line of pasted output that the line
+    with a capital letter (:func:`_opens_sentence`): a line of pasted output that the line
     tests take for prose ("File not found", "CentOS Linux release 7.9") ends without a full stop,
     and would otherwise open the user's first sentence after it."""
     paragraphs: list[list[str]] = []
@@ -67,7 +67,7 @@ def prose_sentences(lines: list[str], kinds: list[str], *, beside_paste: bool = 
             if LIST_ITEM.match(line) and current:
                 paragraphs.append(_cut(current))
                 current = []
-            if current and beside_paste and _line_ends_sentence(current[-1][-1], line):
+            if current and beside_paste and _opens_sentence(line):
                 current.append([])
             if not current:
                 current.append([])
@@ -83,12 +83,11 @@ def _cut(pieces: list[list[str]]) -> list[str]:
     return [sentence for piece in pieces for sentence in sentences(" ".join(piece))]
 
 
-def _line_ends_sentence(line: str, following: str) -> bool:
-    """Whether the break after ``line`` ends a sentence beside a paste: the next line opens with
+def _opens_sentence(line: str) -> bool:
+    """Whether the line break before ``line`` ends a sentence beside a paste: ``line`` opens with
     a capital letter other than the pronoun "I" (a line a user wraps goes on in small letters;
-    "I" is written large mid-sentence too)."""
-    del line  # the break is judged by what follows it; a full stop before it cuts anyway
-    words = following.split(maxsplit=1)
+    "I" is written large mid-sentence too). A full stop before the break cuts there anyway."""
+    words = line.split(maxsplit=1)
     opening = words[0] if words else ""
     if not opening[:1].isupper():
         return False
