@@ -339,11 +339,10 @@ class Kernel:
             raise
         self.embedder_error = None
         found = steps.with_session_rules(found, request.exclude_items, request.boost_words)
-        text = reduced.text
-        ordered, judged = steps.ranked(text, found, ranker, gate)
-        kept, copies, lookup = await steps.distinct_hits(ordered, text, found, self.vector_cache)
-        if not await steps.answerable(text, kept, judged, ranker, gate, lookup):
+        judged = await steps.judged_hits(reduced, found, ranker, gate, self.vector_cache)
+        if judged is None:
             return self._fitted(Answer(), request, started)
+        text, found, kept, copies, lookup = judged
         hits, windows = await steps.excerpt_texts(kept, copies, found, lookup)
         related = await steps.related_items(kept, stores)
         return self._fitted(Answer(hits, related), request, started, text, windows)

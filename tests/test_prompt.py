@@ -91,11 +91,11 @@ def test_german_and_english_prose_around_a_paste():
         "Ich habe das Log von gestern angehängt.\n\n" + LOG + "\n\n"
         f"Der Server lief die ganze Nacht. {FRAGE} And what carbon does the Amazon store?"
     )
-    # Beside a paste the sentence before a question goes with it (it says what went wrong); the
-    # lead-in of its own paragraph does not, and neither does a question's second question.
-    assert asked(prompt).text == (
-        f"Der Server lief die ganze Nacht. {FRAGE} And what carbon does the Amazon store?"
-    )
+    # Beside a paste the sentence before a question goes with it as context (it says what went
+    # wrong); the lead-in of its own paragraph does not, and neither does a question's second question.
+    reduced = asked(prompt)
+    assert reduced.text == f"{FRAGE} And what carbon does the Amazon store?"
+    assert reduced.context == "Der Server lief die ganze Nacht."
 
 
 def test_a_short_prose_prompt_is_taken_whole_even_without_a_question_mark():

@@ -23,3 +23,25 @@ def test_a_question_that_quotes_code_is_prose_and_the_code_around_it_material():
 
 def test_a_comment_inside_code_belongs_to_the_paste():
     assert line_kinds(["def f():", "    # why is this slow?", "    return 1"]) == ["material"] * 3
+
+
+def test_pasted_output_that_reads_like_words_stays_material():
+    # pytest's failure lines, HTTP headers, a setting with a value of several words, a fish
+    # function's closing `end`: each ran into the user's first sentence when taken for prose
+    pytest_output = ["    def test_error_page():", "        client = TestClient(app)",
+                     '>       response = client.get("/boom")', "tests/test_app.py:12: ",
+                     "E   RuntimeError: boom", "E    +  where 500 = <Response [500]>.status_code"]
+    curl = ["$ curl -i http://localhost:8000/report.pdf", "HTTP/1.1 200 OK",
+            'Content-Disposition: attachment; filename="42.pdf"', "Content-Type: application/pdf"]
+    toml = ["[hostname]", 'format = "[$hostname]($style) in "', 'style = "bold dimmed green"',
+            "ssh_only = true"]
+    fish = ["function starship_transient_prompt_func", "    starship module character", "end"]
+    for paste in (pytest_output, curl, toml, fish):
+        assert line_kinds(paste) == ["material"] * len(paste), paste
+
+
+def test_words_that_only_resemble_output_stay_prose():
+    lines = ["Note: the header is set by the proxy, not by my app.",
+             "Every response carries the Content-Type header twice.",
+             "Each request takes = roughly two seconds here"]
+    assert line_kinds(lines) == ["prose"] * 3

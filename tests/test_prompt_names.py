@@ -133,6 +133,50 @@ async def test_names_no_source_shows_change_nothing():
     assert embedder.embedded == [QUESTION] and len(store.asked) == 1
 
 
+async def test_the_sentence_before_a_question_that_reads_alone_is_searched_second():
+    story = "The loop never ends after the tab is closed."
+    question = "How do I notice that the client went away?"
+    prose_only = passage("When the client goes away, the loop ends.")  # no name of the paste is known
+    store, embedder, ranker = RecordingStore([prose_only]), RecordingEmbedder(), RecordingRanker()
+    embedder.embedded.clear()
+    ranker.questions.clear()
+    answer = await recall(f"{WEBSOCKET_PASTE}\n{story} {question}", [store], embedder, ranker)
+    # first the question alone, then the story with it; the ranker reads the question alone
+    assert embedder.embedded == [question, f"{story} {question}"]
+    assert set(ranker.questions) == {question}
+    assert len(store.asked) == 2 and "tab" not in store.asked[0] and "tab" in store.asked[1]
+    assert [hit.item_id for hit in answer.hits] == ["page-0"]
+
+
+class JudgingRanker(FusionRanker):
+    """Answers only when the text it judges holds ``needed``; records what it judged."""
+
+    def __init__(self, needed: str) -> None:
+        super().__init__()
+        self.needed, self.judged = needed, []
+
+    def answerable(self, question, hits, keyword, vector, sentences, gate):  # type: ignore[no-untyped-def]
+        self.judged.append(question)
+        return self.needed in question
+
+
+async def test_a_question_silent_alone_is_judged_again_with_its_context():
+    story = "The loop never ends after the tab is closed."
+    question = "How do I notice that the client went away?"
+    prompt = f"{WEBSOCKET_PASTE}\n{story} {question}"
+    store = RecordingStore([passage("When the client goes away, the loop ends.")])
+    for needed, silent, judged in (("notice", False, [question]),
+                                   ("tab", False, [question, f"{story} {question}"]),
+                                   ("nothing like this", True, [question, f"{story} {question}"])):
+        ranker = JudgingRanker(needed)
+        assert (await recall(prompt, [store], RecordingEmbedder(), ranker)).silent is silent
+        assert ranker.judged == judged
+    # a question without context is judged once, as any question
+    ranker = JudgingRanker("tab")
+    assert (await recall(f"{WEBSOCKET_PASTE}\n{question}", [store], RecordingEmbedder(), ranker)).silent
+    assert ranker.judged == [question]
+
+
 async def test_a_pure_paste_stays_silent_however_well_the_sources_know_its_names():
     shown = passage("Catch `WebSocketDisconnect` and `websocket.accept` as shown.")
     store, embedder = RecordingStore([shown]), RecordingEmbedder()

@@ -15,9 +15,11 @@ The rules, in order (``docs/ranking-and-gate.md``, "Long prompts", has the measu
    indentation of four spaces or a tab), a log line (a timestamp or a level such as ``ERROR``
    at its start), a stack trace (``Traceback``, ``File "…", line 3``, ``at pkg.Class(File.java:9)``,
    ``SomeError: …``), a diff (``@@``, ``diff --git``, ``+++``/``---`` and the ``+``/``-`` lines of
-   such a block), or data (JSON, table rows, ``key: value`` and ``key=value`` lines, paths, long
-   tokens). A comment line (``#``, ``//``, ``/*``, ``--``) is material inside material, so a
-   question in a code comment belongs to the paste, not to the user. Everything else with at
+   such a block), or data (JSON, table rows, ``key: value`` and ``key = "any value"`` lines,
+   paths, long tokens, HTTP headers and status lines); pytest's ``E   `` lines are trace and a
+   word alone that closes a block (``end``, ``fi``) is code. A comment line (``#``, ``//``,
+   ``/*``, ``--``) is material inside material, so a question in a code comment belongs to the
+   paste, not to the user. Everything else with at
    least one word of letters is prose. A line that asks (a question mark at its end, or a
    question or request word at its start) in at least :data:`ASKING_WORDS` plain words is prose
    whatever code it quotes (``How do I pass --reload to uv run?``), unless it is a log or trace line.
@@ -28,15 +30,19 @@ The rules, in order (``docs/ranking-and-gate.md``, "Long prompts", has the measu
    "explain", "wie", "erkläre", …). Beside pasted material a question takes the prose sentence
    before it in its paragraph along, which says what went wrong ("Chrome always downloads the PDF.
    How do I make it open in the tab?"); without material only a question with fewer than
-   :data:`~passageway.kernel.query.prompt_sentences.MIN_CONTENT_WORDS` content words does. A
-   sentence that ends with a colon ("Here is the log:") is never taken along.
+   :data:`~passageway.kernel.query.prompt_sentences.MIN_CONTENT_WORDS` content words does. Beside
+   a paste, a question with that many content words or more reads alone: the sentence before it
+   is its ``context``, searched with it second (rule 5), not part of it. A sentence that ends
+   with a colon ("Here is the log:") is never taken along. Beside a paste a line break before a
+   capital letter ends a sentence, so a line of program output without a full stop does not
+   open the user's first sentence.
 4. **Nothing asked, nothing searched**: a prompt without such a sentence (a paste alone, a long
    text that asks nothing) reduces to ``""``, and recall answers silence without embedding it.
 5. **The paste's names as evidence**: when a question was cut out of pasted material, the names
    in that material (exception names, ``--flags``, modules, names of the code, keyword arguments
    and settings keys; :func:`~passageway.kernel.query.prompt_names.paste_terms`) go with it as
-   ``terms``. Recall adds them to the keyword search, then embeds the question once more with
-   those a candidate passage shows as code (:func:`~passageway.kernel.query.prompt_names.known_names`),
+   ``terms``. Recall embeds the question once more, after its context and with those names a
+   candidate passage shows as code (:func:`~passageway.kernel.query.prompt_names.known_names`),
    so "What's going on?" under a traceback still finds the page about its error, while names no
    source knows change nothing. The ranker and the gate's word count still see the question
    alone. Names never make a question of a paste that asks nothing (rule 4).
@@ -61,9 +67,9 @@ from passageway.kernel.embedder import MAX_TOKENS
 from passageway.kernel.query.prompt_lines import line_kinds
 from passageway.kernel.query.prompt_names import paste_terms
 from passageway.kernel.query.prompt_sentences import (
+    asked_sentences,
     is_question_sentence,
     prose_sentences,
-    questions,
     sentences,
 )
 from passageway.kernel.text.stopwords import content_words
@@ -97,6 +103,9 @@ class Asked:
     terms: tuple[str, ...] = ()
     """Names from the pasted material around the question (rule 5), for the keyword search and,
     when a source shows them as code, for a second embedding of the question."""
+    context: str = ""
+    """The sentence(s) before a question beside a paste that say what went wrong, when the
+    question can be read alone (rule 3): searched with the question second, never alone."""
 
     @property
     def silent(self) -> bool:
@@ -113,13 +122,13 @@ def asked(prompt: str) -> Asked:
     pasted = "material" in kinds
     if not pasted and "blank" not in kinds and len(text) <= PLAIN_CHARS:
         return Asked(text, "plain")
-    kept = questions(prose_sentences(lines, kinds), beside_paste=pasted)
+    kept, context = asked_sentences(prose_sentences(lines, kinds, beside_paste=pasted), beside_paste=pasted)
     if not kept:
         return Asked("", "nothing asked")
     material = [_OVERLONG_RUN.sub(" ", line) for line, kind in zip(lines, kinds, strict=True)
                 if kind == "material"]
     question = " ".join(kept)
-    return Asked(question, "questions", paste_terms(material, question))
+    return Asked(question, "questions", paste_terms(material, question), " ".join(context))
 
 
 def fit_to_tokens(text: str, count: Callable[[str], int], limit: int = MAX_TOKENS) -> str:

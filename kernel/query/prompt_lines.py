@@ -22,9 +22,10 @@ TRACE = re.compile(
     r"^\s*(Traceback \(most recent call last\)|Exception in thread |\S*(Exception|Error)\b"
     r"|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"
     r"|at .+:\d+(:\d+)?\)?$|Caused by: |\.\.\. \d+ more|goroutine \d+ \[|panic: |thread '.+' panicked"
-    r"|\^+$|[\w.]*(Error|Exception|Warning|Interrupt|Exit)(\[\w+\])?(: |:?$))"
+    r"|\^+$|[\w.]*(Error|Exception|Warning|Interrupt|Exit)(\[\w+\])?(: |:?$)|E {2,}\S)"
 )
-"""A line of a stack trace (Python, Java, JavaScript, Go, Rust) or an exception's own line."""
+"""A line of a stack trace (Python, Java, JavaScript, Go, Rust), an exception's own line, or
+pytest's ``E   `` line of a failure."""
 _LOG = re.compile(
     r"^\s*(\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}"
     r"|\[?(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|SEVERE)\]?[:\s]"
@@ -40,16 +41,21 @@ CODE_START = re.compile(
     r"|continue$|const |let |var |function\b|export |module\.|require\(|public |private |protected "
     r"|static |final |void |int |fn |pub |impl |struct |enum |match |use [\w:]+|package |func |type \w+ "
     r"|#include|#define|#!|using |namespace |template<|SELECT |INSERT |UPDATE \w+ SET|CREATE |DROP "
-    r"|\$ |>>> |\.\.\. |PS> |sudo |pip |npm |uv |git |cd |ls |curl |docker |kubectl |echo )"
+    r"|\$ |>>> |\.\.\. |PS> |sudo |pip |npm |uv |git |cd |ls |curl |docker |kubectl |echo "
+    r"|(end|fi|esac|endif|endfor|endwhile|endfunction);?\s*$)"
 )
-"""A line that opens a statement of some language, or a shell command."""
+"""A line that opens a statement of some language, a shell command, or the word alone that closes
+a block (``end`` in fish, Ruby and Lua, ``fi`` and ``esac`` in a shell script)."""
 _CODE_END = re.compile(r"([{};]|\)\s*:|=>|->|\(\)|\[\]|,)\s*$")
 _CALL = re.compile(r"[\w\]\)]\(|\w\.\w+\(|\w\[\w")
 _IDENT = re.compile(r"\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z][a-zA-Z]+\b|\b\w+\.\w+\.\w+\b|\w::\w|\$\w+")
 _DATA = re.compile(
     r"^\s*([{\[\]}],?$|\"[^\"]*\"\s*:|\|.*\|\s*$|[\w.-]+\s*[:=]\s*\S+$|[\w.-]+:\s*$|(\S*/){2,}\S*$"
-    r"|[0-9a-f]{7,}\b|- [\w.-]+:)"
+    r"|[0-9a-f]{7,}\b|- [\w.-]+:|[\w.-]+\s*=\s*\S|[\w.-]+:\s*(\"[^\"]*\"|'[^']*')\s*,?$"
+    r"|[A-Z][A-Za-z]*(-[A-Z][A-Za-z]*)+: \S|HTTP/\d(\.\d)? \d{3}\b)"
 )
+"""A line of data: JSON, a table row, a setting (``key = "any value"``, ``key: value``), a path, a
+hash, an HTTP header (``Content-Type: text/html``) or status line (``HTTP/1.1 200 OK``)."""
 _COMMENT = re.compile(r"^\s*(#|//|/\*|\*/?|--|;;|<!--|%)")
 _SYMBOLS = re.compile(r"[{}\[\]()<>=;|&*/\\$@^~`+]")
 _PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")

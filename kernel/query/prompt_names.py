@@ -48,7 +48,7 @@ _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w
 _PACKAGE_PATH = re.compile(r"(?:site-packages|dist-packages|node_modules)/([\w.-]+)/")
 _BASES = re.compile(r"^\s*class\s+\w+\(([^)]*)\)")
 _DECORATOR = re.compile(r"^\s*@([\w.]+)")
-_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?=[\s(\[:),=]|$)")
+_DOTTED = re.compile(r"(?<![\w.-])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?=[\s(\[:),=]|$)")
 _CAPITALISED = re.compile(r"(?<![\w.])([A-Z]\w*[a-z]\w*)\b")
 _ANNOTATION = re.compile(r"(?:[(,]\s*\w+\s*:|->)\s*([A-Za-z_][\w.]*)")
 _KEYWORD_ARGUMENT = re.compile(r"[(,]\s*([A-Za-z_]\w*)\s*=(?!=)")

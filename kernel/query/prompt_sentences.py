@@ -52,21 +52,46 @@ REQUESTS = _word_set(
 """Words that open a request ("Explain the Black Death."), whatever its last character."""
 
 
-def prose_sentences(lines: list[str], kinds: list[str]) -> list[list[str]]:
+def prose_sentences(lines: list[str], kinds: list[str], *, beside_paste: bool = False) -> list[list[str]]:
     """The prose, as paragraphs (runs of ``"prose"`` lines; each list item one of its own) cut
-    into sentences."""
+    into sentences.
+
+    Beside a paste (``beside_paste``) a line break also ends a sentence when the next line opens
+    with a capital letter (:func:`_opens_sentence`): a line of pasted output that the line
+    tests take for prose ("File not found", "CentOS Linux release 7.9") ends without a full stop,
+    and would otherwise open the user's first sentence after it."""
     paragraphs: list[list[str]] = []
-    current: list[str] = []
+    current: list[list[str]] = []
     for line, kind in [*zip(lines, kinds, strict=True), ("", "blank")]:
         if kind == "prose":
             if LIST_ITEM.match(line) and current:
-                paragraphs.append(current)
+                paragraphs.append(_cut(current))
                 current = []
-            current.append(line.strip())
+            if current and beside_paste and _opens_sentence(line):
+                current.append([])
+            if not current:
+                current.append([])
+            current[-1].append(line.strip())
         elif current:
-            paragraphs.append(current)
+            paragraphs.append(_cut(current))
             current = []
-    return [sentences(" ".join(paragraph)) for paragraph in paragraphs]
+    return paragraphs
+
+
+def _cut(pieces: list[list[str]]) -> list[str]:
+    """The sentences of a paragraph given as pieces of lines that end a sentence."""
+    return [sentence for piece in pieces for sentence in sentences(" ".join(piece))]
+
+
+def _opens_sentence(line: str) -> bool:
+    """Whether the line break before ``line`` ends a sentence beside a paste: ``line`` opens with
+    a capital letter other than the pronoun "I" (a line a user wraps goes on in small letters;
+    "I" is written large mid-sentence too). A full stop before the break cuts there anyway."""
+    words = line.split(maxsplit=1)
+    opening = words[0] if words else ""
+    if not opening[:1].isupper():
+        return False
+    return not (opening == "I" or opening.startswith(("I'", "I’")))
 
 
 def sentences(text: str) -> list[str]:
@@ -120,26 +145,50 @@ def is_question_sentence(sentence: str) -> bool:
     return word in REQUESTS or (word in INTERROGATIVES and not stripped.endswith((".", ":", "!")))
 
 
+CONTEXT_BESIDE_PASTE = True
+"""Beside a paste, whether the sentence before a question that has :data:`MIN_CONTENT_WORDS`
+content words or more is context (:func:`asked_sentences`) rather than part of the question.
+Chosen by ``bench/paste_rules.py`` on the tuning projects (starship, typer): pasted − bare hit@3
++3 with it, +2 without (docs/ranking-and-gate.md, "Long prompts")."""
+
+
 def questions(paragraphs: list[list[str]], *, beside_paste: bool = False) -> list[str]:
     """The question sentences of ``paragraphs``, each after the sentence before it in its
-    paragraph when it needs that one to be understood.
+    paragraph when it needs that one to be understood (:func:`asked_sentences`, context and
+    question in one list)."""
+    return asked_sentences(paragraphs, beside_paste=beside_paste, split_context=False)[0]
 
-    A question needs it when it has fewer than :data:`MIN_CONTENT_WORDS` content words; beside a
-    paste (``beside_paste``) always, because there the sentence before the question is the one
-    that says what went wrong ("Chrome always downloads the PDF. How do I make it open in the
-    tab?"), while the paste itself is left out. A sentence that ends with a colon announces the
-    paste ("Here is the log:") and is never borrowed.
+
+def asked_sentences(paragraphs: list[list[str]], *, beside_paste: bool = False,
+                    split_context: bool | None = None) -> tuple[list[str], list[str]]:
+    """The question sentences of ``paragraphs`` and the context they are asked in.
+
+    A question takes the sentence before it in its paragraph along when it has fewer than
+    :data:`MIN_CONTENT_WORDS` content words ("Any idea why?", "How do I hide it?"): that one
+    joins the question. Beside a paste (``beside_paste``) every question takes it, because there
+    the sentence before the question is the one that says what went wrong ("Chrome always
+    downloads the PDF. How do I make it open in the tab?"), while the paste itself is left out;
+    for a question that can be read alone it is *context* (second list, when ``split_context``,
+    by default :data:`CONTEXT_BESIDE_PASTE`): recall searches the question alone first and the
+    context with it second, so the story of a problem can add a page but not push out the one
+    the question finds. A sentence that ends with a colon announces the paste ("Here is the
+    log:") and is never taken along.
     """
+    split = CONTEXT_BESIDE_PASTE if split_context is None else split_context
     kept: list[str] = []
+    context: list[str] = []
     for paragraph in paragraphs:
         for number, sentence in enumerate(paragraph):
             if not is_question_sentence(sentence):
                 continue
             if number:
                 before = paragraph[number - 1]
-                needed = beside_paste or len(content_words(sentence)) < MIN_CONTENT_WORDS
-                if needed and not before.rstrip().endswith(":") and before not in kept:
+                short = len(content_words(sentence)) < MIN_CONTENT_WORDS
+                usable = not before.rstrip().endswith(":") and before not in kept and before not in context
+                if usable and short:
                     kept.append(before)
+                elif usable and beside_paste:
+                    (context if split else kept).append(before)
             if sentence not in kept:
                 kept.append(sentence)
-    return kept
+    return kept, [sentence for sentence in context if sentence not in kept]

@@ -25,7 +25,8 @@ function that returns values:
    :class:`StoreError`, because an answer from no index at all is not silence. The names in a
    paste around the question join the keyword search (``Asked.terms``), and those a candidate
    shows as code are embedded with the question for a second search
-   (:mod:`passageway.kernel.query.prompt_names`).
+   (:mod:`passageway.kernel.query.prompt_names`), with the sentence before the question that
+   says what went wrong (``Asked.context``); the first search, the question alone, leads.
 5. **Session rules** (the hook): ``exclude_items`` drop items already shown in this session;
    ``boost_words`` raise the ``weight`` of items whose title, path or labels contain one of them
    by :data:`BOOST`.
@@ -36,7 +37,8 @@ function that returns values:
    ``threshold``) and its ``cross_language_offset``, because similarity scales differ between models.
 7. **One slot per content**: the duplicate rule (:mod:`passageway.kernel.query.duplicates`)
    filters that list down to at most three hits, none a copy of another; none is silence.
-8. **The answer as a whole**: a ranker that judges answers may still choose silence.
+8. **The answer as a whole**: a ranker that judges answers may still choose silence; a question
+   with context that it leaves silent is judged once more with its context (:func:`judged_hits`).
 9. **Excerpts**: each hit shows its passage and its item's next most similar one, with the
    windows its excerpt may start at (:mod:`passageway.kernel.query.excerpts`).
 10. **Related items**: up to three indexed items the hits link to.
@@ -158,8 +160,9 @@ async def embedded_question(reduced: Asked, embedder: Embedder) -> np.ndarray:
 @attrs.frozen(eq=False)
 class Found:
     """The candidates of one question: the vector searched with, the merged keyword and vector
-    lists, and ``first``, the bare question's own search when a paste's names led to a second one
-    whose answer alternates with it (:mod:`passageway.kernel.query.prompt_names`)."""
+    lists, and ``first``, the bare question's own search when a paste's names or the sentence
+    before the question (``Asked.context``) led to a second one whose answer alternates with it
+    (:mod:`passageway.kernel.query.prompt_names`)."""
 
     vector: np.ndarray
     keyword: list[Candidate]
@@ -180,11 +183,12 @@ async def candidates(reduced: Asked, vector: np.ndarray, stores: Sequence[Store]
     searched = " ".join((question, *reduced.terms)) if rule == "all" else question
     keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
     names = known_names(reduced.terms, [*keyword, *by_vector])
-    if not names:
+    if not names and not reduced.context:
         return Found(vector, keyword, by_vector)
-    first = Found(vector, keyword, by_vector) if prompt_names.BARE_FIRST else None
-    vector = await _embedded(with_names(question, names), embedder, True)
-    searched = " ".join((question, *names)) if rule == "known" else searched
+    first = Found(vector, keyword, by_vector) if prompt_names.BARE_FIRST or not names else None
+    told = " ".join(part for part in (reduced.context, question) if part)
+    vector = await _embedded(with_names(told, names), embedder, True)
+    searched = " ".join((told, *names)) if rule == "known" else " ".join((reduced.context, searched)).strip()
     keyword, by_vector, _failed = await gather_candidates(searched, vector, stores)
     return Found(vector, keyword, by_vector, first)
 
@@ -238,6 +242,30 @@ async def answerable(question: str, kept: list[Ranked], judged: Found, ranker: R
     hits = [entry.candidate for entry in kept]
     sentences = await sentence_cosines(hits, judged.vector, lookup)
     return ranker.answerable(question, hits, judged.keyword, judged.by_vector, sentences, gate)
+
+
+Judged = tuple[str, Found, list[Ranked], dict[tuple[str, str], tuple[str, ...]], VectorLookup | None]
+"""What :func:`judged_hits` answers: the text judged, its search, the kept hits, their copies and
+the window vectors fetched for them."""
+
+
+async def judged_hits(reduced: Asked, found: Found, ranker: Ranker, gate: Gate,
+                      vector_cache: VectorLookup | None) -> Judged | None:
+    """Steps 6 to 8 (:func:`ranked`, :func:`distinct_hits`, :func:`answerable`); None is silence.
+
+    A question with context (``Asked.context``: the sentence before it beside a paste) is judged
+    by the question alone first; when that is silence, once more as the context and the question
+    together, on the search made with both, which is how the question was read before it had a
+    context of its own. The text that answered goes on to the excerpts and the budget."""
+    attempts = [(reduced.text, found)]
+    if reduced.context and found.first is not None:
+        attempts.append((f"{reduced.context} {reduced.text}", attrs.evolve(found, first=None)))
+    for text, searched in attempts:
+        ordered, judged = ranked(text, searched, ranker, gate)
+        kept, copies, lookup = await distinct_hits(ordered, text, searched, vector_cache)
+        if await answerable(text, kept, judged, ranker, gate, lookup):
+            return text, searched, kept, copies, lookup
+    return None
 
 
 async def excerpt_texts(kept: list[Ranked], copies: dict[tuple[str, str], tuple[str, ...]], found: Found,
