@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from passageway.builtin.eval.cases import Case, accepts
-from passageway.builtin.storage import SqliteStore
-from passageway.builtin.storage.vector_cache import SqliteVectorCache
 from passageway.kernel.config import ConnectorSettings
 from passageway.kernel.connector.runner import ConnectorRunner
 from passageway.kernel.errors import DeletionRefused
 from passageway.kernel.index.sync import SourceSync
+from passageway.kernel.plugins import build_plugin_manager, collect_registries
+from passageway.kernel.store import Store, StoreContext
 from passageway.testing.toy_embedder import ToyEmbedder
 
 DOCS = Path(__file__).resolve().parents[3] / "corpus" / "docs"
@@ -73,16 +72,6 @@ def test_the_configuration_page_is_one_item_per_module(reference):
     assert items["faq.md"]["links"] == [PAGE] and items["install.md"]["title"] == "Install"
 
 
-def test_a_module_of_the_right_page_counts_as_the_right_page():
-    case = Case("skip git submodules?", expect=("starship/en/config/README.md",), expect_text=("x",))
-    url = STARSHIP.as_uri()
-    assert accepts(case, item_id=PAGE + "#git-status", title="Configuration › Git Status", heading="Options",
-                   url=url + "#git-status")
-    other = STARSHIP.parents[1] / "advanced-config" / "README.md"
-    assert not accepts(case, item_id="advanced-config/README.md", title="Advanced Configuration",
-                       heading=None, url=other.as_uri())
-
-
 class Watched:
     """The ids each ``fetch`` call of the connector returned."""
 
@@ -95,15 +84,20 @@ class Watched:
 
 
 def sync_for(notes, tmp_path: Path, watched: Watched, max_delete_fraction: float
-             ) -> tuple[SourceSync, SqliteStore]:
+             ) -> tuple[SourceSync, Store]:
+    """The core's sync of the notes folder, with the default store and vector cache, reached
+    through the plugin registries as a third party's tests would."""
     command = (sys.executable, "-m", "passageway_connector_markdown")
     settings = ConnectorSettings(name="starship", command=command, env={"FOLDER": str(notes.root)},
                                  max_delete_fraction=max_delete_fraction)
     environ = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
     runner = ConnectorRunner(settings, environ=environ, observer=watched)
     embedder = ToyEmbedder()
-    store = SqliteStore(tmp_path / "starship.db", "starship")
-    cache = SqliteVectorCache.for_embedder(tmp_path, embedder.name, embedder.dim)
+    manager = build_plugin_manager({}, load_entry_points=False)
+    make_store = collect_registries(manager).stores.get("sqlite")
+    store = make_store(tmp_path / "starship.db", "starship", StoreContext())
+    cache = manager.hook.passageway_vector_cache(store="sqlite", folder=tmp_path, embedder_name=embedder.name,
+                                                 dim=embedder.dim)
     return SourceSync(settings, store, embedder, runner, cache), store
 
 
@@ -164,3 +158,46 @@ async def test_a_removed_page_removes_every_one_of_its_items(reference, tmp_path
     finally:
         await store.close()
         await sync.vector_cache.close()
+
+
+@pytest.fixture
+def toy_eval(monkeypatch, tmp_path):
+    """``passageway eval`` in-process with the toy embedder (no model), the environment cleared."""
+    from passageway.kernel import plugins
+    from passageway.testing import toy_plugin
+
+    original = plugins.build_plugin_manager
+    monkeypatch.setattr(
+        plugins, "build_plugin_manager",
+        lambda env=None, **kwargs: original(env, extra=(("toy", toy_plugin),), load_entry_points=False),
+    )
+    for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR", "PASSAGEWAY_INSTANCE", "PASSAGEWAY_RANKER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def test_eval_counts_a_module_of_the_right_page_as_the_right_page(reference, tmp_path, capsys, toy_eval):
+    from passageway.kernel.cli import main
+
+    config = tmp_path / "passageway.toml"
+    config.write_text(
+        '[embedder]\nkind = "toy"\nmin_similarity = 0.0\n\n[[connector]]\nname = "starship"\n'
+        f'command = ["{sys.executable}", "-m", "passageway_connector_markdown"]\n'
+        f'env = {{ FOLDER = "{reference.root}" }}\n', encoding="utf-8")
+    cases = tmp_path / "cases.toml"
+    question = "Ignore changes to submodules"  # a row of the Git Status module's options
+    cases.write_text(
+        f'[[case]]\nquery = "{question}"\nexpect = ["config/README.md"]\n'
+        'expect_text = ["ignore_submodules"]\n\n'
+        f'[[case]]\nquery = "{question}"\nexpect = ["install.md"]\n', encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(["eval", str(cases), "--config", str(config), "--out", str(out), "--include-cases",
+                 "--ranker", "keyword"])
+    assert code == 0, capsys.readouterr().err
+    right, other = json.loads((out / "report.json").read_text(encoding="utf-8"))["cases"]
+    first = right["found"][0]
+    assert first["item_id"].startswith(PAGE + "#git-") and first["url"].endswith(first["item_id"][len(PAGE):])
+    assert right["rank"] == 1 and right["answer_rank"] is not None
+    # The same hits for a case whose right file is another page: a section of this one is not it.
+    assert [hit["item_id"] for hit in other["found"]] == [hit["item_id"] for hit in right["found"]]
+    assert other["rank"] is None
