@@ -100,7 +100,7 @@ def test_a_page_that_starts_at_a_heading_keeps_its_id_on_the_first_section(notes
 
 def test_by_default_and_under_the_limit_no_note_is_split(notes):
     notes.write("config.md", PAGE)
-    assert list(notes.list()) == ["config.md"]  # the default, 100,000 bytes
+    assert list(notes.list()) == ["config.md"]  # the default, 0: never
     assert list(notes.list(SPLIT_BYTES="100000")) == ["config.md"]
     assert list(notes.list(SPLIT_BYTES="0")) == ["config.md"]
     [item] = notes.fetch_all(SPLIT_BYTES="0").records

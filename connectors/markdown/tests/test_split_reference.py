@@ -26,9 +26,15 @@ STARSHIP = DOCS / "starship" / "en" / "config" / "README.md"
 PAGE = "config/README.md"
 
 
+SPLIT = "100000"
+"""The limit chosen on starship and typer (off by default: parts.DEFAULT_SPLIT_BYTES)."""
+
+
 @pytest.fixture
 def reference(notes):
-    """The notes folder with starship's configuration page and two small notes beside it."""
+    """The notes folder with starship's configuration page and two small notes beside it, split at
+    :data:`SPLIT` bytes."""
+    notes.env["SPLIT_BYTES"] = SPLIT
     (notes.root / "config").mkdir()
     shutil.copy(STARSHIP, notes.root / PAGE)
     notes.write("faq.md", "# FAQ\n\nSee [the configuration](config/README.md).\n")
@@ -48,7 +54,7 @@ def top_headings(text: str) -> list[str]:
 
 
 def test_the_configuration_page_is_one_item_per_module(reference):
-    items = reference.fetch_all().by_id  # the default limit, 100,000 bytes: this page is over it
+    items = reference.fetch_all().by_id  # this page is over the limit
     parts = {item_id: item for item_id, item in items.items() if item_id.startswith(PAGE)}
     modules = top_headings(STARSHIP.read_text(encoding="utf-8"))
     assert len(modules) > 90
@@ -88,7 +94,8 @@ def sync_for(notes, tmp_path: Path, watched: Watched, max_delete_fraction: float
     """The core's sync of the notes folder, with the default store and vector cache, reached
     through the plugin registries as a third party's tests would."""
     command = (sys.executable, "-m", "passageway_connector_markdown")
-    settings = ConnectorSettings(name="starship", command=command, env={"FOLDER": str(notes.root)},
+    settings = ConnectorSettings(name="starship", command=command,
+                                 env={"FOLDER": str(notes.root), "SPLIT_BYTES": SPLIT},
                                  max_delete_fraction=max_delete_fraction)
     environ = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)}
     runner = ConnectorRunner(settings, environ=environ, observer=watched)
@@ -183,7 +190,7 @@ def test_eval_counts_a_module_of_the_right_page_as_the_right_page(reference, tmp
     config.write_text(
         '[embedder]\nkind = "toy"\nmin_similarity = 0.0\n\n[[connector]]\nname = "starship"\n'
         f'command = ["{sys.executable}", "-m", "passageway_connector_markdown"]\n'
-        f'env = {{ FOLDER = "{reference.root}" }}\n', encoding="utf-8")
+        f'env = {{ FOLDER = "{reference.root}", SPLIT_BYTES = "{SPLIT}" }}\n', encoding="utf-8")
     cases = tmp_path / "cases.toml"
     question = "Ignore changes to submodules"  # a row of the Git Status module's options
     cases.write_text(
