@@ -119,3 +119,13 @@ async def test_read_takes_back_an_item_and_a_heading_as_an_answer_escaped_them()
     stores = {"docs": Bracketed()}
     text = await read_item(stores, "docs", "a\\[1\\].md", "Setup \\<beta\\>")  # type: ignore[arg-type]
     assert "Install it." in text
+
+
+def test_an_item_that_is_a_section_of_a_page_names_its_anchor_once():
+    # The markdown connector's part of a long page: its id already ends with its section's anchor.
+    part = hit(1, item_id="config.md#aws-module", url="file:///notes/config.md#aws-module",
+               anchor="aws-module")
+    text = render_answer(Answer((part, hit(2, url="file:///notes/note2.md", anchor="intro"))))
+    lines = [line.strip() for line in text.splitlines()]
+    assert "notes: config.md#aws-module" in lines and "notes: note2.md#intro" in lines
+    assert "#aws-module#aws-module" not in text

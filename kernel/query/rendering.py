@@ -177,8 +177,9 @@ def _meta(hit: Hit) -> list[str]:
     url = shown_url(hit.url.split("#", 1)[0] if anchor else hit.url)
     if url and hit.url != hit.item_id:
         meta = [_named(hit.source, hit.item_id), url + anchor]
-    else:
-        meta = [_named(hit.source, hit.item_id) + anchor]
+    else:  # a part of a long page already names its section's anchor (notes: ref.md#aws)
+        named = _named(hit.source, hit.item_id)
+        meta = [named if anchor and named.endswith(anchor) else named + anchor]
     if hit.path and not hit.item_id.startswith("/".join(hit.path) + "/"):
         meta.append(shown(" / ".join(hit.path)))
     if hit.updated:

@@ -10,6 +10,7 @@ sections (with each heading's ``{#id}`` as its anchor) by the SDK's ``split_mark
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -17,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from passageway_sdk import Connector, SettingsError, SourceError, first_h1, split_markdown
+from passageway_sdk.markdown import TRAIL_SEPARATOR
 
 from passageway_connector_markdown import front_matter
 from passageway_connector_markdown.folder import Folder, Note
 from passageway_connector_markdown.globs import Globs
 from passageway_connector_markdown.links import resolve_links
-from passageway_connector_markdown.parts import DEFAULT_SPLIT_BYTES, split_parts
+from passageway_connector_markdown.parts import DEFAULT_SPLIT_BYTES, Part, split_parts
 
 DEFAULT_INCLUDE = "*.md|*.markdown"
 DEFAULT_MAX_FILE_BYTES = 1024 * 1024
@@ -36,6 +38,8 @@ DOCS_MARKUP_MARK = b"documentation markup read"
 """Hashed into the version of a note that may hold what the SDK's reader learnt to read
 (:data:`_DOCS_MARKUP`: underlined headings, thematic breaks, reference-link definitions,
 ``{: …}`` attribute lists, admonitions), so such a note is fetched once more and read anew."""
+PART_MARK = b"part of a split note\n"
+"""Hashed first into the version of each part of a split note (:meth:`MarkdownConnector._part`)."""
 # Anchored at line starts or at a literal "{:", and each alternative gives up within its line:
 # linear in the file.
 _DOCS_MARKUP = re.compile(
@@ -189,8 +193,10 @@ class MarkdownConnector(Connector):
                 self._records[note.id] = [record]
             else:
                 parts = split_parts(note.id, record["sections"])
-                self._records[note.id] = [self._part(record, part_id, sections, first=number == 0)
-                                          for number, (part_id, sections) in enumerate(parts)]
+                given = front_matter.text_value(note.front_matter, "updated")
+                dated = given is not None and front_matter.iso_8601(given) is not None
+                self._records[note.id] = [self._part(record, part, first=number == 0, dated=dated)
+                                          for number, part in enumerate(parts)]
         return self._records[note.id]
 
     def splits(self, note: Note) -> bool:
@@ -198,15 +204,22 @@ class MarkdownConnector(Connector):
         return 0 < self.split_bytes < len(note.data)
 
     @staticmethod
-    def _part(record: dict[str, Any], part_id: str, sections: list[dict[str, str | None]], first: bool
-              ) -> dict[str, Any]:
-        part = {**record, "id": part_id, "sections": sections}
-        if part_id != record["id"]:
-            version = f"{record['version']}\n{part_id}".encode()
-            part["version"] = hashlib.sha256(version).hexdigest()[:16]
+    def _part(record: dict[str, Any], part: Part, first: bool, dated: bool) -> dict[str, Any]:
+        """The record of one part of a split note. Its version is a hash of what the record holds
+        (but the file's modification time, unless the front matter gives ``updated``), so an edit
+        to one section changes that part's version alone."""
+        item = {**record, "id": part.id, "sections": part.sections}
+        if part.heading is not None:
+            item["title"] = f"{record['title']}{TRAIL_SEPARATOR}{part.heading}"
+        if part.anchor is not None and "#" not in record["url"]:
+            item["url"] = f"{record['url']}#{part.anchor}"
         if not first:
-            part.pop("links", None)  # links to other notes count once, on the note's own id
-        return part
+            item.pop("links", None)  # links to other notes count once, on the note's own id
+        left_out = ("version",) if dated else ("version", "updated")
+        content = {key: value for key, value in item.items() if key not in left_out}
+        digest = hashlib.sha256(PART_MARK + json.dumps(content, sort_keys=True).encode("utf-8"))
+        item["version"] = digest.hexdigest()[:16]
+        return item
 
     def item(self, note: Note) -> dict[str, Any]:
         """The protocol record of one note."""
