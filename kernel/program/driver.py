@@ -213,6 +213,9 @@ class Program:
         found = await asyncio.to_thread(self.kill_now)
         if not wait:
             return found
+        # wait() also waits for stdout to reach its end: what the program printed and no one read
+        # (a caller that stopped at a limit) would hold it until the grace ran out. It is dropped.
+        drain = asyncio.create_task(self._drop_stdout())
         try:
             async with asyncio.timeout(grace):
                 await self.process.wait()
@@ -221,7 +224,20 @@ class Program:
                 "%s (process %d): a process it started outside its process group still holds its "
                 "output open; passageway closed its end", self.label, self.process.pid,
             )
+        finally:
+            drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drain
         return found
+
+    async def _drop_stdout(self) -> None:
+        """Read the program's stdout to its end and drop it (after a kill: nothing is kept)."""
+        stdout = self.process.stdout
+        if stdout is None:
+            return
+        with contextlib.suppress(Exception):  # another reader, or a pipe already closed
+            while await stdout.read(READ_CHUNK):
+                pass
 
     async def finish(self, *others: asyncio.Task[None] | None) -> None:
         """Drain and close the pipes, and end the stderr reader and ``others`` (tasks that feed
