@@ -51,6 +51,8 @@ VARIANTS: dict[str, dict[str, object]] = {
     "keep16-gelu": {"outliers": 16, "unsigned_gelu": True},
     "keep32-gelu": {"outliers": 32, "unsigned_gelu": True},
     "ratio6-gelu": {"outliers": 32, "outlier_ratio": 6.0, "unsigned_gelu": True},
+    "keep8-gelu-w8": {"outliers": 8, "unsigned_gelu": True, "weight_outliers": 8},
+    "keep8-gelu-w24": {"outliers": 8, "unsigned_gelu": True, "weight_outliers": 24},
     "keep8-gelu-last": {"outliers": 8, "unsigned_gelu": True, "fp32_layers": (-1,)},
     "keep16-gelu-last": {"outliers": 16, "unsigned_gelu": True, "fp32_layers": (-1,)},
     "keep8-gelu-ends": {"outliers": 8, "unsigned_gelu": True, "fp32_layers": (0, -1)},

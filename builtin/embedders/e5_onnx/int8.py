@@ -12,7 +12,8 @@ follows its largest value. An :class:`Int8Plan` says what is done about it, prod
   division is folded into the value projection's weights (the attention averages values); the
   others take one ``Mul`` before their quantization;
 * **fp32 channels**: the ``outliers`` largest channels (after smoothing) left out of the int8
-  product and multiplied in fp32 (a ``Gather`` and a small ``MatMul``);
+  product and multiplied in fp32 (a ``Gather`` and a small ``MatMul``), and ``weight_outliers``
+  more: those of the largest weights, which set the int8 weights' scales;
 * **an unsigned GELU**: the feed-forward output's input (GELU, never below -0.17) shifted up by
   0.17 and quantized to 0..255 instead of -127..127, its shift taken back out of the bias;
 * **fp32 products**: whole products left in fp32, by layer (``fp32_layers``) or by kind in every
@@ -70,6 +71,9 @@ class Int8Plan:
     outlier_ratio: float = 0.0
     """Above 0: the fp32 channels of a product are those whose largest magnitude is above this many
     times the median channel's (at most ``outliers`` of them), instead of a fixed count."""
+    weight_outliers: int = 0
+    """Further input channels per product multiplied in fp32: those whose weight column holds the
+    largest magnitude (the int8 weights' scale per output column follows its largest weight)."""
     fp32_layers: tuple[int, ...] = ()
     """Layers whose four products stay fp32 (-1 is the last)."""
     fp32_products: tuple[str, ...] = ()
@@ -99,6 +103,11 @@ class Int8Plan:
             if self.outlier_ratio > 0:
                 order = order[size[order] > self.outlier_ratio * float(np.median(size))]
             keep = tuple(sorted(int(j) for j in order))
+        if self.weight_outliers:
+            columns = np.abs(weight).max(axis=0) * (1.0 if smooth is None else smooth)
+            columns[list(keep)] = -1.0
+            extra = np.argsort(-columns, kind="stable")[: self.weight_outliers]
+            keep = tuple(sorted({*keep, *(int(j) for j in extra)}))
         offset = GELU_FLOOR if self.unsigned_gelu and product == "fo" else 0.0
         return Product(smooth, product == "ao" and smooth is not None, keep, offset)
 
