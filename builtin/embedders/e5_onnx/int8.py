@@ -12,9 +12,12 @@ follows its largest value. An :class:`Int8Plan` says what is done about it, prod
   division is folded into the value projection's weights (the attention averages values); the
   others take one ``Mul`` before their quantization;
 * **fp32 channels**: the ``outliers`` largest channels (after smoothing) left out of the int8
-  product and multiplied in fp32 (a ``Gather`` and a small ``MatMul``);
+  product and multiplied in fp32 (a ``Gather`` and a small ``MatMul``), and ``weight_outliers``
+  more: those of the largest weights, which set the int8 weights' scales;
 * **an unsigned GELU**: the feed-forward output's input (GELU, never below -0.17) shifted up by
-  0.17 and quantized to 0..255 instead of -127..127, its shift taken back out of the bias.
+  0.17 and quantized to 0..255 instead of -127..127, its shift taken back out of the bias;
+* **fp32 products**: whole products left in fp32, by layer (``fp32_layers``) or by kind in every
+  layer (``fp32_products``).
 """
 
 from __future__ import annotations
@@ -62,8 +65,24 @@ class Int8Plan:
     smoothed: tuple[str, ...] = PRODUCTS
     """The products smoothed when ``alpha`` is above 0."""
     outliers: int = 0
-    """Input channels per product multiplied in fp32 (the largest after smoothing)."""
+    """Input channels per product multiplied in fp32 (the largest after smoothing); with
+    ``outlier_ratio`` the most that rule may keep."""
     unsigned_gelu: bool = False
+    outlier_ratio: float = 0.0
+    """Above 0: the fp32 channels of a product are those whose largest magnitude is above this many
+    times the median channel's (at most ``outliers`` of them), instead of a fixed count."""
+    weight_outliers: int = 0
+    """Further input channels per product multiplied in fp32: those whose weight column holds the
+    largest magnitude (the int8 weights' scale per output column follows its largest weight)."""
+    fp32_layers: tuple[int, ...] = ()
+    """Layers whose four products stay fp32 (-1 is the last)."""
+    fp32_products: tuple[str, ...] = ()
+    """Products (of :data:`PRODUCTS`) that stay fp32 in every layer."""
+
+    def in_fp32(self, index: int, product: str, layers: int) -> bool:
+        """Whether ``product`` of layer ``index`` (of ``layers``) stays an fp32 product."""
+        layer = {index, index - layers}
+        return product in self.fp32_products or bool(layer & set(self.fp32_layers))
 
     def smoothing(self, index: int, product: str, weight: np.ndarray) -> np.ndarray | None:
         """``s`` for ``product`` of layer ``index`` with weights ``[out, in]``, or None."""
@@ -80,7 +99,15 @@ class Int8Plan:
         maxima = self.maxima.get(probe_name(index, product))
         if self.outliers and maxima is not None:
             size = maxima / smooth if smooth is not None else maxima
-            keep = tuple(sorted(int(j) for j in np.argsort(-size, kind="stable")[: self.outliers]))
+            order = np.argsort(-size, kind="stable")[: self.outliers]
+            if self.outlier_ratio > 0:
+                order = order[size[order] > self.outlier_ratio * float(np.median(size))]
+            keep = tuple(sorted(int(j) for j in order))
+        if self.weight_outliers:
+            columns = np.abs(weight).max(axis=0) * (1.0 if smooth is None else smooth)
+            columns[list(keep)] = -1.0
+            extra = np.argsort(-columns, kind="stable")[: self.weight_outliers]
+            keep = tuple(sorted({*keep, *(int(j) for j in extra)}))
         offset = GELU_FLOOR if self.unsigned_gelu and product == "fo" else 0.0
         return Product(smooth, product == "ao" and smooth is not None, keep, offset)
 
