@@ -47,6 +47,23 @@ def passages_of(folders: list[Path]) -> list[object]:
     return found
 
 
+def planned(engine: object, order: list[tuple[str, str]]) -> tuple[int, int]:
+    """Real and padded tokens of ``order`` cut into the sync's calls and batched as the engine
+    batches them (its tokenizer, its 512-token windows, ``batches_by_length``), without a run."""
+    from passageway.builtin.embedders.e5_onnx.engine import BOS, EOS, POSITIONS, PREFIXES, batches_by_length
+    from passageway.builtin.embedders.e5_onnx.tokenizer import windows
+
+    real = padded = 0
+    for start in range(0, len(order), BATCH):
+        content = engine.tokenizer.content_ids(  # type: ignore[attr-defined]
+            [PREFIXES["passage"] + text for _, text in order[start : start + BATCH]])
+        lengths = [len(ids) for _, ids, _ in windows(content, BOS, EOS, POSITIONS)]
+        real += sum(lengths)
+        padded += sum(max(lengths[index] for index in group) * len(group)
+                      for group in batches_by_length(lengths))
+    return real, padded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", action="append", type=Path, help="a markdown folder (repeatable)")
@@ -62,8 +79,9 @@ def main() -> None:
     from passageway.kernel.text.chunking import digest_of
     from passageway.kernel.text.windows import window_texts
 
-    folders = args.folder or ([ROOT / "corpus" / "docs" / "mkdocs"] if args.docs
-                              else [ROOT / "corpus" / "en", ROOT / "corpus" / "de"])
+    default = [ROOT / "corpus" / "docs" / "mkdocs"] if args.docs else [ROOT / "corpus" / language
+                                                                       for language in ("en", "de")]
+    folders = [folder.resolve() for folder in args.folder] if args.folder else default
     model = args.model or Path.home() / ".local/share/passageway/models/multilingual-e5-small-q4"
     engine = ConvertedEngine(model, threads=args.threads, verify=False)
     passages = passages_of(folders)
@@ -82,6 +100,13 @@ def main() -> None:
           "in tokens")
     orders = {"characters": sorted(pairs, key=lambda pair: len(pair[1])),
               "tokens": shortest_first(pairs, tokens)}
+    inputs = list({passage.digest: passage.embedding_input for passage in passages}.items())  # type: ignore[attr-defined]
+    for label, texts in (("passages", inputs), ("windows", pairs)):
+        real, before = planned(engine, sorted(texts, key=lambda pair: len(pair[1])))
+        _, after = planned(engine, shortest_first(texts, tokens))
+        print(f"{label}: {real} tokens in the engine's rows; padded tokens by characters {before} "
+              f"({before / real - 1:.1%}), by tokens {after} ({after / real - 1:.1%}), "
+              f"{(before - after) / before:.1%} fewer")
     if args.limit:
         orders = {name: order[: args.limit] for name, order in orders.items()}
     vectors: dict[str, dict[str, np.ndarray]] = {}
@@ -102,11 +127,15 @@ def main() -> None:
             vectors[name] = made
             work = engine.work
             rows.append((round_number + 1, name, work.runs, work.tokens, work.padded, wall, cpu))
+    if not rows:
+        return
     print("| round | order | runs | real tokens | padded tokens | padding | wall s | CPU s |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for number, name, runs, real, padded, wall, cpu in rows:
         print(f"| {number} | {name} | {runs} | {real} | {padded} | {padded / real - 1:.1%} "
               f"| {wall:.1f} | {cpu:.1f} |")
+    if not vectors:
+        return
     first, second = (vectors[name] for name in orders)
     common = [digest for digest in first if digest in second]
     a = np.stack([first[digest] for digest in common])
