@@ -9,7 +9,9 @@ import pytest
 
 from passageway.kernel.errors import PassagewayError
 from passageway.kernel.index.item_updates import UpdateMaker
+from passageway.kernel.records import Item, Section
 from passageway.kernel.text.chunking import DEFAULT_CAP, passages_for
+from passageway.kernel.text.windows import window_texts
 from passageway.testing import MemoryVectorCache
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import FakeRunner, Setup, item, keyword_list, vector_list
@@ -99,3 +101,29 @@ async def test_vectors_are_stored_at_unit_length_and_a_wrong_shape_fails_the_syn
         with pytest.raises(PassagewayError, match="shape"):
             await sync.sync_once()
         assert len(await sync.store.pending(10)) == 6  # stored for keywords, no vector stored
+
+
+async def test_windows_are_embedded_fewest_tokens_first_by_the_embedders_count():
+    class Counting(ToyEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sent: list[str] = []
+
+        def count_tokens(self, text: str) -> int:
+            return -len(text)  # the reverse of characters, to tell the two apart
+
+        async def embed(self, texts, kind):  # type: ignore[no-untyped-def]
+            self.sent += texts
+            return await super().embed(texts, kind)
+
+    embedder = Counting()
+    maker = UpdateMaker(embedder, MemoryVectorCache(), cap=DEFAULT_CAP, embed_batch=3, later=False)
+    sections = [Section(" ".join(f"Sentence {n} of part {part} says {'more ' * n}here." for n in range(6)),
+                        f"Part {part}") for part in range(3)]
+    one = Item(id="long", title="Long", url="https://example.test/long", version="1",
+               sections=tuple(sections))
+    await maker.prepare([one], None)
+    windows = {text for section in sections for text in window_texts(section.text)}
+    sent = [text for text in embedder.sent if text in windows]
+    assert len(sent) == len(windows) > 3
+    assert [len(text) for text in sent] == sorted((len(text) for text in sent), reverse=True)

@@ -246,3 +246,25 @@ async def test_an_embedder_that_declines_spans_gets_its_windows_as_texts(tmp_pat
                    for text in window_texts(section.text)}
         assert windows <= {text for call in embedder.seen_calls for text in call}
         assert sync.health().state == "ok"
+
+
+class WordCounter(HeldEmbedder):
+    """A held embedder whose tokens are not characters: a word is one token, a digit two more."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) + 2 * sum(character.isdigit() for character in text)
+
+
+async def test_texts_go_to_the_embedder_fewest_tokens_first_by_its_own_count(tmp_path):
+    embedder = WordCounter()
+    items = [long_item(n * 337) for n in range(6)]  # numbers of one to four digits
+    windows = {text for one in items for section in one.sections for text in window_texts(section.text)}
+    async with Setup(tmp_path, FakeRunner("notes", items), embedder=embedder, embed_batch=4) as sync:
+        await sync.sync_once()
+    sent = [text for call in embedder.seen_calls for text in call]
+    for kind in (False, True):  # the passages' pass, then the windows'
+        texts = [text for text in sent if (text in windows) is kind]
+        counts = [embedder.count_tokens(text) for text in texts]
+        assert counts == sorted(counts)
+        assert [len(text) for text in texts] != sorted(map(len, texts))  # characters would differ
+    assert set(sent) >= windows

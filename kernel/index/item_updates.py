@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from passageway.kernel.embedder import Embedder
+from passageway.kernel.embedder import Embedder, with_defaults
 from passageway.kernel.index.sync_health import BuildProgress
 from passageway.kernel.index.sync_passes import Spans, embed_into_cache
-from passageway.kernel.index.window_vectors import embed_windows
+from passageway.kernel.index.window_vectors import embed_windows, shortest_first
 from passageway.kernel.records import Item, Passage
 from passageway.kernel.store import ItemUpdate, VectorCache
 from passageway.kernel.text.chunking import passages_for
@@ -71,12 +71,22 @@ class UpdateMaker:
         # the passages: their time then counts in the passages/s rate and the time left, rather
         # than showing as a last stretch with every passage ready and "0 s left".
         await embed_windows([passage.text for passage in all_passages], self.vector_cache,
-                            functools.partial(self.embed, progress=progress, counted=False))
+                            functools.partial(self.embed, progress=progress, counted=False), self.tokens)
         if missing:
             vectors.update(await self.embed(list(missing.items()), progress))
         updates = [ItemUpdate(item=item, passages=passages, vectors=self.matrix(passages, vectors))
                    for item, passages in chunked]
         return updates, len(missing)
+
+    def tokens(self, text: str) -> int:
+        """How many tokens the embedder reads for ``text`` (its own count where it has one): what
+        texts are sorted by before they are cut into calls, so that a call's batch pads little."""
+        return with_defaults(self.embedder).count_tokens(text)
+
+    def shortest_first(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """``(digest, text)`` pairs in the order they go to the embedder: fewest tokens first
+        (:func:`.window_vectors.shortest_first`)."""
+        return shortest_first(pairs, self.tokens)
 
     def matrix(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> np.ndarray:
         """The vectors of ``passages`` in their order, one row each."""

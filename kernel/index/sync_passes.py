@@ -4,7 +4,7 @@ A :class:`~passageway.kernel.store.LaterVectors` store gets each fetched batch a
 vectors, so its passages are found by keywords within seconds. Then:
 
 1. **passages**: every stored passage still without a vector is embedded (those whose digest is
-   in the vector cache are not), shortest first within each round so that batches pad little,
+   in the vector cache are not), fewest tokens first within each round so that batches pad little,
    and each embedder call's vectors are handed to the store as soon as it ends: vector search
    covers more of the source with every call;
 2. **windows**: once no passage waits, the excerpt windows (:mod:`~passageway.kernel.text.windows`)
@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -58,6 +58,8 @@ class Embeds(Protocol):
     @property
     def embed_batch(self) -> int: ...
 
+    def shortest_first(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]: ...
+
     async def embed(self, pairs: list[tuple[str, str]], progress: BuildProgress | None,
                     counted: bool = True, spans: Spans | None = None) -> dict[str, np.ndarray]: ...
 
@@ -84,7 +86,7 @@ async def embed_pending(store: LaterStore, cache: VectorCache, maker: Embeds, pr
             if passage.digest not in cached and passage.digest not in missing:
                 missing[passage.digest] = passage.embedding_input
                 spans[passage.digest] = window_spans(passage.text, passage.embedding_input)
-        pairs = sorted(missing.items(), key=lambda pair: len(pair[1]))
+        pairs = maker.shortest_first(list(missing.items()))
         for start in range(0, len(pairs), maker.embed_batch):
             made = await maker.embed(pairs[start : start + maker.embed_batch], progress, spans=spans)
             embedded += len(made)
@@ -98,8 +100,8 @@ async def embed_pending(store: LaterStore, cache: VectorCache, maker: Embeds, pr
 
 async def embed_all_windows(store: LaterStore, cache: VectorCache, maker: Embeds,
                             progress: BuildProgress | None) -> int:
-    """The second pass, when due: the windows of every passage into the cache, shortest first in
-    each round; how many were embedded. ``progress`` hears of the windows already in the cache."""
+    """The second pass, when due: the windows of every passage into the cache, fewest tokens first
+    in each round; how many were embedded. ``progress`` hears of the windows already in the cache."""
     if await store.get_state(WINDOWS_STATE) != "due":
         return 0
     embedded, after = 0, 0
@@ -112,8 +114,8 @@ async def embed_all_windows(store: LaterStore, cache: VectorCache, maker: Embeds
         present = await cache.get_many(list(wanted)) if wanted else {}
         if progress is not None and present:
             progress.windows_cached([wanted[digest] for digest in present])
-        missing = sorted(((digest, text) for digest, text in wanted.items() if digest not in present),
-                         key=lambda pair: len(pair[1]))
+        missing = maker.shortest_first([(digest, text) for digest, text in wanted.items()
+                                        if digest not in present])
         if missing:
             await maker.embed(missing, progress, counted=False)
             embedded += len(missing)

@@ -9,6 +9,7 @@ are sorted by length and run in batches of similar length, so that little work g
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -83,6 +84,25 @@ def padded_feeds(rows: Sequence[Sequence[int]]) -> dict[str, np.ndarray]:
     return dict(zip(INPUTS, (input_ids, attention_mask), strict=True))
 
 
+@dataclasses.dataclass
+class Work:
+    """What the passages' session was given: onnxruntime runs, rows, real tokens and padded
+    tokens (rows times the longest row, summed). Counted for benchmarks and tests; padding is the
+    part of the work that makes no vector."""
+
+    runs: int = 0
+    rows: int = 0
+    tokens: int = 0
+    padded: int = 0
+
+    def add(self, feeds: dict[str, np.ndarray]) -> None:
+        mask = feeds[INPUTS[1]]
+        self.runs += 1
+        self.rows += int(mask.shape[0])
+        self.tokens += int(mask.sum())
+        self.padded += int(mask.size)
+
+
 class ConvertedEngine:
     """One converted folder loaded: its tokenizer and two onnxruntime sessions, ``session``
     (``model.onnx``, 4-bit ``MatMulNBits``) for questions and ``passage_session``
@@ -124,6 +144,8 @@ class ConvertedEngine:
         self.passage_session = (
             self._session(onnxruntime, folder / PASSAGES, threads, providers, self._shared)
             if (folder / PASSAGES).is_file() else self.session)
+        self.work = Work()
+        """The passages' runs so far (questions are not counted)."""
         if device == "cuda" and "CUDAExecutionProvider" not in self.session.get_providers():
             raise ModelError('device = "cuda": onnxruntime found no usable GPU; use device = "auto"')
 
@@ -154,6 +176,8 @@ class ConvertedEngine:
         for group in batches_by_length(lengths):
             feeds = padded_feeds([parts[index][1] for index in group])
             means[group] = session.run([OUTPUT], feeds)[0]
+            if kind == "passage":
+                self.work.add(feeds)
         sums = np.zeros((len(texts), HIDDEN), dtype=np.float64)
         for (text_index, _, weight), mean in zip(parts, means, strict=True):
             sums[text_index] += weight * mean
@@ -179,6 +203,7 @@ class ConvertedEngine:
         for group in batches_by_length(lengths):
             feeds = padded_feeds([parts[index][1] for index in group])
             pooled, hidden = self.passage_session.run([OUTPUT, TOKENS], feeds)
+            self.work.add(feeds)
             means[group] = pooled
             for row, index in enumerate(group):
                 first, size = firsts[index], lengths[index] - 2
