@@ -4,6 +4,7 @@ after every passage, their restart after a kill, and the time left they report."
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -268,3 +269,25 @@ async def test_texts_go_to_the_embedder_fewest_tokens_first_by_its_own_count(tmp
         assert counts == sorted(counts)
         assert [len(text) for text in texts] != sorted(map(len, texts))  # characters would differ
     assert set(sent) >= windows
+
+
+class ThreadNoting(WordCounter):
+    """A word counter that notes which threads it counted on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def count_tokens(self, text: str) -> int:
+        self.threads.add(threading.get_ident())
+        return super().count_tokens(text)
+
+
+async def test_tokens_are_counted_off_the_event_loop(tmp_path):
+    embedder = ThreadNoting()
+    items = [long_item(n * 337) for n in range(3)]
+    async with Setup(tmp_path, FakeRunner("notes", items), embedder=embedder, embed_batch=4) as sync:
+        await sync.sync_once()
+        assert sync.health().state == "ok"
+    assert embedder.threads  # both passes sorted their texts by count
+    assert threading.get_ident() not in embedder.threads  # never on the loop's thread

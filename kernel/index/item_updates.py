@@ -15,6 +15,7 @@ after; any other store gets every vector with its batch, and the excerpt windows
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Sequence
 
@@ -83,10 +84,11 @@ class UpdateMaker:
         texts are sorted by before they are cut into calls, so that a call's batch pads little."""
         return with_defaults(self.embedder).count_tokens(text)
 
-    def shortest_first(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    async def shortest_first(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """``(digest, text)`` pairs in the order they go to the embedder: fewest tokens first
-        (:func:`.window_vectors.shortest_first`)."""
-        return shortest_first(pairs, self.tokens)
+        (:func:`.window_vectors.shortest_first`). Counting a round's tokens takes up to a few
+        tenths of a second, so it runs on a thread, not on the loop that answers questions."""
+        return await asyncio.to_thread(shortest_first, pairs, self.tokens)
 
     def matrix(self, passages: Sequence[Passage], vectors: dict[str, np.ndarray]) -> np.ndarray:
         """The vectors of ``passages`` in their order, one row each."""

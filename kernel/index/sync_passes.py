@@ -58,7 +58,7 @@ class Embeds(Protocol):
     @property
     def embed_batch(self) -> int: ...
 
-    def shortest_first(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]: ...
+    async def shortest_first(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]: ...
 
     async def embed(self, pairs: list[tuple[str, str]], progress: BuildProgress | None,
                     counted: bool = True, spans: Spans | None = None) -> dict[str, np.ndarray]: ...
@@ -86,7 +86,7 @@ async def embed_pending(store: LaterStore, cache: VectorCache, maker: Embeds, pr
             if passage.digest not in cached and passage.digest not in missing:
                 missing[passage.digest] = passage.embedding_input
                 spans[passage.digest] = window_spans(passage.text, passage.embedding_input)
-        pairs = maker.shortest_first(list(missing.items()))
+        pairs = await maker.shortest_first(list(missing.items()))
         for start in range(0, len(pairs), maker.embed_batch):
             made = await maker.embed(pairs[start : start + maker.embed_batch], progress, spans=spans)
             embedded += len(made)
@@ -114,7 +114,7 @@ async def embed_all_windows(store: LaterStore, cache: VectorCache, maker: Embeds
         present = await cache.get_many(list(wanted)) if wanted else {}
         if progress is not None and present:
             progress.windows_cached([wanted[digest] for digest in present])
-        missing = maker.shortest_first([(digest, text) for digest, text in wanted.items()
+        missing = await maker.shortest_first([(digest, text) for digest, text in wanted.items()
                                         if digest not in present])
         if missing:
             await maker.embed(missing, progress, counted=False)

@@ -7,6 +7,7 @@ the same cache (:class:`VectorLookup`) to start an excerpt at the window closest
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -42,8 +43,8 @@ async def embed_windows(
     if not wanted:
         return 0
     present = await cache.get_many(list(wanted))
-    missing = shortest_first([(digest, text) for digest, text in wanted.items() if digest not in present],
-                             tokens)
+    missing = await asyncio.to_thread(  # counting tokens is CPU work: off the loop
+        shortest_first, [(digest, text) for digest, text in wanted.items() if digest not in present], tokens)
     if missing:
         await embed(missing)
     return len(missing)
