@@ -13,7 +13,8 @@ cheap)::
 - ``fake_connector_command``: a connector that serves the items of ``FAKE_ITEMS``.
 - ``check_embedder``: the embedder contract check; ``CommandEmbedder``: the kernel's client of the
   embedder protocol, to run an embedder program; ``BlockingEmbedder``: an async embedder driven
-  from plain code; ``ToyEmbedder``, ``toy_plugin``: a fast, deterministic in-process embedder.
+  from plain code; ``ToyEmbedder``, ``toy_plugin``: a fast, deterministic in-process embedder;
+  ``toy_cli``: run ``passageway`` commands in-process with it (``[embedder] kind = "toy"``).
 - ``passageway.testing.store_contract``: the store contract tests, for any store plugin (import
   them into a test module); ``DIM``, ``doc``, ``update_for``, ``question_vector`` build its data.
 - ``link_converted_model``: the built-in model's conversion made once per test session and
@@ -41,6 +42,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "ToyEmbedder": ("passageway.testing.toy_embedder", "ToyEmbedder"),
     "MemoryVectorCache": ("passageway.testing.memory_cache", "MemoryVectorCache"),
     "toy_plugin": ("passageway.testing.toy_embedder", "plugin"),
+    "toy_cli": ("passageway.testing.toy_embedder", "toy_cli"),
     "DIM": ("passageway.testing.store_contract", "DIM"),
     "doc": ("passageway.testing.store_contract", "doc"),
     "update_for": ("passageway.testing.store_contract", "update_for"),

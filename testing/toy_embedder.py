@@ -13,6 +13,8 @@ import asyncio
 import hashlib
 import re
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -100,3 +102,25 @@ class _ToyPlugin:
 
 
 plugin = _ToyPlugin()
+
+
+ENVIRONMENT_SETTINGS = (
+    "PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR", "PASSAGEWAY_INSTANCE", "PASSAGEWAY_RANKER")
+"""The environment variables that would point an in-process command at another configuration."""
+
+
+def toy_cli(monkeypatch: Any, home: Path) -> None:
+    """Prepare this process to run ``passageway`` commands in-process (``cli.main``) with
+    ``[embedder] kind = "toy"``: every plugin manager it builds has the toy embedder and no
+    installed entry points, the settings of :data:`ENVIRONMENT_SETTINGS` are cleared and ``HOME``
+    is ``home``. ``monkeypatch`` is pytest's fixture, which undoes all of it after the test."""
+    from passageway.kernel import plugins as plugin_module
+
+    original = plugin_module.build_plugin_manager
+    monkeypatch.setattr(
+        plugin_module, "build_plugin_manager",
+        lambda env=None, **kwargs: original(env, extra=(("toy", plugin),), load_entry_points=False),
+    )
+    for name in ENVIRONMENT_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))

@@ -170,17 +170,9 @@ async def test_a_removed_page_removes_every_one_of_its_items(reference, tmp_path
 @pytest.fixture
 def toy_eval(monkeypatch, tmp_path):
     """``passageway eval`` in-process with the toy embedder (no model), the environment cleared."""
-    from passageway.kernel import plugins
-    from passageway.testing import toy_plugin
+    from passageway.testing import toy_cli
 
-    original = plugins.build_plugin_manager
-    monkeypatch.setattr(
-        plugins, "build_plugin_manager",
-        lambda env=None, **kwargs: original(env, extra=(("toy", toy_plugin),), load_entry_points=False),
-    )
-    for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR", "PASSAGEWAY_INSTANCE", "PASSAGEWAY_RANKER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    toy_cli(monkeypatch, tmp_path / "home")
 
 
 def test_eval_counts_a_module_of_the_right_page_as_the_right_page(reference, tmp_path, capsys, toy_eval):

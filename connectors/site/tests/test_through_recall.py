@@ -7,21 +7,13 @@ import sys
 
 import pytest
 
-from passageway.kernel import plugins
 from passageway.kernel.cli import main
-from passageway.testing import toy_plugin
+from passageway.testing import toy_cli
 
 
 @pytest.fixture(autouse=True)
 def toy_embedder(monkeypatch, tmp_path):
-    original = plugins.build_plugin_manager
-    monkeypatch.setattr(
-        plugins, "build_plugin_manager",
-        lambda env=None, **kwargs: original(env, extra=(("toy", toy_plugin),), load_entry_points=False),
-    )
-    for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR", "PASSAGEWAY_INSTANCE", "PASSAGEWAY_RANKER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    toy_cli(monkeypatch, tmp_path / "home")
 
 
 @pytest.mark.parametrize("items", ["pages", "passages"])
