@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.e5_onnx_helpers import seed_converted_model
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -63,11 +61,7 @@ def test_without_a_quickstart_nothing_is_seeded(tmp_path):
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
-def test_ctrl_c_removes_the_temporary_folder(tmp_path, tmp_path_factory, stop):
-    # The session's converted model, as after the quickstart: Ctrl-C during the model's first
-    # conversion has its own test (test_e5_conversion_stop.py); converting here again took more
-    # than two minutes beside 8 busy processes.
-    seed_converted_model(tmp_path_factory, tmp_path / "home" / ".local" / "share" / "passageway")
+def test_ctrl_c_removes_the_temporary_folder(tmp_path, stop):
     environ = {**os.environ, "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home"),
                "DEMO_DATA": str(tmp_path / "no-demo"), "DOCS": "no"}
     script = subprocess.Popen(["sh", str(ROOT / "corpus" / "measure.sh"), "--no-write"], env=environ,
