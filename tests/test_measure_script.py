@@ -64,9 +64,12 @@ def test_without_a_quickstart_nothing_is_seeded(tmp_path):
 def test_ctrl_c_removes_the_temporary_folder(tmp_path, stop):
     environ = {**os.environ, "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home"),
                "DEMO_DATA": str(tmp_path / "no-demo"), "DOCS": "no"}
-    script = subprocess.Popen(["sh", str(ROOT / "corpus" / "measure.sh"), "--no-write"], env=environ,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              start_new_session=True)
+    # The script's messages go to a file: a pipe nobody reads stops a chatty script once full.
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as sink:
+        script = subprocess.Popen(["sh", str(ROOT / "corpus" / "measure.sh"), "--no-write"], env=environ,
+                                  stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True)
+    stuck = ""
     try:
         for _ in range(600):  # until the script has written its configurations
             if list(tmp_path.glob("passageway-measure.*/both.toml")):
@@ -74,9 +77,15 @@ def test_ctrl_c_removes_the_temporary_folder(tmp_path, stop):
             time.sleep(0.1)
         assert list(tmp_path.glob("passageway-measure.*")), "the script made no temporary folder"
         os.killpg(script.pid, stop)  # what Ctrl-C sends: the whole foreground group
-        script.wait(timeout=120)
+        try:
+            script.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            stuck = subprocess.run(["ps", "-o", "pid,stat,wchan:24,args", "-g", str(script.pid)],
+                                   capture_output=True, text=True, check=False).stdout
     finally:
         if script.poll() is None:
             os.killpg(script.pid, signal.SIGKILL)
             script.wait()
-    assert not list(tmp_path.glob("passageway-measure.*")), script.stderr.read() if script.stderr else ""
+    said = errors.read_text(encoding="utf-8", errors="replace")[-3000:]
+    assert not stuck, f"the script outlived the signal by 120 s:\n{stuck}\n{said}"
+    assert not list(tmp_path.glob("passageway-measure.*")), said
