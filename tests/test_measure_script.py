@@ -7,6 +7,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -60,6 +61,18 @@ def test_without_a_quickstart_nothing_is_seeded(tmp_path):
     assert not (tmp_path / "home" / ".local").exists()
 
 
+AS_A_TERMINAL_STARTS_IT = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n"
+    "os.execvp('sh', ['sh', sys.argv[1], '--no-write'])\n"
+)
+"""Start the script with Ctrl-C's signal at its default, as a terminal does. An ignored signal is
+inherited through exec and a non-interactive shell may not trap it: inside the whole parallel
+suite the script once ran through SIGINT with all its blocks (the test worker's own SIGINT was
+ignored or blocked by then; what leaves it so is not found yet)."""
+
+
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_removes_the_temporary_folder(tmp_path, stop):
     environ = {**os.environ, "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home"),
@@ -67,8 +80,9 @@ def test_ctrl_c_removes_the_temporary_folder(tmp_path, stop):
     # The script's messages go to a file: a pipe nobody reads stops a chatty script once full.
     errors = tmp_path / "stderr.txt"
     with errors.open("w") as sink:
-        script = subprocess.Popen(["sh", str(ROOT / "corpus" / "measure.sh"), "--no-write"], env=environ,
-                                  stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True)
+        script = subprocess.Popen(
+            [sys.executable, "-c", AS_A_TERMINAL_STARTS_IT, str(ROOT / "corpus" / "measure.sh")],
+            env=environ, stdout=subprocess.DEVNULL, stderr=sink, start_new_session=True)
     stuck = ""
     try:
         for _ in range(600):  # until the script has written its configurations
