@@ -6,11 +6,15 @@ that can lose a whole index to a connector's bad day (an expired token that list
 the guard here refuses a listing that would delete more than ``max_delete_fraction`` of a source,
 and the sync (:mod:`.sync`) then changes nothing. Kept apart from the sync so the rule reads in
 one place and is tested without a store.
+
+The guard counts pages, not items: a long note that the markdown connector splits into one item
+per section (``SPLIT_BYTES``) is the item ``path`` and its sections ``path#anchor``, and removing
+that note is one deletion, as it is when the note is not split (:func:`page_of`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import attrs
 
@@ -31,8 +35,17 @@ def latest_versions(entries: Sequence[ListEntry]) -> dict[str, str]:
     return {entry.id: entry.version for entry in entries}
 
 
-def deletion_refusal(stored: int, deleting: int, max_fraction: float) -> str | None:
-    """Why the guard refuses to delete ``deleting`` of ``stored`` items, or None when it may.
+def page_of(item_id: str, stored: Collection[str]) -> str:
+    """The page ``item_id`` belongs to: ``path`` for a section item ``path#anchor`` whose page
+    ``path`` is an item of the source too (the first part of a split note keeps the note's id),
+    else the item itself. Other ids with a ``#`` (``owner/repo#12``) stay items of their own."""
+    page, mark, _ = item_id.rpartition("#")
+    return page if mark and page in stored else item_id
+
+
+def deletion_refusal(stored: int, deleting: int, max_fraction: float, unit: str = "items") -> str | None:
+    """Why the guard refuses to delete ``deleting`` of ``stored`` items (or pages), or None when
+    it may.
 
     One item may always go; all of a source of two or more may not; otherwise at most
     ``max_fraction`` of it.
@@ -40,10 +53,10 @@ def deletion_refusal(stored: int, deleting: int, max_fraction: float) -> str | N
     if deleting <= 1:
         return None
     if deleting >= stored:
-        return f"the listing would delete all {stored} items of the source"
+        return f"the listing would delete all {stored} {unit} of the source"
     if deleting > max_fraction * stored:
         return (
-            f"the listing would delete {deleting} of {stored} items ({deleting / stored:.0%}), "
+            f"the listing would delete {deleting} of {stored} {unit} ({deleting / stored:.0%}), "
             f"more than max_delete_fraction = {max_fraction:g} allows"
         )
     return None
@@ -58,7 +71,12 @@ def reconcile_plan(listed: Mapping[str, str], stored: Mapping[str, str], max_fra
     """
     changed = [item_id for item_id, version in listed.items() if stored.get(item_id) != version]
     gone = [item_id for item_id in stored if item_id not in listed]
-    refusal = deletion_refusal(len(stored), len(gone), max_fraction)
+    pages = {page_of(item_id, stored) for item_id in stored}
+    split = len(pages) < len(stored)
+    refusal = deletion_refusal(len(pages), len({page_of(item_id, stored) for item_id in gone}),
+                               max_fraction, "pages" if split else "items")
+    if refusal is not None and split:
+        refusal += " (a page split into section items counts once)"
     if refusal is not None:
         raise DeletionRefused(
             f"deletion guard: {refusal}; nothing was changed. If the items are really gone, "
