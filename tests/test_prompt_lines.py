@@ -45,3 +45,31 @@ def test_words_that_only_resemble_output_stay_prose():
              "Every response carries the Content-Type header twice.",
              "Each request takes = roughly two seconds here"]
     assert line_kinds(lines) == ["prose"] * 3
+
+
+def test_a_sentence_that_starts_with_error_is_prose_and_an_error_line_stays_material():
+    # "Error messages …" was read as an exception's line, so the only question of the prompt was lost
+    asked = ["Error messages are confusing when I run mkdocs serve, why?",
+             "Error pages from mkdocs build look unstyled on GitHub Pages.",
+             "When I run mkdocs build I get this Error:"]
+    assert line_kinds(asked) == ["prose"] * 3
+    pasted = ["Error: Cannot find module 'mkdocs-material'",
+              "Error response from daemon: pull access denied for squidfunk/mkdocs-materiall",
+              "ConfigurationError                        Traceback (most recent call last)",
+              "Error [ERR_REQUIRE_ESM]: require() of ES Module not supported.",
+              "Error"]
+    for line in pasted:
+        assert line_kinds([line]) == ["material"], line
+
+
+def test_a_yaml_setting_whose_value_is_words_belongs_to_the_paste():
+    # `site_name: My Docs Site` read as prose ran into the question and named nothing
+    lines = ["I changed my mkdocs.yml and now the nav is gone:", "",
+             "site_name: My Docs Site", "site_url: https://example.com/", "theme:", "  name: material",
+             "description: A site about the cats of Oran", "copyright: Copyright &copy; 2024 Jane Doe", "",
+             "Why does the About page not show up?"]
+    assert line_kinds(lines) == ["prose", "blank", *["material"] * 6, "blank", "prose"]
+    # a plain word before a colon is not a setting when nothing around it is material
+    alone = ["note: the theme is installed, I checked with pip list.",
+             "follow-up: I tried it again and it still fails."]
+    assert line_kinds(alone) == ["prose"] * 2

@@ -19,13 +19,16 @@ ASKING_WORDS = 3
 
 _FENCE = re.compile(r"^\s*" + FENCE_RUN)  # a prompt is not a document: any indentation
 TRACE = re.compile(
-    r"^\s*(Traceback \(most recent call last\)|Exception in thread |\S*(Exception|Error)\b"
+    r"^\s*(Traceback \(most recent call last\)|Exception in thread "
+    r"|\S*(Exception|Error)(\s*$|\s*[:(\[]|\s{2,}|\b[^:]*:(\s|$))"
     r"|File \".*\", line \d+|at [\w$.<>/]+\(.*\)"
     r"|at .+:\d+(:\d+)?\)?$|Caused by: |\.\.\. \d+ more|goroutine \d+ \[|panic: |thread '.+' panicked"
     r"|\^+$|[\w.]*(Error|Exception|Warning|Interrupt|Exit)(\[\w+\])?(: |:?$)|E {2,}\S)"
 )
 """A line of a stack trace (Python, Java, JavaScript, Go, Rust), an exception's own line, or
-pytest's ``E   `` line of a failure."""
+pytest's ``E   `` line of a failure. A line led by an ``…Error`` or ``…Exception`` word is one
+when the word stands alone, before a colon, a bracket or a column gap, or when a colon follows
+later (``Error response from daemon: …``); "Error messages are confusing, why?" is prose."""
 _LOG = re.compile(
     r"^\s*(\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}"
     r"|\[?(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|SEVERE)\]?[:\s]"
@@ -56,6 +59,12 @@ _DATA = re.compile(
 )
 """A line of data: JSON, a table row, a setting (``key = "any value"``, ``key: value``), a path, a
 hash, an HTTP header (``Content-Type: text/html``) or status line (``HTTP/1.1 200 OK``)."""
+_SETTING_WORDS = re.compile(r"^\s*(- )?([a-z][a-z0-9]*(_[a-z0-9]+)+|[a-z]+[A-Z]\w*):\s+\S")
+"""A setting whose key is a name (``site_name: My Docs Site``, ``baseUrl: …``)
+and whose value is words: data whatever the value reads like."""
+_KEY_WORDS = re.compile(r"^\s*(- )?[a-z][a-z0-9]*(-[a-z0-9]+)*:\s+\S")
+"""A setting whose key is plain words (``description: A site about cats``): data when a line
+next to it in its block is material, prose alone ("note: the proxy sets it")."""
 _COMMENT = re.compile(r"^\s*(#|//|/\*|\*/?|--|;;|<!--|%)")
 _SYMBOLS = re.compile(r"[{}\[\]()<>=;|&*/\\$@^~`+]")
 _PLAIN_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
@@ -94,6 +103,7 @@ def line_kinds(lines: list[str]) -> list[str]:
             else:
                 kinds[number] = "material" if _is_material(line) else "prose"
     _settle_comments(lines, kinds)
+    _settle_settings(lines, kinds)
     return kinds
 
 
@@ -124,6 +134,8 @@ def _is_diff(block: list[str]) -> bool:
 def _is_material(line: str) -> bool:
     """Whether one line outside a fence looks like code, a log, a trace or data."""
     if TRACE.match(line) or _LOG.match(line) or CODE_START.match(line) or _DATA.match(line):
+        return True
+    if _SETTING_WORDS.match(line):
         return True
     if _INDENT.match(line) and not LIST_ITEM.match(line):
         return True
@@ -168,3 +180,13 @@ def _settle_comments(lines: list[str], kinds: list[str]) -> None:
             if 0 <= other < len(kinds) and kinds[other] == "material":
                 neighbour = "material"
         kinds[number] = neighbour
+
+
+def _settle_settings(lines: list[str], kinds: list[str]) -> None:
+    """A prose line that reads as a plain-word setting (``description: A site about cats``) is
+    material when the line before or after it is material: a run of YAML keeps its lines."""
+    for number, kind in enumerate(kinds):
+        if kind != "prose" or not _KEY_WORDS.match(lines[number]) or _asks(lines[number]):
+            continue
+        if any(0 <= other < len(kinds) and kinds[other] == "material" for other in (number - 1, number + 1)):
+            kinds[number] = "material"
