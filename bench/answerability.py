@@ -68,6 +68,31 @@ def auc(rows: Sequence[dict[str, Any]], value: Any) -> float:
     return wins / (len(good) * len(bad))
 
 
+SHORT = {"docs tuning (starship, typer)": "docs tuning", "docs starship": "docs: starship",
+         "docs typer": "docs: typer", "docs held out: starlette": "**held out**: starlette",
+         "docs, all": "docs, all", "held-out project: mkdocs": "**held out**: mkdocs",
+         "second near-topic set, all": "**second near-topic set**",
+         "second set: from issue threads": "from issue threads",
+         "second set: the pages' own words": "the pages' own words", "XQuAD tuning half": "XQuAD tuning half",
+         "XQuAD held-out half": "**held out**: XQuAD other half",
+         "XQuAD published (questions.toml, near-topic.toml)": "XQuAD published"}
+"""How docs/gate-levels.md names each part (held-out parts in bold)."""
+LEVEL_COLUMNS = ("docs tuning", "**held out**: starlette", "docs, all", "**held out**: mkdocs",
+                 "**second near-topic set**", "XQuAD tuning half", "**held out**: XQuAD other half")
+CURVE_COLUMNS = ("docs tuning", "docs: starship", "docs: typer", *LEVEL_COLUMNS[1:])
+LEVEL_NAMES = {0.845: "answers", 0.87: "balanced", 0.875: "silence"}
+
+
+def rates(rows: Sequence[dict[str, Any]], weights: dict[str, float] | None, bar: float,
+          answer: bool = True) -> str:
+    """hit@3 / answer@3 / silence as docs/gate-levels.md shows them; silence alone for a part that
+    has no answerable question."""
+    hit, answered, quiet, yes, _ = outcome(rows, weights, bar)
+    if not yes:
+        return f"{quiet:.1f}"
+    return f"{hit:.1f} / {answered:.1f} / {quiet:.1f}" if answer else f"{hit:.1f} / {quiet:.1f}"
+
+
 def table_row(label: str, rows: Sequence[dict[str, Any]], weights: dict[str, float] | None,
               bar: float) -> str:
     hit, answer, quiet, yes, no = outcome(rows, weights, bar)
@@ -169,6 +194,11 @@ async def main() -> int:
                         help="the real recall with the default ranker (the constants), at each level")
     args = parser.parse_args()
     args.no_windows = True
+    if args.rerecord:  # ask the index once per kind, then every replay reads that recording
+        for kind in dict.fromkeys([*args.kinds.split(","), *(["docs"] if args.timing else [])]):
+            if kind:
+                await load(kind, args)
+        args.rerecord = False
     if args.timing:
         await timing(args)
         return 0
@@ -186,36 +216,51 @@ async def main() -> int:
     rows = by_threshold[THRESHOLD]
     print(f"\nweights (fitted on starship and typer at {THRESHOLD}, cosine bar lowered by {margin}): "
           f"{weights}; bar {bar}\n")
-    print("ROC AUC, answered against near-topic answered anyway (each feature, then the score):\n")
-    print("| Part | " + " | ".join(FEATURES) + " | score |")
-    print("| --- |" + " ---: |" * (len(FEATURES) + 1))
+    print("ROC AUC, answered against near-topic answered anyway (each feature, the first hit's "
+          "score, the best hit's score, which the ranker uses):\n")
+    print("| Part | " + " | ".join(FEATURES) + " | first hit's score | score |")
+    print("| --- |" + " ---: |" * (len(FEATURES) + 2))
     for kind in kinds:
         for label, part in parts(kind, rows[kind]).items():
             cells = [auc(part, lambda row, n=name: row["features"].as_dict()[n]) for name in FEATURES]
+            cells.append(auc(part, lambda row: answerability.score(row["features"], weights)))
             cells.append(auc(part, lambda row: best(row["each"], weights)))
-            print(f"| {label} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
+            print(f"| {SHORT.get(label, label)} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
+    named = f"`{answerability.VERSION}`" if args.check else "the new fit"
+    print(f"\nAt the `balanced` level ({THRESHOLD}): hit@3 / answer@3 / silence (%), the gate alone and "
+          f"with {named} (bar {bar}, margin {margin}):\n")
+    print(f"| Part | Answerable / not | Gate alone | {named} |")
+    print("| --- | --- | --- | --- |")
+    for kind in kinds:
+        base_parts = parts(kind, before[THRESHOLD][kind])
+        for label, part in parts(kind, rows[kind]).items():
+            _, _, _, yes, no = outcome(part, None, 0.0)
+            print(f"| {SHORT.get(label, label)} | {yes} / {no} | {rates(base_parts[label], None, 0.0)} | "
+                  f"{rates(part, weights, bar)} |")
+    columns = [(kind, label) for kind in kinds for label in parts(kind, rows[kind])
+               if SHORT.get(label) in LEVEL_COLUMNS]
+    print("\nThe other levels, the same weights and bar (gate alone → with the score):\n")
+    print("| Level | " + " | ".join(SHORT[label] for _, label in columns) + " |")
+    print("| --- |" + " --- |" * len(columns))
     for threshold in LEVELS:
-        print(f"\nAt threshold {threshold}: questions (answerable / not), then hit@3, answer@3, silence "
-              "without the score, and with it at the chosen bar\n")
-        print("| Part | Questions | today: hit@3 | answer@3 | silence | with the score: hit@3 | "
-              "answer@3 | silence |")
-        print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for kind in kinds:
-            base_parts = parts(kind, before[threshold][kind])
-            for label, part in parts(kind, by_threshold[threshold][kind]).items():
-                row = table_row(label, base_parts[label], None, 0.0)
-                after = table_row("", part, weights, bar).split("|")[3:6]
-                print(row + "|".join(after) + " |")
-    print(f"\nThe curve at {THRESHOLD} (hit@3 / answer@3 / silence per bar):\n")
-    labels = [(kind, label) for kind in kinds for label in parts(kind, rows[kind])]
-    print("| Bar | " + " | ".join(label for _, label in labels) + " |")
-    print("| ---: |" + " --- |" * len(labels))
+        if threshold == THRESHOLD:
+            continue
+        cells = [f"{rates(parts(kind, before[threshold][kind])[label], None, 0.0)} → "
+                 f"{rates(parts(kind, by_threshold[threshold][kind])[label], weights, bar)}"
+                 for kind, label in columns]
+        print(f"| `{LEVEL_NAMES[threshold]}` ({threshold}) | " + " | ".join(cells) + " |")
+    columns = [(kind, label) for kind in kinds for label in parts(kind, rows[kind])
+               if SHORT.get(label) in CURVE_COLUMNS]
+    print(f"\nThe curve of the score's bar at {THRESHOLD} with the margin: hit@3 / silence (%):\n")
+    print("| Bar | " + " | ".join(SHORT[label] for _, label in columns) + " |")
+    print("| ---: |" + " --- |" * len(columns))
+    gate_alone = [rates(parts(kind, today[kind])[label], None, 0.0, answer=False) for kind, label in columns]
+    print("| gate alone | " + " | ".join(gate_alone) + " |")
     for value in (0.0, *BARS):
-        cells = []
-        for kind, label in labels:
-            hit, answer, quiet, _, _ = outcome(parts(kind, rows[kind])[label], weights, value)
-            cells.append(f"{hit:.1f} / {answer:.1f} / {quiet:.1f}")
-        print(f"| {value} | " + " | ".join(cells) + " |")
+        cells = [rates(parts(kind, rows[kind])[label], weights, value, answer=False)
+                 for kind, label in columns]
+        shown = f"**{value}**" if value == bar else ("0 (margin only)" if value == 0.0 else f"{value}")
+        print(f"| {shown} | " + " | ".join(cells) + " |")
     return 0
 
 
