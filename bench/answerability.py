@@ -17,10 +17,17 @@ windows' vectors of the passages that can become hits are embedded once and kept
 
 The score only ever turns an answer into silence, so one replay with the score off, recording
 every answer's features, gives each bar's rates exactly; ``--check`` replays again with the
-chosen weights and bar to confirm them. Run::
+chosen weights and bar to confirm them. The tables it prints are the ones docs/gate-levels.md
+shows ("The answerability score"), in its layout, so they are pasted, never typed. Run::
 
     uv run python bench/answerability.py --data-dir /tmp/pw-answer            # fit and report
     uv run python bench/answerability.py --data-dir /tmp/pw-answer --check    # with the constants
+    uv run python bench/answerability.py --data-dir /tmp/pw-answer --rerecord --check  # after a change
+                                                                   # to the connectors or the kernel
+
+``--rerecord`` asks each kind's index once and keeps the new recording for the later runs. An
+index kept in DIR is only reconciled (items whose connector output changed are read again), so
+after a change to the kernel's chunking use a new DIR; the vectors come from the shared cache.
 """
 
 from __future__ import annotations
@@ -186,7 +193,8 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/pw-answer"))
     parser.add_argument("--kinds", default="docs,users,mkdocs,xquad")
-    parser.add_argument("--rerecord", action="store_true", help="ask the index again")
+    parser.add_argument("--rerecord", action="store_true",
+                        help="ask each kind's index again, once, and keep the new recording")
     parser.add_argument("--check", action="store_true",
                         help="report the constants in builtin/ranking/answerability.py instead of a new fit")
     parser.add_argument("--timing", action="store_true", help="time recall with the score off and on")
@@ -225,7 +233,8 @@ async def main() -> int:
             cells = [auc(part, lambda row, n=name: row["features"].as_dict()[n]) for name in FEATURES]
             cells.append(auc(part, lambda row: answerability.score(row["features"], weights)))
             cells.append(auc(part, lambda row: best(row["each"], weights)))
-            print(f"| {SHORT.get(label, label)} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
+            shown = ["-" if math.isnan(cell) else f"{cell:.2f}" for cell in cells]  # no answerable ones
+            print(f"| {SHORT.get(label, label)} | " + " | ".join(shown) + " |")
     named = f"`{answerability.VERSION}`" if args.check else "the new fit"
     print(f"\nAt the `balanced` level ({THRESHOLD}): hit@3 / answer@3 / silence (%), the gate alone and "
           f"with {named} (bar {bar}, margin {margin}):\n")
