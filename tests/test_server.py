@@ -15,6 +15,7 @@ from passageway.kernel.plugins import build_plugin_manager
 from passageway.kernel.server import KERNEL_KEY, build_app
 from passageway.testing.toy_embedder import plugin as toy_plugin
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+from tests.waiting import until
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
 
@@ -222,7 +223,7 @@ async def test_health_answers_starting_at_once_while_the_embedder_loads(tmp_path
     listener = server.bind_socket("127.0.0.1", 0)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     serving = asyncio.create_task(server._serve(kernel, listener, "127.0.0.1", 0, None))
-    timeout = aiohttp.ClientTimeout(total=3)
+    timeout = aiohttp.ClientTimeout(total=60)  # a bound for a hang only: the answers come at once
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
             async with http.get(f"{url}/health") as response:
@@ -232,12 +233,14 @@ async def test_health_answers_starting_at_once_while_the_embedder_loads(tmp_path
                 assert response.status == 503
                 assert "starting" in (await response.json())["error"]
             release.set()
-            for _ in range(100):
+
+            async def started() -> bool:
                 async with http.get(f"{url}/health") as response:
-                    if (await response.json())["status"] != "starting":
-                        break
-                await asyncio.sleep(0.05)
-            assert response.status == 200
+                    return (await response.json())["status"] != "starting"
+
+            await until(started, "the application takes over the socket")
+            async with http.get(f"{url}/health") as response:
+                assert response.status == 200
     finally:
         serving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
