@@ -114,7 +114,9 @@ def test_search_local_shows_a_bar_while_building_on_a_terminal_only(tmp_path):
 def test_a_foreground_first_build_shows_a_bar_on_a_terminal(tmp_path):
     from tests.server_helpers import free_port
 
-    environ = process_environment(write_instance(tmp_path, sleep="fetch:2"), PASSAGEWAY_PORT=str(free_port()))
+    # The fetch outlasts the test (Ctrl-C comes once the bar shows): the bar is drawn while nothing
+    # is fetched yet, however slowly a busy machine starts the server.
+    environ = process_environment(write_instance(tmp_path, sleep="fetch:120"), PASSAGEWAY_PORT=str(free_port()))
     code, _, err = _run(["serve"], environ, stderr_on_terminal=True, interrupt_after="building notes [")
     assert code == 0, err
     assert "\r\x1b[Kbuilding notes [" in err and "0/4 items" in err
