@@ -116,7 +116,8 @@ def test_a_foreground_first_build_shows_a_bar_on_a_terminal(tmp_path):
 
     # The fetch outlasts the test (Ctrl-C comes once the bar shows): the bar is drawn while nothing
     # is fetched yet, however slowly a busy machine starts the server.
-    environ = process_environment(write_instance(tmp_path, sleep="fetch:120"), PASSAGEWAY_PORT=str(free_port()))
+    environ = process_environment(write_instance(tmp_path, sleep="fetch:120"),
+                                  PASSAGEWAY_PORT=str(free_port()))
     code, _, err = _run(["serve"], environ, stderr_on_terminal=True, interrupt_after="building notes [")
     assert code == 0, err
     assert "\r\x1b[Kbuilding notes [" in err and "0/4 items" in err
