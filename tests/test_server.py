@@ -4,7 +4,6 @@ passageway_add_routes hook, resource cleanup and the serve command's refusal wit
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 
 import httpx2
@@ -17,7 +16,7 @@ from passageway.kernel.plugins import build_plugin_manager
 from passageway.kernel.server import KERNEL_KEY, build_app
 from passageway.testing.toy_embedder import plugin as toy_plugin
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
-from tests.waiting import until
+from tests.waiting import hold_connector, until
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
 
@@ -53,28 +52,11 @@ async def test_failing_source_is_degraded_and_error_only_with_password(tmp_path)
         assert "check" in private["sources"]["notes"]["error"]
 
 
-GATED_LIST = '''
-import os, runpy, sys, time
-if sys.argv[1] == "list":  # the listing waits until the test lets it go
-    while not os.path.exists(os.environ["GATE"]):
-        time.sleep(0.02)
-runpy.run_module("passageway.testing.fake_connector", run_name="__main__")
-'''
-
-
 async def test_answers_while_a_source_is_still_building(tmp_path):
     # A slow connector: its listing waits for the test, so the first build is still at its start
     # when the test asks (a listing that took a fixed time could end first on a busy machine).
     environ = write_instance(tmp_path)
-    gate, script = tmp_path / "gate", tmp_path / "gated_list.py"
-    script.write_text(GATED_LIST, encoding="utf-8")
-    config = Path(environ["PASSAGEWAY_CONFIG"])
-    text = config.read_text(encoding="utf-8")
-    text = text.replace('"-m", "passageway.testing.fake_connector"]', f"{json.dumps(str(script))}]")
-    text = text.replace("env = { ", f"env = {{ GATE = {json.dumps(str(gate))}, ")
-    text = text.replace("timeout = 30\n", "timeout = 600\n")  # the listing's wait counts too
-    assert str(script) in text and "GATE" in text
-    config.write_text(text, encoding="utf-8")
+    gate = hold_connector(Path(environ["PASSAGEWAY_CONFIG"]), "list")
     kernel = make_kernel(environ)
     async with running_server(kernel) as url, httpx2.AsyncClient(timeout=60) as client:
         report = (await client.get(f"{url}/health")).json()
