@@ -149,7 +149,19 @@ async def test_a_missing_executable_says_what_to_do():
 
 
 async def test_calls_do_not_block_the_event_loop(tmp_path):
-    runner = fake_runner(tmp_path, [item("a")], FAKE_SLEEP="0.5")
+    # The connector answers only once a task on the loop has run three times during the call (it
+    # waits for the file that task writes, and gives up after a minute): a call that blocked the
+    # loop would get no answer. Turns of the loop, not seconds, so it holds on a busy machine.
+    signal_file = tmp_path / "loop-ran"
+    runner = script_runner(
+        tmp_path, "waits_for_the_loop",
+        "import os, sys, time\n"
+        "for _ in range(6000):\n"
+        f"    if os.path.exists({str(signal_file)!r}):\n"
+        "        break\n"
+        "    time.sleep(0.01)\n"
+        "else:\n"
+        "    sys.exit('the event loop did not run during the call')\n")
     ticks = 0
 
     async def tick():
@@ -157,11 +169,15 @@ async def test_calls_do_not_block_the_event_loop(tmp_path):
         while True:
             await asyncio.sleep(0.05)
             ticks += 1
+            if ticks == 3:
+                signal_file.write_text("ran")
 
     ticker = asyncio.create_task(tick())
-    await runner.list()
-    ticker.cancel()
-    assert ticks >= 7
+    try:
+        assert (await runner.check()).count == 0
+    finally:
+        ticker.cancel()
+    assert ticks >= 3
 
 
 # ---------------------------------------------------------------------------------------------

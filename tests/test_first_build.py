@@ -11,6 +11,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from passageway.testing.toy_embedder import ToyEmbedder
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+from tests.waiting import until
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
 RYE = "How does rye bread dough with a sourdough starter rise?"
@@ -30,12 +31,11 @@ async def test_answers_during_a_first_build_name_the_building_source_on_both_tra
     monkeypatch.setattr(ToyEmbedder, "embed", held)
     kernel = make_kernel(write_instance(tmp_path))
     async with running_server(kernel) as url, httpx2.AsyncClient(timeout=30) as client:
-        for _ in range(200):
-            health = (await client.get(f"{url}/health")).json()
-            if health["sources"]["notes"].get("stored"):  # written: searchable by keywords
-                break
-            await asyncio.sleep(0.05)
-        notes = health["sources"]["notes"]
+        async def stored() -> bool:  # written: searchable by keywords
+            return bool((await client.get(f"{url}/health")).json()["sources"]["notes"].get("stored"))
+
+        await until(stored, "the first build has stored its first fetch")
+        notes = (await client.get(f"{url}/health")).json()["sources"]["notes"]
         assert notes["state"] == "indexing" and notes["ready"] == 0 and notes["expected"] > 0
         line = f"notes: 0 of {notes['expected']} passages searchable by meaning so far"
 

@@ -13,6 +13,7 @@ from aiohttp import web
 from passageway.kernel import http_guard
 from tests.server_helpers import PASSWORD, free_port, make_kernel, running_server, wait_built, write_instance
 from tests.test_auth import raw_request
+from tests.waiting import until
 
 
 @pytest.fixture
@@ -66,15 +67,22 @@ async def test_a_body_that_never_arrives_gets_a_408(oauth_served, monkeypatch):
 async def test_a_client_that_hangs_up_mid_body_is_one_info_line(oauth_served, caplog, monkeypatch):
     # 32.6: each one was an ERROR with a traceback.
     monkeypatch.setattr(http_guard, "CLIENT_GONE", http_guard.Occasional(logging.INFO, "a client went away"))
+    monkeypatch.setattr(http_guard, "BAD_ENCODING", http_guard.Occasional(logging.INFO, "a body is broken"))
     caplog.set_level(logging.INFO)
-    for path in ("/register", "/token", "/authorize", "/recall", "/mcp") * 3:
+    paths = ("/register", "/token", "/authorize", "/recall", "/mcp") * 3
+    for path in paths:
         _, writer = await asyncio.open_connection("127.0.0.1", int(oauth_served.rsplit(":", 1)[1]))
         writer.write(post(path, b'{"redirect_uris": ["http://127.0.0.1/cb"], "x": "aaa', length=5000,
                           content_type="application/x-www-form-urlencoded" if path in ("/token", "/authorize")
                           else "application/json"))
         await writer.drain()
         writer.transport.abort()
-    await asyncio.sleep(0.5)
+
+    def handled() -> bool:  # every connection noted as gone (or its body as broken), or an error logged
+        noted = http_guard.CLIENT_GONE.total + http_guard.BAD_ENCODING.total
+        return noted >= len(paths) or any(record.levelno >= logging.ERROR for record in caplog.records)
+
+    await until(handled, "the server has handled every connection")
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR or record.exc_info]
     gone = [record for record in caplog.records if "went away" in record.getMessage()]
     assert len(gone) == 1 and gone[0].levelno == logging.INFO
@@ -98,7 +106,8 @@ async def test_at_the_cap_the_oldest_idle_connection_makes_room():
     port = listening.sockets[0].getsockname()[1]
     try:
         idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(8)]
-        await asyncio.sleep(0.2)
+        # Accepted, all eight: the fifth to the eighth each closed the oldest idle one.
+        await until(lambda: guard.closed_idle >= 4, "the guard has accepted the idle connections")
         answer = await raw_request(f"http://127.0.0.1:{port}",
                                    b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert answer.endswith(b"hello")
@@ -196,7 +205,13 @@ async def test_at_the_cap_a_slow_body_makes_room_and_a_read_request_does_not():
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(slow_body)
             slow.append((reader, writer))
-        await asyncio.sleep(0.2)
+
+        def headers_read() -> bool:  # each connection's request started: its headers are read
+            return len(guard._open) == 4 and all(
+                getattr(handler, "_request_in_progress", False) or getattr(handler, "_messages", ())
+                for handler in guard._open)
+
+        await until(headers_read, "the server has read the headers of the slow bodies")
         assert all(http_guard.holds_no_read_request(handler) for handler in guard._open)
         answer = await raw_request(f"http://127.0.0.1:{port}",
                                    b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")

@@ -9,10 +9,12 @@ import select
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from passageway.kernel.progress import ProgressBar, build_progress
 from tests.cli_helpers import process_environment, toy_command
 from tests.server_helpers import write_instance
+from tests.waiting import hold_connector
 
 
 def test_the_bar_draws_on_a_terminal(tmp_path):
@@ -58,10 +60,11 @@ def test_build_progress_sums_the_passages_of_the_building_sources():
     assert build_progress({"sources": {"c": {"state": "ok"}}}) is None
 
 
-def _run(arguments, environ, stderr_on_terminal, interrupt_after=None):  # type: ignore[no-untyped-def]
+def _run(arguments, environ, stderr_on_terminal, interrupt_after=None, release=None):  # type: ignore[no-untyped-def]
     """Run passageway; returns (exit code, stdout, stderr), stderr through a pty or a pipe.
 
     ``interrupt_after``: send SIGINT once stderr holds this text (for the server, which runs on).
+    ``release``: (text, file): write the file once stderr holds the text (a held connector goes on).
     """
     if not stderr_on_terminal:
         done = subprocess.run(toy_command(arguments), env=environ, capture_output=True, text=True, timeout=60)
@@ -84,6 +87,9 @@ def _run(arguments, environ, stderr_on_terminal, interrupt_after=None):  # type:
             if interrupt_after and interrupt_after.encode() in b"".join(chunks):
                 process.send_signal(signal.SIGINT)
                 interrupt_after = None
+            if release and release[0].encode() in b"".join(chunks):
+                release[1].write_text("go", encoding="utf-8")
+                release = None
         elif process.poll() is not None:
             break
     os.close(main)
@@ -95,9 +101,12 @@ def _run(arguments, environ, stderr_on_terminal, interrupt_after=None):  # type:
 
 
 def test_search_local_shows_a_bar_while_building_on_a_terminal_only(tmp_path):
-    environ = process_environment(write_instance(tmp_path, sleep="fetch:1.5"))
+    instance = write_instance(tmp_path)
+    # The fetch waits until the bar has shown that nothing is fetched yet (not a fixed time).
+    hold = hold_connector(Path(instance["PASSAGEWAY_CONFIG"]), "fetch")
+    environ = process_environment(instance)
     question = ["search", "--local", "refracting telescope lens"]
-    code, out, err = _run(question, environ, stderr_on_terminal=True)
+    code, out, err = _run(question, environ, stderr_on_terminal=True, release=("0/4 items", hold))
     assert code == 0, err
     assert "Refracting telescope" in out
     assert "building notes [" in err and "0/4 items" in err
@@ -114,7 +123,10 @@ def test_search_local_shows_a_bar_while_building_on_a_terminal_only(tmp_path):
 def test_a_foreground_first_build_shows_a_bar_on_a_terminal(tmp_path):
     from tests.server_helpers import free_port
 
-    environ = process_environment(write_instance(tmp_path, sleep="fetch:2"), PASSAGEWAY_PORT=str(free_port()))
+    # The fetch outlasts the test (Ctrl-C comes once the bar shows): the bar is drawn while nothing
+    # is fetched yet, however slowly a busy machine starts the server.
+    environ = process_environment(write_instance(tmp_path, sleep="fetch:120"),
+                                  PASSAGEWAY_PORT=str(free_port()))
     code, _, err = _run(["serve"], environ, stderr_on_terminal=True, interrupt_after="building notes [")
     assert code == 0, err
     assert "\r\x1b[Kbuilding notes [" in err and "0/4 items" in err
@@ -129,10 +141,11 @@ def test_a_foreground_first_build_shows_a_bar_on_a_terminal(tmp_path):
 def test_eval_shows_a_bar_on_a_terminal_only(tmp_path):
     from tests.test_eval_cli import CASES, write_config
 
-    config = write_config(tmp_path, env=', FAKE_SLEEP = "fetch:1"')
+    config = write_config(tmp_path)
+    hold = hold_connector(config, "fetch")  # until the bar shows the build
     environ = process_environment({"HOME": str(tmp_path / "home")})
     arguments = ["eval", str(CASES), "--config", str(config)]
-    code, out, err = _run(arguments, environ, stderr_on_terminal=True)
+    code, out, err = _run(arguments, environ, stderr_on_terminal=True, release=("building notes [", hold))
     assert code == 0, err
     assert "building notes [" in err and "asking [" in err and "questions" in err
     assert "eval: indexing" not in err  # the bar replaces those lines

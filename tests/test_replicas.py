@@ -12,6 +12,7 @@ from passageway.kernel.index import replicas
 from passageway.kernel.index.replicas import Role, run_source
 from passageway.kernel.index.sync_health import SourceHealth
 from passageway.kernel.store import SharedStore
+from tests.waiting import until
 
 
 class FakeSync:
@@ -44,8 +45,10 @@ class FakeShared:
     def __init__(self, board: dict[str, object], leading: bool) -> None:
         self.board = board
         self.leading = leading
+        self.asked = 0  # calls of lead(): the leader asks again at each tick
 
     async def lead(self, replica: str) -> bool:
+        self.asked += 1
         if self.leading:
             self.board["leader"] = replica
         return self.leading
@@ -67,7 +70,9 @@ async def test_a_plain_store_just_syncs():
     sync = FakeSync()
     assert not isinstance(PlainStore(), SharedStore)
     task = asyncio.ensure_future(run_source(sync, PlainStore(), 0.05, 60, Role("a")))
-    await asyncio.sleep(0.05)
+    await until(lambda: sync.runs > 0, "the sync runs")
+    for _ in range(10):  # ten loop turns: a store without a lead never starts the sync again
+        await asyncio.sleep(0)
     assert sync.runs == 1
     task.cancel()
 
@@ -77,9 +82,13 @@ async def test_the_leader_syncs_and_publishes_and_a_follower_copies_its_health(m
     board: dict[str, object] = {}
     leading, following = FakeSync(), FakeSync()
     leader_role, follower_role = Role("server-a"), Role("server-b")
+    follower_store = FakeShared(board, False)
     tasks = [asyncio.ensure_future(run_source(leading, FakeShared(board, True), 0.05, 60, leader_role)),
-             asyncio.ensure_future(run_source(following, FakeShared(board, False), 0.05, 60, follower_role))]
-    await asyncio.sleep(0.3)
+             asyncio.ensure_future(run_source(following, follower_store, 0.05, 60, follower_role))]
+    # The follower copies what the leader published (ticks, not a time: a busy loop runs late).
+    await until(lambda: following.health().last_success is not None, "the follower copies the health")
+    asked = follower_store.asked
+    await until(lambda: follower_store.asked >= asked + 2, "the follower asks for the lead twice more")
     assert (leading.runs, following.runs) == (1, 0)
     assert leader_role.view() == {"replica": "server-a", "syncing": "server-a"}
     assert follower_role.view() == {"replica": "server-b", "syncing": "server-a"}
@@ -98,10 +107,10 @@ async def test_a_leader_that_loses_the_lead_stops_its_sync(monkeypatch):
     store = FakeShared({}, True)
     sync, role = FakeSync(), Role("server-a")
     task = asyncio.ensure_future(run_source(sync, store, 0.05, 60, role))
-    await asyncio.sleep(0.15)
-    assert sync.runs == 1 and not sync.cancelled
+    await until(lambda: store.asked >= 3, "the leader asks for the lead at two more ticks")
+    assert sync.runs == 1 and not sync.cancelled  # kept its lead, so its sync goes on
     store.leading = False  # its database session ended, and with it the lock
     store.board.pop("leader")
-    await asyncio.sleep(0.2)
-    assert sync.cancelled and role.syncing is None
+    await until(lambda: sync.cancelled, "the sync is stopped")
+    assert role.syncing is None
     task.cancel()

@@ -4,6 +4,7 @@ passageway_add_routes hook, resource cleanup and the serve command's refusal wit
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import httpx2
 from aiohttp import web
@@ -15,6 +16,7 @@ from passageway.kernel.plugins import build_plugin_manager
 from passageway.kernel.server import KERNEL_KEY, build_app
 from passageway.testing.toy_embedder import plugin as toy_plugin
 from tests.server_helpers import PASSWORD, make_kernel, running_server, wait_built, write_instance
+from tests.waiting import hold_connector, until
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
 
@@ -51,9 +53,12 @@ async def test_failing_source_is_degraded_and_error_only_with_password(tmp_path)
 
 
 async def test_answers_while_a_source_is_still_building(tmp_path):
-    # A slow connector: its listing takes two seconds, so the first build takes a while.
-    kernel = make_kernel(write_instance(tmp_path, sleep="list:2"))
-    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=10) as client:
+    # A slow connector: its listing waits for the test, so the first build is still at its start
+    # when the test asks (a listing that took a fixed time could end first on a busy machine).
+    environ = write_instance(tmp_path)
+    gate = hold_connector(Path(environ["PASSAGEWAY_CONFIG"]), "list")
+    kernel = make_kernel(environ)
+    async with running_server(kernel) as url, httpx2.AsyncClient(timeout=60) as client:
         report = (await client.get(f"{url}/health")).json()
         assert report["status"] == "indexing"
         assert report["sources"]["notes"]["state"] == "indexing"
@@ -62,6 +67,7 @@ async def test_answers_while_a_source_is_still_building(tmp_path):
         assert response.status_code == 200
         # Silence, also while building: nothing for the hook to add above the prompt.
         assert response.json() == {"context": ""}
+        gate.write_text("go", encoding="utf-8")
         await wait_built(kernel)
         assert (await client.get(f"{url}/health")).json()["status"] == "ok"
 
@@ -222,7 +228,7 @@ async def test_health_answers_starting_at_once_while_the_embedder_loads(tmp_path
     listener = server.bind_socket("127.0.0.1", 0)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     serving = asyncio.create_task(server._serve(kernel, listener, "127.0.0.1", 0, None))
-    timeout = aiohttp.ClientTimeout(total=3)
+    timeout = aiohttp.ClientTimeout(total=60)  # a bound for a hang only: the answers come at once
     try:
         async with aiohttp.ClientSession(timeout=timeout) as http:
             async with http.get(f"{url}/health") as response:
@@ -232,12 +238,14 @@ async def test_health_answers_starting_at_once_while_the_embedder_loads(tmp_path
                 assert response.status == 503
                 assert "starting" in (await response.json())["error"]
             release.set()
-            for _ in range(100):
+
+            async def started() -> bool:
                 async with http.get(f"{url}/health") as response:
-                    if (await response.json())["status"] != "starting":
-                        break
-                await asyncio.sleep(0.05)
-            assert response.status == 200
+                    return (await response.json())["status"] != "starting"
+
+            await until(started, "the application takes over the socket")
+            async with http.get(f"{url}/health") as response:
+                assert response.status == 200
     finally:
         serving.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import httpx2
@@ -10,6 +9,7 @@ import httpx2
 from passageway.builtin.transport.status_page import REFRESH_SECONDS, render_page
 from tests.cli_helpers import built_server
 from tests.server_helpers import PASSWORD, make_kernel, running_server, write_instance
+from tests.waiting import until
 
 AUTH = {"Authorization": f"Bearer {PASSWORD}"}
 
@@ -66,13 +66,12 @@ async def test_errors_only_with_the_password(tmp_path):
 
 
 async def test_the_page_reloads_itself_while_a_source_builds(tmp_path):
-    kernel = make_kernel(write_instance(tmp_path, sleep="fetch:3"))
+    # The fetch sleeps far longer than the test needs, so the build is still at its fetch when the
+    # page is asked for (the stop kills the connector); the list is done once the health has `of`.
+    kernel = make_kernel(write_instance(tmp_path, sleep="fetch:120"))
     async with running_server(kernel) as url, httpx2.AsyncClient() as client:
-        for _ in range(100):
-            entry = kernel.health(include_errors=False)["sources"].get("notes", {})
-            if entry.get("of"):
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: kernel.health(include_errors=False)["sources"].get("notes", {}).get("of"),
+                    "the build has listed the items")
         page = (await client.get(f"{url}/")).text
         assert "<title>passageway: indexing</title>" in page
         assert f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">' in page

@@ -27,6 +27,7 @@ from tests.sync_helpers import (
     vector_list,
     write_items,
 )
+from tests.waiting import until
 
 
 def stamp(moment: datetime) -> str:
@@ -238,9 +239,13 @@ async def test_run_forever_polls_and_reconciles_on_schedule(tmp_path):
     runner = FakeRunner("notes", [item(n) for n in range(3)])
     async with Setup(tmp_path, runner) as sync:
         task = asyncio.create_task(sync.run_forever(poll_seconds=0.02, reconcile_seconds=0.15))
-        await asyncio.sleep(0.5)
+        # Counted calls, not a time: on a busy machine 0.5 s may hold a single poll.
+        await until(lambda: runner.list_calls >= 3 and len(runner.changed_calls) >= 5,
+                    "the start, two reconciles and five polls")
         runner.fail_all = True  # failures go to health; the loop goes on
-        await asyncio.sleep(0.2)
+        await until(lambda: sync.health().state == "failing", "a failing call reaches the health")
+        for _ in range(10):
+            await asyncio.sleep(0.02)  # more polls, failing too
         assert not task.done()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -16,6 +16,7 @@ from passageway.kernel.text.chunking import digest_of
 from passageway.kernel.text.windows import window_texts
 from passageway.testing.toy_embedder import ToyEmbedder, toy_vectors
 from tests.sync_helpers import FakeRunner, Setup, item
+from tests.waiting import until
 
 SENTENCES = [
     "The {w} of station {n} is measured every morning by the keeper.",
@@ -63,7 +64,11 @@ async def test_passages_answer_by_keywords_before_their_vectors_exist(tmp_path):
     async with Setup(tmp_path, runner, embedder=embedder) as sync:
         task = asyncio.create_task(sync.sync_once())
         await asyncio.wait_for(embedder.waiting.wait(), 10)
-        await asyncio.sleep(0.2)  # the fetch goes on while the embedder works
+
+        async def all_stored() -> bool:  # the fetch goes on while the embedder works
+            return await sync.store.counts() == (60, 120)
+
+        await until(all_stored, "every fetched item is stored while the first embedder call waits")
         question = "glacier river harbour note"
         vector = toy_vectors([question])[0]
         keyword, by_vector = await asyncio.to_thread(sync.store.search, question, vector, 10)

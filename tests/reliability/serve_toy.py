@@ -6,7 +6,9 @@ the logging, the signal handling and every route are the real ones; only the emb
 
 ``TOY_EMBED_DELAY`` (seconds per embedder call) slows the build down so that a kill lands in it;
 ``TOY_EMBED_LOG`` names a file that gets one line per embedded text (its SHA-256), so a test can
-count what was embedded twice across kills.
+count what was embedded twice across kills. ``TOY_FETCH_BATCH`` sets how many ids a fetch call
+asks for (the sync's ``fetch_batch``, 50 unless set): a failing batch is fetched again one id at a
+time, one connector process each, so the reduced runs use smaller batches to start fewer.
 """
 
 from __future__ import annotations
@@ -51,6 +53,16 @@ def main() -> int:
         return original(*args, **kwargs)
 
     plugins.build_plugin_manager = with_toy  # type: ignore[assignment]
+    if os.environ.get("TOY_FETCH_BATCH"):
+        from passageway.kernel.index import sync
+
+        batch = int(os.environ["TOY_FETCH_BATCH"])
+
+        class SmallerBatches(sync.SourceSync):  # type: ignore[misc]
+            def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+                super().__init__(*args, **{"fetch_batch": batch, **kwargs})
+
+        sync.SourceSync = SmallerBatches  # type: ignore[misc]
     from passageway.kernel import cli
 
     return cli.main(["serve", *sys.argv[1:]])
