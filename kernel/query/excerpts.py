@@ -22,7 +22,7 @@ of its text, and with it, often, the answer. Where the cut falls is decided here
   Without window vectors (an index built before the windows existed, a store built elsewhere, a
   first build still running) the words alone choose.
 * **What is shown** leaves out markup that shows nothing (:func:`tidy`): link targets, HTML tags,
-  include directives, admonition fences, terminal colours, long rules.
+  include directives, admonition fences, terminal colours, long rules, what a session prints.
 
 ``bench/excerpt_study.py`` measures the window sizes against the budget and what the windows
 cost a build; the numbers are on the measurements page (docs/measurements.md, "Excerpts").
@@ -302,6 +302,26 @@ def _noise(kind: str, text: str) -> list[tuple[int, int]]:
     return found
 
 
+FOLD_OUTPUT = True  # whether an excerpt leaves out what a terminal session prints
+_SESSION = re.compile(r"^(`{3,}|~{3,}) *(?:console|shell-session|pycon)\b")
+_KEPT_LINE = re.compile(r"^(?:[$#>%] |// |>>> |[`~]{3})")
+
+
+def _output_lines(block: str) -> list[tuple[int, int]]:
+    """Spans of the flat code ``block`` that a terminal session printed: in a fence marked
+    ``console``, ``shell-session`` or ``pycon``, every line but a command, a ``//`` comment and the
+    fences. A help screen can fill a hit's whole share; the answer is rarely in it."""
+    if not _SESSION.match(block):
+        return []
+    found: list[tuple[int, int]] = []
+    offset = 0
+    for line in filter(None, map(flat, block.split("\n"))):
+        if not _KEPT_LINE.match(line):
+            found.append((offset, offset + len(line)))
+        offset += len(line) + 1
+    return found
+
+
 def tidy(text: str) -> tuple[str, Callable[[int], int]]:
     """The flat text of ``text`` as an excerpt shows it, with :func:`_noise` taken out, and the
     map from a place in the flat text to the same place in the result. Documentation markup
@@ -316,6 +336,8 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
         block_flat = flat(block)
         if block_flat:
             spans += [(offset + start, offset + end) for start, end in _noise(kind, block_flat)]
+            if kind == "code" and FOLD_OUTPUT:
+                spans += [(offset + start, offset + end) for start, end in _output_lines(block)]
             if kind == "code":
                 breaks += _line_breaks(block, offset, len(flat_text))
             offset += len(block_flat) + 1
