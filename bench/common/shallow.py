@@ -30,7 +30,8 @@ SETS = {
 
 
 def set_pages(name: str) -> dict[str, list[Passage]]:
-    """The passages of every page of set ``name``, keyed as its questions' ``expect`` names them."""
+    """The passages of every page of set ``name``, keyed as its questions' ``expect`` names them
+    (on the sample corpus, the English and the German article's passages under one name)."""
     from passageway_connector_markdown import MarkdownConnector
 
     root, folders, _ = SETS[name]
@@ -39,7 +40,10 @@ def set_pages(name: str) -> dict[str, list[Passage]]:
         connector = MarkdownConnector({"FOLDER": str(root / folder)})
         for value in connector.fetch(list(connector.versions())):
             item = item_from_json(value)
-            found[f"{folder}/{item.id}" if name == "docs" else item.id] = passages_for(item)
+            # The sample corpus's two folders hold the same file names (one article in two
+            # languages): a question's expected page is both.
+            key = f"{folder}/{item.id}" if name == "docs" else item.id
+            found.setdefault(key, []).extend(passages_for(item))
     return found
 
 
