@@ -19,6 +19,7 @@ set's long passages with the full graph and each shallow one, taking turns, ``--
 wall seconds and process CPU seconds (all threads) per pass, at the machine's load of the moment.
 
     uv run python bench/window_depth.py --set corpus --set docs [--layers 2 3 4 6] [--speed]
+    uv run python bench/window_depth.py --set corpus --speed-only [--speed-windows 200] [--rounds 2]
 
 ``--model`` is a converted built-in model folder (default: the user's, ``passageway model
 convert``); the shallow graphs are written to ``--graphs`` once and reused.
@@ -34,8 +35,8 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-
 from common.shallow import SETS, answer_pairs, set_pages, shallow_engine
+
 from passageway.builtin.eval.cases import contains_answer
 from passageway.kernel.query.excerpts import best_start, cut, unit_starts
 from passageway.kernel.text.windows import flat, window_texts, windows
@@ -64,7 +65,8 @@ def compare(name: str, engine: object, shallow: dict[int, object], limit: int) -
                      for key, model in models.items()}
     variants = [("full", "full", "full")]
     for layers in shallow:
-        variants += [(f"{layers} layers", f"{layers}", f"{layers}"), (f"{layers}, full question", f"{layers}", "full")]
+        variants += [(f"{layers} layers", f"{layers}", f"{layers}"),
+                     (f"{layers}, full question", f"{layers}", "full")]
     counts: dict[str, Counter[str]] = {}
     for case, passage in pairs:
         text = flat(passage.text)
@@ -84,10 +86,14 @@ def compare(name: str, engine: object, shallow: dict[int, object], limit: int) -
     return counts
 
 
-def speed(name: str, engine: object, shallow: dict[int, object], rounds: int) -> dict[str, list[tuple[float, float]]]:
-    """Wall and CPU seconds of one pass over every window of the set's long passages, per model."""
+def speed(name: str, engine: object, shallow: dict[int, object], rounds: int, count: int | None = None
+          ) -> dict[str, list[tuple[float, float]]]:
+    """Wall and CPU seconds of one pass over every window of the set's long passages (every k-th
+    of them in text order when ``count`` is given), per model."""
     texts = sorted({window for passages in set_pages(name).values() for passage in passages
                     for window in window_texts(passage.text)})
+    if count and count < len(texts):
+        texts = texts[:: -(-len(texts) // count)]
     models = {"full": engine, **{f"{layers} layers": model for layers, model in shallow.items()}}
     for model in models.values():  # warm each session once, off the clock
         model.embed(texts[:16], "passage")  # type: ignore[attr-defined]
@@ -98,7 +104,8 @@ def speed(name: str, engine: object, shallow: dict[int, object], rounds: int) ->
             model.embed(texts, "passage")  # type: ignore[attr-defined]
             timings[label].append((time.perf_counter() - wall, time.process_time() - cpu))
     print(f"\n{name}: {len(texts)} windows, {rounds} rounds taking turns, load {os.getloadavg()[0]:.1f}")
-    print("| Windows' graph | Wall s (each round) | CPU s (each round) | Median wall / full | Median CPU / full |")
+    print("| Windows' graph | Wall s (each round) | CPU s (each round) | Median wall / full | "
+          "Median CPU / full |")
     print("| --- | --- | --- | --- | --- |")
     full_wall = float(np.median([wall for wall, _ in timings["full"]]))
     full_cpu = float(np.median([cpu for _, cpu in timings["full"]]))
@@ -121,6 +128,7 @@ def main() -> int:
     parser.add_argument("--speed", action="store_true", help="time the windows' pass on each graph too")
     parser.add_argument("--speed-only", action="store_true", help="only time the windows' pass")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--speed-windows", type=int, default=None, help="time only about this many windows")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default: all cores)")
     args = parser.parse_args()
     from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
@@ -130,15 +138,17 @@ def main() -> int:
     for name in args.set or ["corpus"]:
         if not args.speed_only:
             counts = compare(name, engine, shallow, args.limit)
-            labels = ["full", *[f"{n}{tail}" for n in args.layers for tail in (" layers", ", full question")], "words"]
+            tails = (" layers", ", full question")
+            labels = ["full", *[f"{n}{tail}" for n in args.layers for tail in tails], "words"]
             print(f"\n{name}: excerpts of {args.limit} characters")
-            print("| Group | Passages | " + " | ".join(f"{label}: same start / answer shown" for label in labels) + " |")
+            heads = " | ".join(f"{label}: same start / answer shown" for label in labels)
+            print(f"| Group | Passages | {heads} |")
             print("| --- " * (len(labels) + 2) + "|")
             for group, row in sorted(counts.items(), key=lambda pair: (pair[0] == "all", pair[0])):
                 cells = " | ".join(f"{row[f'same {label}']} / {row[f'shown {label}']}" for label in labels)
                 print(f"| {group} | {row['passages']} | {cells} |")
         if args.speed or args.speed_only:
-            speed(name, engine, shallow, args.rounds)
+            speed(name, engine, shallow, args.rounds, args.speed_windows)
     return 0
 
 
