@@ -20,6 +20,7 @@ wall seconds and process CPU seconds (all threads) per pass, at the machine's lo
 
     uv run python bench/window_depth.py --set corpus --set docs [--layers 2 3 4 6] [--speed]
     uv run python bench/window_depth.py --set corpus --speed-only [--speed-windows 200] [--rounds 2]
+    uv run python bench/window_depth.py --check   # the cut graph at 12 layers is passages.onnx
 
 ``--model`` is a converted built-in model folder (default: the user's, ``passageway model
 convert``); the shallow graphs are written to ``--graphs`` once and reused.
@@ -127,6 +128,8 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=400, help="the excerpt's characters (three hits' share)")
     parser.add_argument("--speed", action="store_true", help="time the windows' pass on each graph too")
     parser.add_argument("--speed-only", action="store_true", help="only time the windows' pass")
+    parser.add_argument("--check", action="store_true",
+                        help="only check the cut graph: 12 of 12 layers against passages.onnx")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--speed-windows", type=int, default=None, help="time only about this many windows")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads (default: all cores)")
@@ -134,6 +137,15 @@ def main() -> int:
     from passageway.builtin.embedders.e5_onnx.engine import ConvertedEngine
 
     engine = ConvertedEngine(args.model, threads=args.threads)
+    if args.check:
+        from passageway.builtin.embedders.e5_onnx.convert import CHECK_TEXTS
+
+        whole = shallow_engine(engine, 12, args.graphs, args.threads)
+        both = engine.embed(CHECK_TEXTS, "passage") * whole.embed(CHECK_TEXTS, "passage")
+        lowest = float(np.min(np.sum(both, axis=1)))
+        print(f"12 of 12 layers against passages.onnx: lowest cosine {lowest:.6f} "
+              f"over {len(CHECK_TEXTS)} texts")
+        return 0
     shallow = {layers: shallow_engine(engine, layers, args.graphs, args.threads) for layers in args.layers}
     for name in args.set or ["corpus"]:
         if not args.speed_only:
