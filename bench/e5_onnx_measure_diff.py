@@ -18,7 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-BLOCKS = ("both", "cross-language", "long-prompts", "all-questions", "docs", "docs-pastes")
+BLOCKS = ("both", "cross-language", "long-prompts", "all-questions", "docs", "docs-pastes", "docs-users",
+          "docs-held-out")
 
 
 def rows(entry: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

