@@ -141,11 +141,17 @@ async def test_an_edit_re_indexes_its_section_and_a_deleted_page_takes_all_its_i
         await sync.poll()
         polled = await store.versions()
         assert [item_id for item_id in polled if polled[item_id] != after[item_id]] == [PAGE + "#time"]
-        # The page removed: its parts are most of the source, and the deletion guard refuses.
+        # The guard counts pages: two of the three pages gone is refused, whatever their parts.
+        faq = (reference.root / "faq.md").read_bytes()
         (reference.root / PAGE).unlink()
-        with pytest.raises(DeletionRefused, match=r"max_delete_fraction = 0\.3"):
+        (reference.root / "faq.md").unlink()
+        with pytest.raises(DeletionRefused, match=r"2 of 3 pages .*max_delete_fraction = 0\.3"):
             await sync.reconcile()
         assert await store.versions() == polled
+        # One page gone is one deletion, which the guard always allows: all of its parts go.
+        (reference.root / "faq.md").write_bytes(faq)
+        await sync.reconcile()
+        assert sorted(await store.versions()) == ["faq.md", "install.md"]
     finally:
         await store.close()
         await sync.vector_cache.close()
