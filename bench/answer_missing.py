@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from common import ROOT
-from common.replay import Replay, Vectors
+from common.replay import ask_each
 from common.transfer_recording import config_text
 
 from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases, normalise
@@ -48,9 +48,7 @@ from passageway.kernel.config import load_settings
 from passageway.kernel.query import excerpts
 from passageway.kernel.query import recall as recall_module
 from passageway.kernel.query.excerpts import tidy
-from passageway.kernel.query.recall import question_for
 from passageway.kernel.query.rendering import excerpt as current_rule
-from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.text.chunking import blocks
 from passageway.kernel.text.windows import flat, window_plan
 from passageway.testing.recall import recall_over as recall
@@ -278,16 +276,7 @@ async def main() -> int:
     async with KernelEngine.open(load_settings(config_path=config), data_dir=index,
                                  progress=lambda line: None) as engine:
         await engine.build()
-        stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
-        vectors: dict[str, Any] = {}
-        entries = []
-        for case in cases:
-            question = question_for(case.query, engine.embedder).text
-            vectors[question] = (await engine.embedder.embed([question], "query")).reshape(-1)
-            keyword, by_vector, _ = await gather_candidates(question, vectors[question], stores)
-            entries.append((case, question, keyword, by_vector))
-        replay = (Vectors(engine.embedder, vectors), engine.ranker("hybrid"), engine.kernel.vector_cache,
-                  Replay())
+        entries, replay = await ask_each(engine, cases)
         judged = [await judge(entry, args, replay) for entry in entries]
     found = [verdict for verdict in judged if verdict is not None]
     missing = [verdict for verdict in found if verdict[0]]

@@ -48,7 +48,7 @@ from typing import Any
 import attrs
 import numpy as np
 from common import ROOT
-from common.replay import Replay, Vectors
+from common.replay import ask_each
 from common.transfer_recording import config_text
 
 from passageway.builtin.eval.cases import accepts, contains_answer, load_cases
@@ -57,9 +57,7 @@ from passageway.kernel.config import load_settings
 from passageway.kernel.query import excerpts as excerpts_module
 from passageway.kernel.query import recall as recall_module
 from passageway.kernel.query.excerpts import best_start, cut, tidy, unit_starts
-from passageway.kernel.query.recall import question_for
 from passageway.kernel.query.rendering import excerpt
-from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.text.stopwords import content_words, words
 from passageway.kernel.text.windows import flat, window_plan
 from passageway.testing.recall import recall_over as recall
@@ -279,16 +277,7 @@ async def replay_kind(kind: str, args: argparse.Namespace, table: dict[str, Coun
     async with KernelEngine.open(load_settings(config_path=config), data_dir=index,
                                  progress=lambda line: None) as engine:
         await engine.build()
-        stores = [s.store for s in engine.kernel.sources.values() if s.store is not None]
-        vectors: dict[str, Any] = {}
-        entries = []
-        for case in cases:
-            question = question_for(case.query, engine.embedder).text
-            vectors[question] = (await engine.embedder.embed([question], "query")).reshape(-1)
-            keyword, by_vector, _ = await gather_candidates(question, vectors[question], stores)
-            entries.append((case, question, keyword, by_vector))
-        replay = (Vectors(engine.embedder, vectors), engine.ranker("hybrid"), engine.kernel.vector_cache,
-                  Replay())
+        entries, replay = await ask_each(engine, cases)
         try:
             for variant in variants(args.weights, args.split > 0):
                 excerpts_module.FOLD_OUTPUT = variant.fold

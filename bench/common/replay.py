@@ -18,6 +18,8 @@ from common import ROOT
 from passageway.builtin.eval.cases import Case, accepts, contains_answer
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
+from passageway.kernel.query.recall import question_for
+from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import digest_of
 from passageway.kernel.text.stopwords import content_words, words
@@ -63,6 +65,23 @@ class Vectors:
 
     async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         return np.stack([self.vectors[text] for text in texts])
+
+
+async def ask_each(engine: KernelEngine, cases: Sequence[Case]) -> tuple[list[tuple], tuple]:  # type: ignore[type-arg]
+    """Each case asked once of ``engine``'s built index, as recall asks: ``(case, question,
+    keyword candidates, vector candidates)`` a case, and what a replay of them needs (the
+    questions' vectors behind the embedder, the hybrid ranker, the vector cache, a
+    :class:`Replay` store) (bench/answer_missing.py, bench/passage_choice.py)."""
+    stores = [source.store for source in engine.kernel.sources.values() if source.store is not None]
+    vectors: dict[str, np.ndarray] = {}
+    entries = []
+    for case in cases:
+        question = question_for(case.query, engine.embedder).text
+        vectors[question] = (await engine.embedder.embed([question], "query")).reshape(-1)
+        keyword, by_vector, _ = await gather_candidates(question, vectors[question], stores)
+        entries.append((case, question, keyword, by_vector))
+    return entries, (Vectors(engine.embedder, vectors), engine.ranker("hybrid"), engine.kernel.vector_cache,
+                     Replay())
 
 
 def config_text() -> str:
