@@ -1,8 +1,10 @@
 """Where excerpts start with each window vector store: windows embedded apart against windows
 pooled from the passage's own forward pass (issue 37), compared passage by passage.
 
-For every answerable question of a set, every long passage of an expected page that holds one of
-the question's answer texts is cut as recall cuts it (``kernel/query/rendering.py``): the unit the
+For every answerable question of a set (once, though two question files hold it), every long
+passage of an expected page in the question's language (``--pair other``: in the other language,
+for the sample corpus's articles and starship's translated pages) that holds one of the question's
+answer texts is cut as recall cuts it (``kernel/query/rendering.py``): the unit the
 excerpt is anchored at (:func:`~passageway.kernel.query.excerpts.best_start`, window similarity
 plus the question's rare words) and the excerpt of ``--limit`` characters around it. The windows'
 vectors come from two vector caches, one filled by each kind of build (for example the shared data
@@ -11,7 +13,8 @@ on the converted built-in model in ``--model``. Printed per set and group: passa
 many start at the same unit, and how many excerpts show the answer with each cache.
 
     uv run python bench/window_choice.py --before HOME_A/.local/share/passageway/vectors/X.db \\
-        --after HOME_B/.local/share/passageway/vectors/X.db --model MODEL_FOLDER [--set corpus|docs]
+        --after HOME_B/.local/share/passageway/vectors/X.db --model MODEL_FOLDER [--set corpus|docs] \\
+        [--pair own|other] [--limit 400]
 """
 
 from __future__ import annotations
@@ -20,11 +23,12 @@ import argparse
 import sqlite3
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
-from passageway.builtin.eval.cases import contains_answer, load_cases
+from passageway.builtin.eval.cases import Case, contains_answer, load_cases
 from passageway.kernel.query.excerpts import best_start, cut, unit_starts
 from passageway.kernel.records import Passage, item_from_json
 from passageway.kernel.text.chunking import passages_for
@@ -39,7 +43,8 @@ SETS = {
 
 
 def pages(root: Path, folders: list[str]) -> dict[str, list[Passage]]:
-    """Each page's passages, by its path under ``root``, read by the markdown connector."""
+    """Each page's passages, keyed by its folder and item id (``en/black-death.md``), read by the
+    markdown connector: the sample corpus's two folders hold the same file names."""
     from passageway_connector_markdown import MarkdownConnector
 
     found: dict[str, list[Passage]] = {}
@@ -47,9 +52,40 @@ def pages(root: Path, folders: list[str]) -> dict[str, list[Passage]]:
         connector = MarkdownConnector({"FOLDER": str(root / folder)})
         for value in connector.fetch(list(connector.versions())):
             item = item_from_json(value)
-            key = f"{folder}/{item.id}" if root.name == "docs" else item.id
-            found[key] = passages_for(item)
+            found[f"{folder}/{item.id}"] = passages_for(item)
     return found
+
+
+def page_language(key: str) -> str:
+    """``de`` for a page in a ``de`` folder (``de/x.md``, ``starship/de/x.md``), else ``en``."""
+    return "de" if "de" in key.split("/")[:-1] else "en"
+
+
+def question_language(case: Case) -> str:
+    """``de`` for a German question (group ``de``, ``starship-de``, ``typer-de-en-only``), else ``en``."""
+    return "de" if "de" in case.group_label.split("-") else "en"
+
+
+def expected_pages(case: Case, keys: Iterable[str], pair: str) -> list[str]:
+    """The pages ``case`` expects (an ``expect`` entry is part of the key, as ``passageway eval``
+    matches it against the address), those in the question's language (``pair = "own"``) or
+    in the other one (``"other"``); a question whose page exists in one language only keeps it
+    with ``own``."""
+    named = [key for key in keys if any(entry.casefold() in key.casefold() for entry in case.expect)]
+    same = [key for key in named if page_language(key) == question_language(case)]
+    if pair == "own":
+        return same or named
+    return [key for key in named if key not in same]
+
+
+def answer_pairs(cases: Iterable[Case], texts: dict[str, list[Passage]], pair: str = "own",
+                 ) -> list[tuple[Case, Passage]]:
+    """Each answerable question with an answer text (once, though two question files hold it),
+    with every long passage of its expected pages (:func:`expected_pages`) that holds one."""
+    unique = dict.fromkeys(case for case in cases if case.answerable and case.expect_text)
+    return [(case, passage) for case in unique for page in expected_pages(case, texts, pair)
+            for passage in texts[page]
+            if len(flat(passage.text)) > SHORT_PASSAGE and contains_answer(case, passage.text)]
 
 
 def vectors(path: Path, digests: list[str]) -> dict[str, np.ndarray]:
@@ -78,6 +114,8 @@ def main() -> int:
     parser.add_argument("--model", type=Path, required=True, help="a converted built-in model folder")
     parser.add_argument("--set", choices=sorted(SETS), default="corpus")
     parser.add_argument("--limit", type=int, default=400, help="the excerpt's characters (three hits' share)")
+    parser.add_argument("--pair", choices=("own", "other"), default="own",
+                        help="pair each question with its page in its own language or the other one")
     parser.add_argument("--sharpen", type=float, default=0.0,
                         help="pooled windows: compare normalise(window - SHARPEN * passage vector)")
     args = parser.parse_args()
@@ -85,11 +123,7 @@ def main() -> int:
 
     root, folders, files = SETS[args.set]
     texts = pages(root, folders)
-    cases = [case for case in load_cases([root / name for name in files]).cases
-             if case.answerable and case.expect_text]
-    pairs = [(case, passage) for case in cases for page in case.expect if page in texts
-             for passage in texts[page] if len(flat(passage.text)) > SHORT_PASSAGE
-             and contains_answer(case, passage.text)]
+    pairs = answer_pairs(load_cases([root / name for name in files]).cases, texts, args.pair)
     digests = sorted({digest for _, passage in pairs for _, digest in window_plan(flat(passage.text))})
     digests += sorted({passage.digest for _, passage in pairs})
     before, after = vectors(args.before, digests), vectors(args.after, digests)
@@ -119,8 +153,8 @@ def main() -> int:
         words = cut(flat(text), best_start(text, case.query, None, starts), args.limit, starts=starts)
         row["answer words"] += contains_answer(case, words)
     total: Counter[str] = Counter()
-    print(f"| {args.set}: group | Passages | Same start | Answer shown, apart | pooled | words alone | "
-          "Left out (no vectors) |")
+    print(f"| {args.set} ({args.pair} language): group | Passages | Same start | Answer shown, apart | "
+          "pooled | words alone | Left out (no vectors) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for group, row in sorted(counts.items()):
         total.update(row)
