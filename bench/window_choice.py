@@ -10,7 +10,8 @@ plus the question's rare words) and the excerpt of ``--limit`` characters around
 vectors come from two vector caches, one filled by each kind of build (for example the shared data
 folders of two ``corpus/measure.sh`` runs, ``HOME`` set apart); the questions are embedded once,
 on the converted built-in model in ``--model``. Printed per set and group: passages compared, how
-many start at the same unit, and how many excerpts show the answer with each cache.
+many start at the same unit, how many excerpts show the answer with each cache and with the
+question's words alone, and how many show it with one cache only.
 
     uv run python bench/window_choice.py --before HOME_A/.local/share/passageway/vectors/X.db \\
         --after HOME_B/.local/share/passageway/vectors/X.db --model MODEL_FOLDER [--set corpus|docs] \\
@@ -140,7 +141,7 @@ def main() -> int:
         row = counts.setdefault(case.group_label, Counter())
         row["passages"] += 1
         starts = unit_starts(text)
-        chosen = []
+        chosen, shows = [], []
         for cache in (before, after):
             windows = tuple((start, float(_sharpened(cache[digest], after[passage.digest],
                                                      args.sharpen if cache is after else 0.0)
@@ -149,19 +150,22 @@ def main() -> int:
             chosen.append(start)
             shown = contains_answer(case, cut(flat(text), start, args.limit, starts=starts))
             row["answer before" if cache is before else "answer after"] += shown
+            shows.append(shown)
         row["same start"] += chosen[0] == chosen[1]
+        row["apart only"] += shows[0] and not shows[1]
+        row["pooled only"] += shows[1] and not shows[0]
         words = cut(flat(text), best_start(text, case.query, None, starts), args.limit, starts=starts)
         row["answer words"] += contains_answer(case, words)
     total: Counter[str] = Counter()
     print(f"| {args.set} ({args.pair} language): group | Passages | Same start | Answer shown, apart | "
-          "pooled | words alone | Left out (no vectors) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for group, row in sorted(counts.items()):
-        total.update(row)
+          "pooled | words alone | Apart only / pooled only | Left out (no vectors) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for group, row in [*sorted(counts.items()), ("all", total)]:
+        if group != "all":
+            total.update(row)
         print(f"| {group} | {row['passages']} | {row['same start']} | {row['answer before']} | "
-              f"{row['answer after']} | {row['answer words']} | {row['missing']} |")
-    print(f"| all | {total['passages']} | {total['same start']} | {total['answer before']} | "
-          f"{total['answer after']} | {total['answer words']} | {total['missing']} |")
+              f"{row['answer after']} | {row['answer words']} | {row['apart only']} / {row['pooled only']} | "
+              f"{row['missing']} |")
     return 0
 
 
