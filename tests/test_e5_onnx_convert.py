@@ -4,6 +4,7 @@ preset's embedder choosing its engine."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -54,9 +55,11 @@ def test_the_manifest_names_the_source_and_every_files_digest(converted):
 
 def test_a_damaged_file_is_found_and_rebuilt_byte_for_byte(converted, tmp_path):
     copy = tmp_path / "models" / "copy"
-    shutil.copytree(converted, copy)
+    shutil.copytree(converted, copy, copy_function=os.link)  # links: a rebuild replaces the folder
     model = copy / convert.MODEL
-    model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])  # truncated
+    truncated = model.read_bytes()[: model.stat().st_size // 2]
+    model.unlink()  # a file of its own, not the session's model cut in half
+    model.write_bytes(truncated)
     assert "fails its SHA-256" in convert.folder_problem(copy)
     with pytest.raises(ModelError, match="fails its SHA-256"):
         ConvertedEngine(copy, threads=1)

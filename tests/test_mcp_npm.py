@@ -98,7 +98,9 @@ async def _proxy(target: str) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", forward)
-    runner = web.AppRunner(app, access_log=None)
+    # A stream the client left open (server-sse-multiple-streams) keeps its handler waiting on the
+    # server's next event; at the end, cancel it instead of waiting for it (15 s a run).
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
