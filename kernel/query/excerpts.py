@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from passageway.kernel.index.window_vectors import VectorLookup
+from passageway.kernel.query.markup import line_breaks, noise, output_lines, quote_marks, with_breaks
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import blocks, digest_of, embedding_input
 from passageway.kernel.text.stopwords import content_words, words
@@ -266,67 +266,15 @@ def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[
 # What an excerpt shows of its text
 # ---------------------------------------------------------------------------------------------
 
-_INLINE_CODE = re.compile(r"(`+).+?\1")
-_IMAGE = re.compile(r"!\[[^\]]*\]\((?:[^()\s]|\([^()]*\))*(?: \"[^\"]*\")?\)")
-_LINK = re.compile(r"\[([^\[\]]+)\]\((?:[^()\s]|\([^()]*\))*(?: \"[^\"]*\")?\)")
-_TAG = re.compile(r"</?[A-Za-z][\w-]*(?: [^<>]*)?/?>")
-_INCLUDE = re.compile(r"\{\*.*?\*\}|\{%.*?%\}|--8<-- ?\"[^\"]*\"")
-_ADMONITION = re.compile(r"(?:^| )(/{3,}|:{3,}|!{3}|\?{3}\+?)(?= |$)")
-_CODE_TAG = re.compile(r"</?(?:font|b|i|span)(?: [^<>]*)?>")
-_RULE = re.compile(r"([-─━═_=*])\1{3,}")
-
-
-def _noise(kind: str, text: str) -> list[tuple[int, int]]:
-    """Spans of one flat block that show nothing to a reader: the markup of links (their text
-    stays), images, HTML tags, include directives and admonition fences outside inline code; in
-    code blocks, colour tags of pasted terminal output; everywhere, a rule of four or more
-    dashes or box lines kept at three (a padded table delimiter row holds hundreds)."""
-    found = [(match.start() + 3, match.end()) for match in _RULE.finditer(text)]
-    if kind == "code":
-        return found + [match.span() for match in _CODE_TAG.finditer(text)]
-    code = [match.span() for match in _INLINE_CODE.finditer(text)]
-
-    def outside(start: int, end: int) -> bool:
-        return not any(start < code_end and code_start < end for code_start, code_end in code)
-
-    for match in _IMAGE.finditer(text):
-        if outside(*match.span()):
-            found.append(match.span())
-    for match in _LINK.finditer(text):
-        target = (match.end(1), match.end())
-        if outside(match.start(), match.start() + 1) and outside(*target):
-            found += [(match.start(), match.start() + 1), target]
-    for pattern in (_TAG, _INCLUDE):
-        found += [match.span() for match in pattern.finditer(text) if outside(*match.span())]
-    found += [match.span(1) for match in _ADMONITION.finditer(text) if outside(*match.span(1))]
-    return found
-
-
 FOLD_OUTPUT = True  # whether an excerpt leaves out what a terminal session prints
-_SESSION = re.compile(r"^(`{3,}|~{3,}) *(?:console|shell-session|pycon)\b")
-_KEPT_LINE = re.compile(r"^(?:[$#>%] |// |>>> |[`~]{3})")
-
-
-def _output_lines(block: str) -> list[tuple[int, int]]:
-    """Spans of the flat code ``block`` that a terminal session printed: in a fence marked
-    ``console``, ``shell-session`` or ``pycon``, every line but a command, a ``//`` comment and the
-    fences. A help screen can fill a hit's whole share; the answer is rarely in it."""
-    if not _SESSION.match(block):
-        return []
-    found: list[tuple[int, int]] = []
-    offset = 0
-    for line in filter(None, map(flat, block.split("\n"))):
-        if not _KEPT_LINE.match(line):
-            found.append((offset, offset + len(line)))
-        offset += len(line) + 1
-    return found
 
 
 def tidy(text: str) -> tuple[str, Callable[[int], int]]:
-    """The flat text of ``text`` as an excerpt shows it, with :func:`_noise` taken out, and the
-    map from a place in the flat text to the same place in the result. Documentation markup
-    (link targets, ``<details>``, ``{* include *}`` lines, terminal colours) can fill a third of
-    a share and holds no answer; it is only taken out of what is shown, never out of the index.
+    """The flat text of ``text`` as an excerpt shows it, with the markup that shows nothing taken
+    out (:mod:`passageway.kernel.query.markup`), and the map from a place in the flat text to the
+    same place in the result. Documentation markup (link targets, ``<details>``, ``{* include *}``
+    lines, block-quote signs, terminal colours) can fill a third of a share and holds no answer;
+    it is only taken out of what is shown, never out of the index.
     Fenced code keeps its line breaks (not its indentation), so it reads as code, not as one line."""
     flat_text = flat(text)
     spans: list[tuple[int, int]] = []
@@ -335,14 +283,15 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
     for kind, block in blocks(text):
         block_flat = flat(block)
         if block_flat:
-            spans += [(offset + start, offset + end) for start, end in _noise(kind, block_flat)]
+            spans += [(offset + start, offset + end) for start, end in noise(kind, block_flat)]
+            spans += [(offset + start, offset + end) for start, end in quote_marks(kind, block)]
             if kind == "code" and FOLD_OUTPUT:
-                spans += [(offset + start, offset + end) for start, end in _output_lines(block)]
+                spans += [(offset + start, offset + end) for start, end in output_lines(block)]
             if kind == "code":
-                breaks += _line_breaks(block, offset, len(flat_text))
+                breaks += line_breaks(block, offset, len(flat_text))
             offset += len(block_flat) + 1
     if not spans:
-        return _with_breaks(flat_text, breaks), lambda place: place
+        return with_breaks(flat_text, breaks), lambda place: place
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -373,28 +322,4 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
         before = bisect.bisect_right(ends, place)
         return place - (cut_out[before - 1][2] if before else 0)
 
-    return _with_breaks("".join(pieces), [moved(place) for place in breaks]), moved
-
-
-def _line_breaks(block: str, offset: int, length: int) -> list[int]:
-    """Where, in a flat text of ``length`` characters, the code ``block`` at ``offset`` has its line
-    breaks: around the block and between its lines (a space each in the flat text)."""
-    found = [offset - 1] if offset else []
-    for line in block.split("\n"):
-        line_flat = flat(line)
-        if line_flat:
-            offset += len(line_flat) + 1
-            found.append(offset - 1)
-    return [place for place in found if place < length]
-
-
-def _with_breaks(shown: str, breaks: Sequence[int]) -> str:
-    """``shown`` with the spaces at ``breaks`` made line breaks again: code is shown line by line,
-    as written, with the same length, so every place in the excerpt stays where it was."""
-    if not breaks:
-        return shown
-    characters = list(shown)
-    for place in breaks:
-        if 0 <= place < len(characters) and characters[place] == " ":
-            characters[place] = "\n"
-    return "".join(characters)
+    return with_breaks("".join(pieces), [moved(place) for place in breaks]), moved
