@@ -56,7 +56,7 @@ def test_include_lines_and_attribute_lists_are_left_out() -> None:
 
 
 def test_a_cut_excerpt_of_a_quoted_page_shows_no_quote_signs() -> None:
-    page = "\n".join(f"> Sentence number {number} says something about the `watch` setting." for number in range(20))
+    page = "\n".join(f"> Sentence {number} says something about the `watch` setting." for number in range(20))
     shown = excerpt(page, "what does watch do", 200)
     assert ">" not in shown
     assert len(shown) <= 200
