@@ -1,25 +1,37 @@
 """Where an answer is lost between the right file and the text shown (issue 35, target 3).
 
-Every answerable question of the documentation sets is asked once through the real kernel (the
-engine of ``passageway eval``: sync, store, built-in model, vector cache with the excerpt
-windows) and replayed through the real ``recall`` at the default gate, with an excerpt rule that
-records the text each excerpt was cut from (the hit's passage and the neighbour
-``excerpts.with_neighbour`` joins to it). Per project, four counts:
+Every answerable question of the documentation sets (and of XQuAD with ``--kinds xquad``) is
+asked once through the real kernel (the engine of ``passageway eval``: sync, store, built-in
+model, vector cache with the excerpt windows) and replayed through the real ``recall`` at the
+default gate, with an excerpt rule that records the text each excerpt was cut from (the hit's
+passage and the neighbour ``excerpts.with_neighbour`` joins to it). Per project:
 
 * ``hit``: a right hit among the three;
-* ``file``: of those, the accepted answer is in the right file (its raw text, or as shown);
-* ``passage``: the answer is in the text a right hit's excerpt was cut from (raw or tidied);
-* ``shown``: the answer is in a right hit's excerpt as the answer shows it (answer@3).
+* ``file``: of those, the accepted answer is in the right file (raw, or as an excerpt shows it);
+* ``passage``: the answer is in the text a right hit's excerpt was cut from (raw or shown);
+* ``shown``: the answer is in a right hit's excerpt text (answer@3 before the heading counted);
+* ``relaxed``: not shown, but found once backticks, emphasis, escapes and brackets are read
+  away on both sides (a markup mismatch of the answer check itself);
+* ``heading`` / ``header``: shown, or in a right hit's heading (and title) shown above it.
 
-A question with the answer in the passage but not in the excerpt is classified (``--show``
-prints each with its excerpt): ``check`` when the excerpt holds the answer once markup is read as
-a reader reads it (backticks, escapes, link brackets: the answer check's own miss), ``tidied``
-when the answer is only in markup the excerpt leaves out, ``before`` / ``after`` when the
-excerpt starts after the answer or ends before it, ``heading`` when the hit's heading holds it.
+A question lost in the cut (in the passage, not in the excerpt) is ``before`` or ``after`` (the
+excerpt starts after the answer, or ends before it), ``tidied`` (the answer is only in markup the
+excerpt leaves out) or ``heading``; one whose passages lack the answer is ``heading`` (the hit's
+heading names it), ``split`` (another passage of the same section holds it), ``section``
+(another section of the item, with its rank among the question's candidates) or ``nowhere`` (no
+passage holds it whole). ``--show`` prints each question lost in the cut with its excerpt
+(``--show-passage``: and the text it was cut from), ``--show-other`` each of the others.
+
+``--variants`` replays excerpt rules side by side instead (each cell answer@3 / answer in the
+passages / hit@3; with ``--show``, each question a variant answers differently from the first):
+the hit's own passage favoured in the anchor (``own +W``), each passage's first window
+favoured (``first +W``), the excerpt started at the anchor's passage or block when the anchor's
+unit still fits (``reach part``, ``reach block``), the budget split by rank (``shares``).
 
 Run (``--kinds docs`` for starship, typer and starlette; ``mkdocs`` for the held-out project)::
 
     uv run python bench/shown_answers.py --data-dir /tmp/passageway-shown [--show]
+    uv run python bench/shown_answers.py --kinds docs mkdocs --variants current "own +0.05"
 """
 
 from __future__ import annotations
@@ -41,6 +53,7 @@ from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
 from passageway.kernel.query import excerpts as excerpts_module
 from passageway.kernel.query import recall as recall_module
+from passageway.kernel.query import rendering as rendering_module
 from passageway.kernel.query.excerpts import best_start, cut, joined, tidy, unit_starts
 from passageway.kernel.query.rendering import excerpt
 from passageway.kernel.text.chunking import blocks
@@ -54,6 +67,8 @@ PROJECTS = ("starship", "typer", "starlette", "mkdocs", "en", "de")
 COLUMNS = ("cases", "hit", "file", "passage", "shown", "relaxed", "heading", "header")
 
 
+FLIPS: dict[str, dict[str, int]] = {}
+"""Variant → question → answered (1) or not: what ``--show`` compares with the first variant."""
 OWN: dict[str, tuple[int, int, list[int]]] = {}
 """A hit's joined text → its own passage's span in the flat text and where each part starts."""
 
@@ -106,6 +121,21 @@ def variant_rule(own_bonus: float = 0.0, first_bonus: float = 0.0, reach: str = 
     return rule
 
 
+def weighted_sizes(weights: tuple[float, ...]) -> Any:
+    """``rendering._sizes`` with the shares split by ``weights`` by rank (the clear leader kept)."""
+    original = rendering_module._sizes
+
+    def sizes(hits: Any, needs: list[int], room: int) -> list[int]:
+        if rendering_module.leads_clearly(hits):
+            return original(hits, needs, room)
+        return rendering_module.shares(needs, room, list(weights[: len(hits)]))
+    return sizes
+
+
+SIZES = {"shares 1.5,1,1": weighted_sizes((1.5, 1.0, 1.0)), "shares 2,1,1": weighted_sizes((2.0, 1.0, 1.0)),
+         "shares 1.25,1,1": weighted_sizes((1.25, 1.0, 1.0))}
+"""Variants of how the hits share the budget (``rendering._sizes``), each with recall's own cut."""
+
 VARIANTS = {
     "current": excerpt,
     "own +0.01": variant_rule(own_bonus=0.01), "own +0.02": variant_rule(own_bonus=0.02),
@@ -113,6 +143,7 @@ VARIANTS = {
     "first +0.01": variant_rule(first_bonus=0.01), "first +0.02": variant_rule(first_bonus=0.02),
     "reach part": variant_rule(reach="part"), "reach block": variant_rule(reach="block"),
     "own +0.02, reach part": variant_rule(own_bonus=0.02, reach="part"),
+    **dict.fromkeys(SIZES, excerpt),
 }
 
 
@@ -240,11 +271,20 @@ async def replay_kind(kind: str, args: argparse.Namespace, table: Counter) -> No
             return
         recall_module.with_neighbour = recording_neighbour  # type: ignore[assignment]
         quiet = argparse.Namespace(show=False, show_passage=False, show_other=False)
+        original = rendering_module._sizes
         for name in args.variants:
+            rendering_module._sizes = SIZES.get(name, original)  # type: ignore[assignment]
             for entry in entries:
                 counts: Counter = Counter()
                 await replay_one(entry, replay, counts, quiet, stores, VARIANTS[name])
                 table.update({f"{name}|{key}": count for key, count in counts.items()})
+                answered = sum(count for key, count in counts.items() if key.endswith(" shown"))
+                first = FLIPS.setdefault(args.variants[0], {}).get(entry[0].query, answered)
+                FLIPS.setdefault(name, {})[entry[0].query] = answered
+                if args.show and answered != first:
+                    sign = '+' if answered else '-'
+                    print(f"{name}: {sign} {entry[0].group_label}: {entry[0].query[-120:]!r}")
+        rendering_module._sizes = original  # type: ignore[assignment]
 
 
 def arguments() -> argparse.Namespace:
