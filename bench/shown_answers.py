@@ -26,7 +26,8 @@ passage holds it whole). ``--show`` prints each question lost in the cut with it
 passages / hit@3; with ``--show``, each question a variant answers differently from the first):
 the hit's own passage favoured in the anchor (``own +W``), each passage's first window
 favoured (``first +W``), the excerpt started at the anchor's passage or block when the anchor's
-unit still fits (``reach part``, ``reach block``), the budget split by rank (``shares``).
+unit still fits (``reach part``, ``reach block``), a lead of 0.2 or 0.5 of the share before the
+anchor instead of a third (``lead``), the budget split by rank (``shares``).
 
 Run (``--kinds docs`` for starship, typer and starlette; ``mkdocs`` for the held-out project)::
 
@@ -94,7 +95,8 @@ def block_starts(text: str) -> list[int]:
     return found
 
 
-def variant_rule(own_bonus: float = 0.0, first_bonus: float = 0.0, reach: str = "") -> Any:
+def variant_rule(own_bonus: float = 0.0, first_bonus: float = 0.0, reach: str = "",
+                 lead: float = excerpts_module.LEAD) -> Any:
     """An excerpt rule like ``rendering.excerpt`` with one change: ``own_bonus`` added to the
     windows of the hit's own passage, ``first_bonus`` to the first window of each passage, or
     ``reach`` (``part`` / ``block``): start at the start of the anchor's passage or block when
@@ -117,7 +119,7 @@ def variant_rule(own_bonus: float = 0.0, first_bonus: float = 0.0, reach: str = 
             head = max((h for h in heads if h <= start), default=0)
             if head < start and moved(end) - moved(head) <= limit:
                 return cut(shown, moved(head), limit, lead=0.0, starts=units)
-        return cut(shown, moved(start), limit, starts=units)
+        return cut(shown, moved(start), limit, lead=lead, starts=units)
     return rule
 
 
@@ -141,6 +143,7 @@ VARIANTS = {
     "own +0.01": variant_rule(own_bonus=0.01), "own +0.02": variant_rule(own_bonus=0.02),
     "own +0.05": variant_rule(own_bonus=0.05),
     "first +0.01": variant_rule(first_bonus=0.01), "first +0.02": variant_rule(first_bonus=0.02),
+    "lead 0.2": variant_rule(lead=0.2), "lead 0.5": variant_rule(lead=0.5),
     "reach part": variant_rule(reach="part"), "reach block": variant_rule(reach="block"),
     "own +0.02, reach part": variant_rule(own_bonus=0.02, reach="part"),
     **dict.fromkeys(SIZES, excerpt),
