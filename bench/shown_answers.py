@@ -138,6 +138,28 @@ SIZES = {"shares 1.5,1,1": weighted_sizes((1.5, 1.0, 1.0)), "shares 2,1,1": weig
          "shares 1.25,1,1": weighted_sizes((1.25, 1.0, 1.0))}
 """Variants of how the hits share the budget (``rendering._sizes``), each with recall's own cut."""
 
+def own_kept(short: int) -> Any:
+    """Recall's excerpt, but a hit's own passage of at most ``short`` characters that the excerpt
+    leaves out is brought in whole: the excerpt starts at it (it comes first) or ends with it."""
+    def rule(text: str, question: str, limit: int, windows: Any) -> str:
+        shown_text = excerpt(text, question, limit, windows)
+        own_start, own_end, parts = OWN.get(text, (0, 0, [0]))
+        tidied, moved = tidy(text)
+        if len(parts) < 2 or len(tidied) <= limit or own_end - own_start > short:
+            return shown_text
+        body = shown_text.removeprefix("… ").removesuffix(" …")
+        begin = tidied.find(body[:80])
+        first, last = moved(own_start), moved(own_end)
+        if begin < 0 or (begin <= first and last <= begin + len(body)):
+            return shown_text
+        units = sorted({moved(unit) for unit in unit_starts(text)})
+        if first < begin:
+            return cut(tidied, first, limit, lead=0.0, starts=units)
+        start = next((unit for unit in units if last - unit <= limit - 4), first)
+        return cut(tidied, start, limit, lead=0.0, starts=units)
+    return rule
+
+
 VARIANTS = {
     "current": excerpt,
     "own +0.01": variant_rule(own_bonus=0.01), "own +0.02": variant_rule(own_bonus=0.02),
@@ -147,6 +169,9 @@ VARIANTS = {
     "reach part": variant_rule(reach="part"), "reach block": variant_rule(reach="block"),
     "own +0.02, reach part": variant_rule(own_bonus=0.02, reach="part"),
     **dict.fromkeys(SIZES, excerpt),
+    "own not kept": lambda text, question, limit, windows: excerpt(
+        text, question, limit, None if windows is None else tuple(windows)),
+    "own kept 400": own_kept(400),
 }
 
 

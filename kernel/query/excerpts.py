@@ -14,7 +14,8 @@ of its text, and with it, often, the answer. Where the cut falls is decided here
   Similarity works across languages: a German question finds the sentence of an English passage
   that answers it, which shared words cannot do.
 * **Each hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`),
-  and the excerpt is chosen from both passages.
+  and the excerpt is chosen from both passages; the hit's own passage, when short, is always in
+  it (:class:`Anchored`, :func:`cut`).
 * **The anchor** (:func:`best_start`) is the unit (a sentence, a line of code, a table row, a
   line of a list, :func:`unit_starts`) whose window is most similar to the question, with a
   little added for the question's rare words it holds; the excerpt starts up to a third of its
@@ -105,6 +106,21 @@ Windows = tuple[tuple[int, float], ...]
 """Where each window of a hit's text starts (in its flat text) and its similarity to the question."""
 
 
+class Parts(list[str]):
+    """A hit's passage texts in the item's order (:func:`with_neighbour`); ``own`` is the place
+    of the hit's own passage among them, the one that was ranked and whose heading is shown."""
+
+    own = 0
+
+
+class Anchored(tuple[tuple[int, float], ...]):
+    """A hit's :data:`Windows` as :func:`anchors` finds them, and ``own``: where the hit's own
+    passage lies in the flat text of its passages joined (``(start, end)``), None when the text
+    is one passage. The excerpt shows a short own passage whole (:func:`cut`, ``keep``)."""
+
+    own: tuple[int, int] | None = None
+
+
 async def anchors(
     hits: Sequence[Sequence[str]], question_vector: np.ndarray, cache: VectorLookup | None
 ) -> dict[str, Windows]:
@@ -116,13 +132,16 @@ async def anchors(
     if cache is None:
         return {}
     plans: dict[str, list[tuple[int, str]]] = {}
+    owns: dict[str, tuple[int, int]] = {}
     for parts in hits:
         text = flat(joined(parts))
         if len(text) <= SHORT_PASSAGE or text in plans:
             continue
         plan, offset = [], 0
-        for part in map(flat, parts):
+        for number, part in enumerate(map(flat, parts)):
             plan += [(offset + start, digest) for start, digest in window_plan(part)]
+            if len(parts) > 1 and number == getattr(parts, "own", None):
+                owns[text] = (offset, offset + len(part))
             offset += len(part) + 1  # the space that joins it to the next passage
         if plan:
             plans[text] = plan
@@ -134,23 +153,26 @@ async def anchors(
     for text, plan in plans.items():
         if any(digest not in vectors for _, digest in plan):
             continue  # the windows were not made (an older index, a first build still running)
-        found[text] = tuple(
+        found[text] = Anchored(
             (start, float(np.dot(np.asarray(vectors[digest], dtype=np.float32), query)))
-        for start, digest in plan
+            for start, digest in plan
         )
+        found[text].own = owns.get(text)
     return found
 
 
-def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> list[str]:
+def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> Parts:
     """A hit's passage texts: its own and the most similar other candidate passage of its item, in
     the item's order (shown joined by a blank line), so that its excerpt is chosen from both. The
     answer is often in the item's next-best passage when the question matches the page better than
     its section (docs/ranking-and-gate.md, "Excerpts by meaning")."""
     neighbours = _neighbours(hit, candidates)
     if not neighbours:
-        return [hit.text]
+        return Parts([hit.text])
     pair = sorted((hit, neighbours[0]), key=lambda candidate: candidate.passage_key)
-    return [candidate.text for candidate in pair]
+    parts = Parts(candidate.text for candidate in pair)
+    parts.own = 0 if pair[0] is hit else 1
+    return parts
 
 
 def joined(parts: Sequence[str]) -> str:
@@ -239,22 +261,33 @@ def _lead_start(starts: Sequence[int], start: int, limit: int, lead: float) -> i
     return next((earlier for earlier in starts if start - lead * limit <= earlier <= start), start)
 
 
-def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[int] | None = None) -> str:
+def _filled(text: str, start: int, limit: int, starts: Sequence[int]) -> int:
+    """``start``, or the earliest unit before it from which the rest of ``text`` still fits in
+    ``limit`` when the rest from ``start`` is shorter (so that the whole share is used)."""
+    if len(text) - start >= limit:
+        return start
+    return next((earlier for earlier in starts if earlier <= start and len(text) - earlier <= limit), start)
+
+
+def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[int] | None = None,
+        keep: tuple[int, int] | None = None) -> str:
     """At most ``limit`` characters of flat ``text`` around the unit at ``start``.
 
     The units are ``starts`` (:func:`unit_starts`), or the sentences of ``text`` when not given.
     The excerpt starts at the earliest unit at most ``lead`` of ``limit`` before ``start``:
     what answers is often just before what matched (a window names the subject, the sentence
     before it holds the number). When the rest of the text is shorter than ``limit`` it starts
-    earlier still, so that the whole share is used. Cut at a word boundary with "…"; "…" in front
-    when it does not start at the beginning."""
+    earlier still, so that the whole share is used. ``keep`` is a span the excerpt shows whole
+    when it fits and would be left out (a hit's own passage of at most :data:`SHORT_PASSAGE`
+    characters, beside a longer neighbour): the excerpt then starts at it, or ends with it. Cut
+    at a word boundary with "…"; "…" in front when it does not start at the beginning."""
     starts = sentence_starts(text) if starts is None else starts
-    start = _lead_start(starts, start, limit, lead)
-    if len(text) - start < limit:
-        for earlier in starts:
-            if earlier <= start and len(text) - earlier <= limit:
-                start = earlier
-                break
+    start = _filled(text, _lead_start(starts, start, limit, lead), limit, starts)
+    room = limit - 2  # the last word may be cut off where the excerpt ends
+    if keep is not None and keep[1] - keep[0] <= room and not (start <= keep[0] and keep[1] <= start + room):
+        if keep[0] > start:  # it comes after: the excerpt ends with it
+            keep = (next((unit for unit in starts if keep[1] - unit <= room), keep[0]), keep[1])
+        start = _filled(text, keep[0], limit, starts)
     piece = text[start : start + limit]
     if start + limit < len(text):
         space = piece.rfind(" ")
