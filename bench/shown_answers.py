@@ -27,7 +27,9 @@ passages / hit@3; with ``--show``, each question a variant answers differently f
 the hit's own passage favoured in the anchor (``own +W``), each passage's first window
 favoured (``first +W``), the excerpt started at the anchor's passage or block when the anchor's
 unit still fits (``reach part``, ``reach block``), a lead of 0.2 or 0.5 of the share before the
-anchor instead of a third (``lead``), the budget split by rank (``shares``).
+anchor instead of a third (``lead``), the budget split by rank (``shares``); ``own not kept``
+is recall before its short own passage was kept whole, ``own kept 400`` keeps one of up to 400
+characters.
 
 Run (``--kinds docs`` for starship, typer and starlette; ``mkdocs`` for the held-out project)::
 
