@@ -109,3 +109,14 @@ def test_answer_text_ignores_case_and_whitespace():
     assert contains_answer(case, "Between 30  to 50 Thousand died.")
     assert not contains_answer(case, "30 to 40 thousand")
     assert not contains_answer(Case("q", expect=("x",)), "anything")
+
+
+def test_an_answer_in_the_heading_shown_counts_and_never_across_text_and_heading():
+    case = Case("which setting makes the server watch my theme?", expect=("configuration.md",),
+                expect_text=("watch",))
+    text = "A directory containing a custom theme."
+    assert not contains_answer(case, text)
+    assert contains_answer(case, text, "Live Reloading › watch")
+    assert not contains_answer(case, text, None)
+    joined = Case("q", expect=("x",), expect_text=("theme. Live",))
+    assert not contains_answer(joined, text, "Live Reloading › watch")

@@ -106,3 +106,14 @@ def test_gate_rule_takes_the_highest_sum_and_the_lower_threshold_on_a_tie():
     ]
     assert choose_threshold(rows) == 0.82
     assert choose_threshold([(0.9, score([outcome(answerable, "alpha")]))]) is None
+
+
+def test_an_answer_named_by_the_hits_heading_counts_as_shown():
+    case = Case("which template variable holds the version?", expect=("themes",),
+                expect_text=("mkdocs_version",))
+    headed = Hit("docs", "themes", "Themes", "https://x/themes", "Global Context › mkdocs_version",
+                 "Contains the current MkDocs version.", 0.9, 0.9)
+    assert Outcome(case, (headed,), 0.01, 0.004).answer_rank == 1
+    bare = Hit("docs", "themes", "Themes", "https://x/themes", "Global Context",
+               "Contains the current MkDocs version.", 0.9, 0.9)
+    assert Outcome(case, (bare,), 0.01, 0.004).answer_rank is None

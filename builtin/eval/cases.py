@@ -203,9 +203,11 @@ def accepts(case: Case, *, item_id: str, title: str, heading: str | None, url: s
     return any(entry.casefold() in field for entry in case.expect for field in fields)
 
 
-def contains_answer(case: Case, text: str) -> bool:
-    """Whether a passage's text holds one of the case's answer texts."""
+def contains_answer(case: Case, text: str, heading: str | None = None) -> bool:
+    """Whether a hit shows one of the case's answer texts: in its passage's text, or in
+    ``heading``, the section heading an answer shows above that text (a question about the
+    ``watch`` setting is answered by a hit headed "Live Reloading › watch")."""
     if not case.expect_text:
         return False
-    haystack = normalise(text)
-    return any(normalise(answer) in haystack for answer in case.expect_text)
+    shown = [normalise(text), normalise(heading or "")]
+    return any(normalise(answer) in place for answer in case.expect_text for place in shown)

@@ -43,11 +43,12 @@ class Outcome:
 
     @property
     def answer_rank(self) -> int | None:
-        """1-based rank of the first accepted hit whose passage holds an answer text, or None."""
+        """1-based rank of the first accepted hit that shows an answer text (in its passage's text
+        or its heading), or None."""
         for rank, hit in enumerate(self.hits, 1):
             if accepts(
                 self.case, item_id=hit.item_id, title=hit.title, heading=hit.heading, url=hit.url
-            ) and contains_answer(self.case, hit.text):
+            ) and contains_answer(self.case, hit.text, hit.heading):
                 return rank
         return None
 

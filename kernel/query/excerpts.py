@@ -14,7 +14,8 @@ of its text, and with it, often, the answer. Where the cut falls is decided here
   Similarity works across languages: a German question finds the sentence of an English passage
   that answers it, which shared words cannot do.
 * **Each hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`),
-  and the excerpt is chosen from both passages.
+  and the excerpt is chosen from both passages; the hit's own passage, when short, is always in
+  it (:class:`Anchored`, :func:`cut`).
 * **The anchor** (:func:`best_start`) is the unit (a sentence, a line of code, a table row, a
   line of a list, :func:`unit_starts`) whose window is most similar to the question, with a
   little added for the question's rare words it holds; the excerpt starts up to a third of its
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from passageway.kernel.index.window_vectors import VectorLookup
+from passageway.kernel.query.markup import line_breaks, noise, output_lines, quote_marks, with_breaks
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import blocks, digest_of, embedding_input
 from passageway.kernel.text.stopwords import content_words, words
@@ -105,6 +106,21 @@ Windows = tuple[tuple[int, float], ...]
 """Where each window of a hit's text starts (in its flat text) and its similarity to the question."""
 
 
+class Parts(list[str]):
+    """A hit's passage texts in the item's order (:func:`with_neighbour`); ``own`` is the place
+    of the hit's own passage among them, the one that was ranked and whose heading is shown."""
+
+    own = 0
+
+
+class Anchored(tuple[tuple[int, float], ...]):
+    """A hit's :data:`Windows` as :func:`anchors` finds them, and ``own``: where the hit's own
+    passage lies in the flat text of its passages joined (``(start, end)``), None when the text
+    is one passage. The excerpt shows a short own passage whole (:func:`cut`, ``keep``)."""
+
+    own: tuple[int, int] | None = None
+
+
 async def anchors(
     hits: Sequence[Sequence[str]], question_vector: np.ndarray, cache: VectorLookup | None
 ) -> dict[str, Windows]:
@@ -116,13 +132,16 @@ async def anchors(
     if cache is None:
         return {}
     plans: dict[str, list[tuple[int, str]]] = {}
+    owns: dict[str, tuple[int, int]] = {}
     for parts in hits:
         text = flat(joined(parts))
         if len(text) <= SHORT_PASSAGE or text in plans:
             continue
         plan, offset = [], 0
-        for part in map(flat, parts):
+        for number, part in enumerate(map(flat, parts)):
             plan += [(offset + start, digest) for start, digest in window_plan(part)]
+            if len(parts) > 1 and number == getattr(parts, "own", None):
+                owns[text] = (offset, offset + len(part))
             offset += len(part) + 1  # the space that joins it to the next passage
         if plan:
             plans[text] = plan
@@ -134,23 +153,26 @@ async def anchors(
     for text, plan in plans.items():
         if any(digest not in vectors for _, digest in plan):
             continue  # the windows were not made (an older index, a first build still running)
-        found[text] = tuple(
+        found[text] = Anchored(
             (start, float(np.dot(np.asarray(vectors[digest], dtype=np.float32), query)))
-        for start, digest in plan
+            for start, digest in plan
         )
+        found[text].own = owns.get(text)
     return found
 
 
-def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> list[str]:
+def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> Parts:
     """A hit's passage texts: its own and the most similar other candidate passage of its item, in
     the item's order (shown joined by a blank line), so that its excerpt is chosen from both. The
     answer is often in the item's next-best passage when the question matches the page better than
     its section (docs/ranking-and-gate.md, "Excerpts by meaning")."""
     neighbours = _neighbours(hit, candidates)
     if not neighbours:
-        return [hit.text]
+        return Parts([hit.text])
     pair = sorted((hit, neighbours[0]), key=lambda candidate: candidate.passage_key)
-    return [candidate.text for candidate in pair]
+    parts = Parts(candidate.text for candidate in pair)
+    parts.own = 0 if pair[0] is hit else 1
+    return parts
 
 
 def joined(parts: Sequence[str]) -> str:
@@ -239,22 +261,33 @@ def _lead_start(starts: Sequence[int], start: int, limit: int, lead: float) -> i
     return next((earlier for earlier in starts if start - lead * limit <= earlier <= start), start)
 
 
-def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[int] | None = None) -> str:
+def _filled(text: str, start: int, limit: int, starts: Sequence[int]) -> int:
+    """``start``, or the earliest unit before it from which the rest of ``text`` still fits in
+    ``limit`` when the rest from ``start`` is shorter (so that the whole share is used)."""
+    if len(text) - start >= limit:
+        return start
+    return next((earlier for earlier in starts if earlier <= start and len(text) - earlier <= limit), start)
+
+
+def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[int] | None = None,
+        keep: tuple[int, int] | None = None) -> str:
     """At most ``limit`` characters of flat ``text`` around the unit at ``start``.
 
     The units are ``starts`` (:func:`unit_starts`), or the sentences of ``text`` when not given.
     The excerpt starts at the earliest unit at most ``lead`` of ``limit`` before ``start``:
     what answers is often just before what matched (a window names the subject, the sentence
     before it holds the number). When the rest of the text is shorter than ``limit`` it starts
-    earlier still, so that the whole share is used. Cut at a word boundary with "…"; "…" in front
-    when it does not start at the beginning."""
+    earlier still, so that the whole share is used. ``keep`` is a span the excerpt shows whole
+    when it fits and would be left out (a hit's own passage of at most :data:`SHORT_PASSAGE`
+    characters, beside a longer neighbour): the excerpt then starts at it, or ends with it. Cut
+    at a word boundary with "…"; "…" in front when it does not start at the beginning."""
     starts = sentence_starts(text) if starts is None else starts
-    start = _lead_start(starts, start, limit, lead)
-    if len(text) - start < limit:
-        for earlier in starts:
-            if earlier <= start and len(text) - earlier <= limit:
-                start = earlier
-                break
+    start = _filled(text, _lead_start(starts, start, limit, lead), limit, starts)
+    room = limit - 2  # the last word may be cut off where the excerpt ends
+    if keep is not None and keep[1] - keep[0] <= room and not (start <= keep[0] and keep[1] <= start + room):
+        if keep[0] > start:  # it comes after: the excerpt ends with it
+            keep = (next((unit for unit in starts if keep[1] - unit <= room), keep[0]), keep[1])
+        start = _filled(text, keep[0], limit, starts)
     piece = text[start : start + limit]
     if start + limit < len(text):
         space = piece.rfind(" ")
@@ -266,67 +299,15 @@ def cut(text: str, start: int, limit: int, lead: float = LEAD, starts: Sequence[
 # What an excerpt shows of its text
 # ---------------------------------------------------------------------------------------------
 
-_INLINE_CODE = re.compile(r"(`+).+?\1")
-_IMAGE = re.compile(r"!\[[^\]]*\]\((?:[^()\s]|\([^()]*\))*(?: \"[^\"]*\")?\)")
-_LINK = re.compile(r"\[([^\[\]]+)\]\((?:[^()\s]|\([^()]*\))*(?: \"[^\"]*\")?\)")
-_TAG = re.compile(r"</?[A-Za-z][\w-]*(?: [^<>]*)?/?>")
-_INCLUDE = re.compile(r"\{\*.*?\*\}|\{%.*?%\}|--8<-- ?\"[^\"]*\"")
-_ADMONITION = re.compile(r"(?:^| )(/{3,}|:{3,}|!{3}|\?{3}\+?)(?= |$)")
-_CODE_TAG = re.compile(r"</?(?:font|b|i|span)(?: [^<>]*)?>")
-_RULE = re.compile(r"([-─━═_=*])\1{3,}")
-
-
-def _noise(kind: str, text: str) -> list[tuple[int, int]]:
-    """Spans of one flat block that show nothing to a reader: the markup of links (their text
-    stays), images, HTML tags, include directives and admonition fences outside inline code; in
-    code blocks, colour tags of pasted terminal output; everywhere, a rule of four or more
-    dashes or box lines kept at three (a padded table delimiter row holds hundreds)."""
-    found = [(match.start() + 3, match.end()) for match in _RULE.finditer(text)]
-    if kind == "code":
-        return found + [match.span() for match in _CODE_TAG.finditer(text)]
-    code = [match.span() for match in _INLINE_CODE.finditer(text)]
-
-    def outside(start: int, end: int) -> bool:
-        return not any(start < code_end and code_start < end for code_start, code_end in code)
-
-    for match in _IMAGE.finditer(text):
-        if outside(*match.span()):
-            found.append(match.span())
-    for match in _LINK.finditer(text):
-        target = (match.end(1), match.end())
-        if outside(match.start(), match.start() + 1) and outside(*target):
-            found += [(match.start(), match.start() + 1), target]
-    for pattern in (_TAG, _INCLUDE):
-        found += [match.span() for match in pattern.finditer(text) if outside(*match.span())]
-    found += [match.span(1) for match in _ADMONITION.finditer(text) if outside(*match.span(1))]
-    return found
-
-
 FOLD_OUTPUT = True  # whether an excerpt leaves out what a terminal session prints
-_SESSION = re.compile(r"^(`{3,}|~{3,}) *(?:console|shell-session|pycon)\b")
-_KEPT_LINE = re.compile(r"^(?:[$#>%] |// |>>> |[`~]{3})")
-
-
-def _output_lines(block: str) -> list[tuple[int, int]]:
-    """Spans of the flat code ``block`` that a terminal session printed: in a fence marked
-    ``console``, ``shell-session`` or ``pycon``, every line but a command, a ``//`` comment and the
-    fences. A help screen can fill a hit's whole share; the answer is rarely in it."""
-    if not _SESSION.match(block):
-        return []
-    found: list[tuple[int, int]] = []
-    offset = 0
-    for line in filter(None, map(flat, block.split("\n"))):
-        if not _KEPT_LINE.match(line):
-            found.append((offset, offset + len(line)))
-        offset += len(line) + 1
-    return found
 
 
 def tidy(text: str) -> tuple[str, Callable[[int], int]]:
-    """The flat text of ``text`` as an excerpt shows it, with :func:`_noise` taken out, and the
-    map from a place in the flat text to the same place in the result. Documentation markup
-    (link targets, ``<details>``, ``{* include *}`` lines, terminal colours) can fill a third of
-    a share and holds no answer; it is only taken out of what is shown, never out of the index.
+    """The flat text of ``text`` as an excerpt shows it, with the markup that shows nothing taken
+    out (:mod:`passageway.kernel.query.markup`), and the map from a place in the flat text to the
+    same place in the result. Documentation markup (link targets, ``<details>``, ``{* include *}``
+    lines, block-quote signs, terminal colours) can fill a third of a share and holds no answer;
+    it is only taken out of what is shown, never out of the index.
     Fenced code keeps its line breaks (not its indentation), so it reads as code, not as one line."""
     flat_text = flat(text)
     spans: list[tuple[int, int]] = []
@@ -335,14 +316,15 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
     for kind, block in blocks(text):
         block_flat = flat(block)
         if block_flat:
-            spans += [(offset + start, offset + end) for start, end in _noise(kind, block_flat)]
+            spans += [(offset + start, offset + end) for start, end in noise(kind, block_flat)]
+            spans += [(offset + start, offset + end) for start, end in quote_marks(kind, block)]
             if kind == "code" and FOLD_OUTPUT:
-                spans += [(offset + start, offset + end) for start, end in _output_lines(block)]
+                spans += [(offset + start, offset + end) for start, end in output_lines(block)]
             if kind == "code":
-                breaks += _line_breaks(block, offset, len(flat_text))
+                breaks += line_breaks(block, offset, len(flat_text))
             offset += len(block_flat) + 1
     if not spans:
-        return _with_breaks(flat_text, breaks), lambda place: place
+        return with_breaks(flat_text, breaks), lambda place: place
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -373,28 +355,4 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
         before = bisect.bisect_right(ends, place)
         return place - (cut_out[before - 1][2] if before else 0)
 
-    return _with_breaks("".join(pieces), [moved(place) for place in breaks]), moved
-
-
-def _line_breaks(block: str, offset: int, length: int) -> list[int]:
-    """Where, in a flat text of ``length`` characters, the code ``block`` at ``offset`` has its line
-    breaks: around the block and between its lines (a space each in the flat text)."""
-    found = [offset - 1] if offset else []
-    for line in block.split("\n"):
-        line_flat = flat(line)
-        if line_flat:
-            offset += len(line_flat) + 1
-            found.append(offset - 1)
-    return [place for place in found if place < length]
-
-
-def _with_breaks(shown: str, breaks: Sequence[int]) -> str:
-    """``shown`` with the spaces at ``breaks`` made line breaks again: code is shown line by line,
-    as written, with the same length, so every place in the excerpt stays where it was."""
-    if not breaks:
-        return shown
-    characters = list(shown)
-    for place in breaks:
-        if 0 <= place < len(characters) and characters[place] == " ":
-            characters[place] = "\n"
-    return "".join(characters)
+    return with_breaks("".join(pieces), [moved(place) for place in breaks]), moved

@@ -44,7 +44,7 @@ import attrs
 
 from passageway.kernel.query.excerpts import Windows, best_start, cut, tidy, unit_starts
 from passageway.kernel.records import Answer, Hit, Related
-from passageway.kernel.text.windows import flat
+from passageway.kernel.text.windows import SHORT_PASSAGE, flat
 
 BUDGET_TOKENS = 400
 """The whole answer (passages, their headers and the related items) stays under about this."""
@@ -144,9 +144,11 @@ def excerpt(text: str, question: str, limit: int, windows: Windows | None = None
     list) whose window is most similar to the question, ``windows`` (from
     :func:`passageway.kernel.query.excerpts.anchors`), with a little added for the rare words of
     the question it holds (:func:`passageway.kernel.query.excerpts.best_start`); without windows,
-    the words alone choose. It starts up to a third of ``limit`` before that unit, and earlier
-    when the rest would not fill ``limit``; its cuts fall between units, it ends at a word boundary
-    with "…" when cut, and markup that shows nothing is left out
+    the words alone choose. It starts up to a third of ``limit`` before that unit, earlier when
+    the rest would not fill ``limit``, or elsewhere to show the hit's own passage whole when that
+    is at most ``SHORT_PASSAGE`` characters and would be left out (``windows.own``, from
+    :func:`passageway.kernel.query.excerpts.anchors`); its cuts fall between units, it ends at a
+    word boundary with "…" when cut, and markup that shows nothing is left out
     (:func:`passageway.kernel.query.excerpts.tidy`).
     """
     shown, moved = tidy(text)
@@ -154,7 +156,11 @@ def excerpt(text: str, question: str, limit: int, windows: Windows | None = None
         return shown
     starts = unit_starts(text)
     start = best_start(text, question, windows, starts)
-    return cut(shown, moved(start), limit, starts=sorted({moved(unit) for unit in starts}))
+    own = getattr(windows, "own", None)
+    keep = (moved(own[0]), moved(own[1])) if own is not None else None
+    if keep is not None and keep[1] - keep[0] > SHORT_PASSAGE:
+        keep = None
+    return cut(shown, moved(start), limit, starts=sorted({moved(unit) for unit in starts}), keep=keep)
 
 
 def _header(hit: Hit) -> str:

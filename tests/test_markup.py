@@ -1,0 +1,62 @@
+"""Markup an excerpt leaves out of what it shows (kernel/query/markup.py), on text taken from the
+documentation in corpus/docs: block-quote signs, reference links, include lines and attribute
+lists. The index keeps the passage as written; only what is shown changes."""
+
+from __future__ import annotations
+
+from passageway.kernel.query.excerpts import tidy
+from passageway.kernel.query.markup import quote_marks
+from passageway.kernel.query.rendering import excerpt
+from passageway.kernel.text.windows import flat
+
+# mkdocs, docs/user-guide/configuration.md (a note written as a block quote)
+NOTE = """> NOTE:
+> On a few known hosts (specifically GitHub, Bitbucket and GitLab), the
+> `edit_uri` is derived from the 'repo_url' and does not need to be set
+> manually.
+>
+> > A quote in the quote."""
+
+
+def test_the_signs_of_a_block_quote_are_left_out() -> None:
+    shown, moved = tidy(NOTE)
+    assert shown == ("NOTE: On a few known hosts (specifically GitHub, Bitbucket and GitLab), the "
+                     "`edit_uri` is derived from the 'repo_url' and does not need to be set manually. "
+                     "A quote in the quote.")
+    assert shown[moved(flat(NOTE).index("`edit_uri`")):].startswith("`edit_uri` is derived")
+
+
+def test_a_greater_than_sign_inside_a_line_or_in_code_stays() -> None:
+    assert tidy("When `a > b` the module shows, and 3 > 2 always.")[0] == \
+        "When `a > b` the module shows, and 3 > 2 always."
+    assert quote_marks("code", "```powershell\n> starship init powershell\n```") == []
+    assert "> starship init" in tidy("```powershell\n> starship init powershell\n```")[0]
+
+
+def test_a_reference_link_shows_its_text() -> None:
+    # starlette, docs/index.md; the definitions are at the end of the page, not in the passage
+    text = ("Starlette is a lightweight [ASGI][asgi] framework/toolkit. Optional: "
+            "* [`httpx`][httpx] - Required if you want to use the `TestClient`. "
+            "A collapsed one: [Installation Guide][].")
+    assert tidy(text)[0] == ("Starlette is a lightweight ASGI framework/toolkit. Optional: "
+                             "* `httpx` - Required if you want to use the `TestClient`. "
+                             "A collapsed one: Installation Guide.")
+    assert tidy("Run `app[key][0]` to read it.")[0] == "Run `app[key][0]` to read it."
+
+
+def test_include_lines_and_attribute_lists_are_left_out() -> None:
+    # starship, docs/de/presets/no-nerd-font.md
+    text = ("```sh\nstarship preset no-nerd-font -o ~/.config/starship.toml\n```\n\n"
+            "[Klicken, um TOML herunterzuladen](/presets/toml/no-nerd-font.toml){download}\n\n"
+            "<<< @/public/presets/toml/no-nerd-font.toml\n\n"
+            "The table is below. {: #options .wide }")
+    assert tidy(text)[0] == ("```sh\nstarship preset no-nerd-font -o ~/.config/starship.toml\n```\n"
+                             "Klicken, um TOML herunterzuladen The table is below.")
+    assert tidy("Use `{: #id }` to name it.")[0] == "Use `{: #id }` to name it."
+
+
+def test_a_cut_excerpt_of_a_quoted_page_shows_no_quote_signs() -> None:
+    page = "\n".join(f"> Sentence {number} says something about the `watch` setting." for number in range(20))
+    shown = excerpt(page, "what does watch do", 200)
+    assert ">" not in shown
+    assert len(shown) <= 200
