@@ -32,19 +32,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from common import ROOT
-from common.replay import ask_each
+from common.replay import asked_engine, docs_cases
 from common.transfer_recording import config_text
 
-from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases, normalise
-from passageway.builtin.eval.engine import KernelEngine
-from passageway.kernel.config import load_settings
+from passageway.builtin.eval.cases import Case, accepts, contains_answer, normalise
 from passageway.kernel.query import excerpts
 from passageway.kernel.query import recall as recall_module
 from passageway.kernel.query.excerpts import tidy
@@ -267,16 +264,9 @@ async def main() -> int:
     args = arguments()
     choose_rules(args)
     kind, files, projects = SETS[args.set]
-    cases = [case for case in load_cases([ROOT / "corpus" / "docs" / name for name in files]).cases
-             if case.answerable and case.group_label.startswith(projects)]
-    config = Path(tempfile.mkdtemp(prefix="passageway-answer-missing-")) / "passageway.toml"
-    config.write_text(config_text(kind), encoding="utf-8")
+    cases = docs_cases(files, projects)
     index = args.data_dir / kind
-    index.mkdir(parents=True, exist_ok=True)
-    async with KernelEngine.open(load_settings(config_path=config), data_dir=index,
-                                 progress=lambda line: None) as engine:
-        await engine.build()
-        entries, replay = await ask_each(engine, cases)
+    async with asked_engine(config_text(kind), index, cases, "answer-missing") as (_, entries, replay):
         judged = [await judge(entry, args, replay) for entry in entries]
     found = [verdict for verdict in judged if verdict is not None]
     missing = [verdict for verdict in found if verdict[0]]

@@ -39,7 +39,6 @@ import argparse
 import asyncio
 import math
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -47,13 +46,10 @@ from typing import Any
 
 import attrs
 import numpy as np
-from common import ROOT
-from common.replay import ask_each
+from common.replay import asked_engine, docs_cases
 from common.transfer_recording import config_text
 
-from passageway.builtin.eval.cases import accepts, contains_answer, load_cases
-from passageway.builtin.eval.engine import KernelEngine
-from passageway.kernel.config import load_settings
+from passageway.builtin.eval.cases import accepts, contains_answer
 from passageway.kernel.query import excerpts as excerpts_module
 from passageway.kernel.query import recall as recall_module
 from passageway.kernel.query.excerpts import best_start, cut, tidy, unit_starts
@@ -263,21 +259,13 @@ async def replay_one(variant: Variant, entry: tuple, replay: tuple, table: Count
 
 async def replay_kind(kind: str, args: argparse.Namespace, table: dict[str, Counter]) -> None:
     name, projects = KINDS[kind]
-    cases = [case for case in load_cases([ROOT / "corpus" / "docs" / name]).cases
-             if case.answerable and case.group_label.startswith(projects)]
-    config = Path(tempfile.mkdtemp(prefix="passageway-passage-choice-")) / "passageway.toml"
+    cases = docs_cases([name], projects)
     text = config_text("mkdocs" if kind == "mkdocs" else "docs")
     if args.split:
         text = text.replace("env = { FOLDER", f'env = {{ SPLIT_BYTES = "{args.split}", FOLDER')
-    config.write_text(text, encoding="utf-8")
-    index = args.data_dir / kind
-    index.mkdir(parents=True, exist_ok=True)
     original = recall_module.with_neighbour, recall_module.prefetch, recall_module.distinct_hits
     fold = excerpts_module.FOLD_OUTPUT
-    async with KernelEngine.open(load_settings(config_path=config), data_dir=index,
-                                 progress=lambda line: None) as engine:
-        await engine.build()
-        entries, replay = await ask_each(engine, cases)
+    async with asked_engine(text, args.data_dir / kind, cases, "passage-choice") as (_, entries, replay):
         try:
             for variant in variants(args.weights, args.split > 0):
                 excerpts_module.FOLD_OUTPUT = variant.fold

@@ -42,18 +42,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from common import ROOT
-from common.replay import ask_each
+from common.replay import asked_engine, docs_cases
 from common.transfer_recording import config_text
 
-from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases, normalise
-from passageway.builtin.eval.engine import KernelEngine
-from passageway.kernel.config import load_settings
+from passageway.builtin.eval.cases import Case, accepts, contains_answer, normalise
 from passageway.kernel.query import excerpts as excerpts_module
 from passageway.kernel.query import recall as recall_module
 from passageway.kernel.query import rendering as rendering_module
@@ -284,16 +281,9 @@ async def replay_one(entry: tuple, replay: tuple, table: Counter, args: argparse
 
 async def replay_kind(kind: str, args: argparse.Namespace, table: Counter) -> None:
     files, projects = KINDS[kind]
-    cases = [case for case in load_cases([ROOT / "corpus" / "docs" / name for name in files]).cases
-             if case.answerable and case.group_label.startswith(projects)]
-    config = Path(tempfile.mkdtemp(prefix="passageway-shown-")) / "passageway.toml"
-    config.write_text(config_text(kind if kind in ("mkdocs", "xquad") else "docs"), encoding="utf-8")
-    index = args.data_dir / kind
-    index.mkdir(parents=True, exist_ok=True)
-    async with KernelEngine.open(load_settings(config_path=config), data_dir=index,
-                                 progress=lambda line: None) as engine:
-        await engine.build()
-        entries, replay = await ask_each(engine, cases)
+    cases = docs_cases(files, projects)
+    config = config_text(kind if kind in ("mkdocs", "xquad") else "docs")
+    async with asked_engine(config, args.data_dir / kind, cases, "shown") as (engine, entries, replay):
         stores = {name: source.store for name, source in engine.kernel.sources.items()}
         if not args.variants:
             for entry in entries:

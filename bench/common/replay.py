@@ -84,6 +84,35 @@ async def ask_each(engine: KernelEngine, cases: Sequence[Case]) -> tuple[list[tu
                      Replay())
 
 
+def docs_cases(files: Sequence[str], projects: str | tuple[str, ...]) -> list[Case]:
+    """The answerable cases of ``corpus/docs`` question files whose group starts with ``projects``."""
+    from passageway.builtin.eval.cases import load_cases
+
+    return [case for case in load_cases([ROOT / "corpus" / "docs" / name for name in files]).cases
+            if case.answerable and case.group_label.startswith(projects)]
+
+
+def _written(config: str, index: Path, prefix: str) -> Path:
+    path = Path(tempfile.mkdtemp(prefix=f"passageway-{prefix}-")) / "passageway.toml"
+    path.write_text(config, encoding="utf-8")
+    index.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.asynccontextmanager
+async def asked_engine(config: str, index: Path, cases: Sequence[Case],
+                       prefix: str) -> AsyncIterator[tuple[KernelEngine, list[tuple], tuple]]:  # type: ignore[type-arg]
+    """The real kernel on the configuration text ``config``, its index built in ``index``, and
+    :func:`ask_each` of ``cases`` asked of it (bench/answer_missing.py, bench/passage_choice.py,
+    bench/shown_answers.py)."""
+    path = _written(config, index, prefix)
+    async with KernelEngine.open(load_settings(config_path=path), data_dir=index,
+                                 progress=lambda line: None) as engine:
+        await engine.build()
+        entries, replay = await ask_each(engine, cases)
+        yield engine, entries, replay
+
+
 def config_text() -> str:
     python = sys.executable
     return "".join(
