@@ -6,7 +6,8 @@ VitePress, Pandoc and Python-Markdown write them) is not part of its text: its i
 ``anchor`` (:func:`heading_id` reads it from one line). A fenced code block (``` or ~~~) hides
 everything inside it, so a ``# comment`` in a shell snippet never becomes a heading; indented code
 blocks are not recognised. What documentation sites add is read as they show it (:func:`_read`):
-reference-link definitions and rules are left out, an admonition shows its title.
+reference-link definitions and rules are left out, an admonition shows its title, and a heading's
+inline markup is read away (:mod:`.inline`: ``## [Chocolatey](https://…)`` is ``Chocolatey``).
 
 Every rule is linear in its input (issue 38, items 2 and 5): a line is read by string tests or by
 patterns that cannot backtrack over it, and an attribute block is at most
@@ -15,9 +16,10 @@ patterns that cannot backtrack over it, and an attribute block is at most
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
+
+from .inline import label, shown_text, without_code_spans
 
 TRAIL_SEPARATOR = " › "
 """Joins the headings of a section's trail: ``Setup › Linux``."""
@@ -25,7 +27,6 @@ TRAIL_SEPARATOR = " › "
 # The fence rule of kernel/text/fences.py (FENCE, closes_fence), copied: the SDK depends on nothing,
 # not even passageway, so it cannot import it. Change both together.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_BACKTICKS = re.compile(r"`+")
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
 _ATTRIBUTE = r"""[#.][\w:.-]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s}]+)"""
 _ATTRIBUTE_TOKEN = re.compile(_ATTRIBUTE)
@@ -129,20 +130,21 @@ def _attributes(text: str) -> tuple[str, str | None] | None:
     return text[:opening].strip(), ids[0] if ids else None
 
 
-def _heading(line: str) -> tuple[int, str, str | None] | None:
-    """``(level, text, id)`` of a heading line, the attribute block left out of the text; None for
-    a line that is no heading."""
+def _heading(line: str, labels: Container[str] = ()) -> tuple[int, str, str | None] | None:
+    """``(level, text, id)`` of a heading line, the attribute block left out of the text and the
+    text as a page shows it (:func:`~passageway_sdk.inline.shown_text`, with the document's
+    reference ``labels``); None for a line that is no heading."""
     found = _atx(line) if "#" in line else None
     if found is None:
         return None
     level, text = found
-    split = _attributes(text)
-    if split is None:
-        return level, text, None
-    text, found_id = split
-    if text.endswith("#"):  # ### Title ### {: #id }
-        text = (_atx("# " + text) or (1, text))[1]
-    return level, text, found_id if found_id is not None and len(found_id) <= MAX_ANCHOR_LENGTH else None
+    split, found_id = _attributes(text), None
+    if split is not None:
+        text, found_id = split
+        if text.endswith("#"):  # ### Title ### {: #id }
+            text = (_atx("# " + text) or (1, text))[1]
+    long_id = found_id is not None and len(found_id) > MAX_ANCHOR_LENGTH
+    return level, shown_text(text, labels), None if long_id else found_id
 
 
 def heading_id(line: str) -> str | None:
@@ -209,6 +211,7 @@ def _read(text: str) -> Iterator[tuple[str, tuple[int, str, str | None] | None]]
     pending: str | None = None  # a paragraph line that an underline may make a heading
     lines = text.splitlines()
     front = _front_matter_end(lines)
+    labels = _labels(lines) if "]:" in text else frozenset()
     for number, raw in enumerate(lines):
         line, indents = _dedent(raw, indents) if indents else (raw, 0)
         if fences.inside(line) or number <= front or not line or line.isspace():
@@ -218,12 +221,12 @@ def _read(text: str) -> Iterator[tuple[str, tuple[int, str, str | None] | None]]
             continue
         rule = _rule(line)
         if pending is not None and rule in ("=", "-"):
-            yield "", _setext(pending, 1 if rule == "=" else 2)
+            yield "", _setext(pending, 1 if rule == "=" else 2, labels)
             pending = None
             continue
         yield from _flushed(pending)
         pending = None
-        found = _heading(line) if rule is None and "#" in line else None
+        found = _heading(line, labels) if rule is None and "#" in line else None
         if rule is not None or found is not None:
             yield "", found  # a thematic break shows as a blank line, which keeps the blocks apart
             continue
@@ -242,6 +245,14 @@ def _read(text: str) -> Iterator[tuple[str, tuple[int, str, str | None] | None]]
         elif (shown := _shown(line)) is not None:
             yield shown, None
     yield from _flushed(pending)
+
+
+def _labels(lines: list[str]) -> frozenset[str]:
+    """The labels of the reference-link definitions outside fenced code (``[name]: https://…``),
+    which make a shortcut ``[name]`` in a heading a link."""
+    fences = _Fences()
+    return frozenset(label(line[line.index("[") + 1 : line.index("]")]) for line in lines
+                     if not fences.inside(line) and "]:" in line and _REFERENCE.match(line))
 
 
 def _front_matter_end(lines: list[str]) -> int:
@@ -291,9 +302,9 @@ def _shown(line: str) -> str | None:
     return line if line.strip() else None
 
 
-def _setext(text: str, level: int) -> tuple[int, str, str | None]:
+def _setext(text: str, level: int, labels: Container[str]) -> tuple[int, str, str | None]:
     """The heading a setext underline makes of ``text``, its attribute block read as an ATX one's."""
-    found = _heading("#" * level + " " + text.strip())
+    found = _heading("#" * level + " " + text.strip(), labels)
     assert found is not None
     return found
 
@@ -304,7 +315,9 @@ def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str
     Every heading from ``#`` to ``######`` outside a fenced code block starts a section, and so
     does a paragraph line underlined with ``===`` (level 1) or ``---`` (level 2). Its
     ``heading`` is the trail of the enclosing headings joined by `` › `` (a ``### Linux`` under
-    ``## Setup`` becomes ``Setup › Linux``); text before the first heading is a section whose
+    ``## Setup`` becomes ``Setup › Linux``), each heading as a page shows it: link and image text
+    without their targets, no emphasis marks or escapes, code spans kept with their backticks
+    (:func:`~passageway_sdk.inline.shown_text`); text before the first heading is a section whose
     ``heading`` is ``None``. Each ``text`` keeps its lines and blank lines as written, without
     leading blank lines or trailing whitespace; sections with no text are left out. Markup a
     documentation site does not show is left out of it (reference-link definitions, rules, ``{:
@@ -353,7 +366,8 @@ def split_markdown(text: str, skip_first_h1: bool = False) -> list[dict[str, str
 
 
 def first_h1(text: str) -> str | None:
-    """The text of the first level-1 heading outside fenced code, or ``None`` if there is none."""
+    """The text of the first level-1 heading outside fenced code, as a page shows it, or ``None``
+    if there is none."""
     for _, found in _read(text):
         if found is not None and found[0] == 1 and found[1]:
             return found[1]
@@ -367,30 +381,4 @@ def strip_code(text: str) -> str:
     inside code is not a link. The result is for searching, not for display.
     """
     kept = "\n".join(line for line, in_code in _lines(text) if not in_code)
-    return _without_code_spans(kept) if "`" in kept else kept
-
-
-def _without_code_spans(text: str) -> str:
-    """``text`` without its code spans: a run of backticks up to the next run of the same length.
-
-    The runs are found once and each opening run looks up the next run of its length by bisection,
-    so the cost stays near linear whatever the runs are (a pattern that searched forward from
-    every backtick took seconds for 20 KB of runs of every length)."""
-    runs = [(match.start(), match.end()) for match in _BACKTICKS.finditer(text)]
-    by_length: dict[int, list[int]] = {}
-    for number, (start, end) in enumerate(runs):
-        by_length.setdefault(end - start, []).append(number)
-    kept: list[str] = []
-    position = number = 0
-    while number < len(runs):
-        start, end = runs[number]
-        same = by_length[end - start]
-        closing = bisect.bisect_right(same, number)
-        if closing == len(same):
-            number += 1  # no run of this length follows: these backticks are text
-            continue
-        kept.append(text[position:start])
-        position = runs[same[closing]][1]
-        number = same[closing] + 1
-    kept.append(text[position:])
-    return "".join(kept)
+    return without_code_spans(kept) if "`" in kept else kept

@@ -6,7 +6,8 @@ connector's heading-id pattern quadratic (20,000 characters 1.7 s; a 300 KB note
 attribute block that never closes, made the SDK's ``split_markdown`` and the passage index's
 markdown reader quadratic (80,000 characters 50-91 s). One more was found here: the SDK's
 ``strip_code`` (which the connector runs on every note for its links) searched forward from every
-backtick for a closing run, 10 s for 20 KB of backtick runs of every length.
+backtick for a closing run, 10 s for 20 KB of backtick runs of every length. The headings' inline
+markup (links, emphasis, escapes, code spans: the SDK's ``shown_text``) is read in linear time too.
 
 Each hostile shape is read at ``SIZE`` characters (256 KiB here, 1 MiB in the full run) by every
 reader, and must take less than ten times what the same reader takes on ordinary markdown of the
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from passageway_connector_markdown.connector import has_heading_id
+from passageway_connector_markdown.connector import has_heading_id, has_heading_markup
 from passageway_passage_index import markdown as index_markdown
 from passageway_sdk import first_h1, heading_id, split_markdown, strip_code
 
@@ -63,6 +64,10 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "an open admonition title": lambda size: '!!! note "' + "a" * size,
     "fences": lambda size: repeated("```\n", size),
     "backtick runs of every length": backtick_runs,
+    "a heading of backtick runs": lambda size: "# " + backtick_runs(size),
+    "a heading of links that never close": lambda size: "# " + repeated("![a](<b [c](d (e ", size),
+    "a heading of emphasis that never closes": lambda size: "# " + repeated("*a _b **c ", size),
+    "a heading of escapes, entities and tags": lambda size: "# " + repeated("\\` &#1 &lt; <a ", size),
 }
 
 
@@ -84,6 +89,7 @@ READERS: dict[str, Callable[[str], object]] = {
     "heading_id": lambda text: heading_id(text.split("\n", 1)[0]),
     "strip_code": strip_code,
     "connector heading ids": lambda text: has_heading_id(text.encode("utf-8")),
+    "connector heading markup": lambda text: has_heading_markup(text.encode("utf-8")),
     "passage index reader": index_reader,
 }
 

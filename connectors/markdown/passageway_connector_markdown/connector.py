@@ -38,6 +38,10 @@ DOCS_MARKUP_MARK = b"documentation markup read"
 """Hashed into the version of a note that may hold what the SDK's reader learnt to read
 (:data:`_DOCS_MARKUP`: underlined headings, thematic breaks, reference-link definitions,
 ``{: …}`` attribute lists, admonitions), so such a note is fetched once more and read anew."""
+HEADING_MARKUP_MARK = b"headings read as a page shows them"
+"""Hashed into the version of a note whose headings may hold inline markup (:func:`has_heading_markup`:
+links, emphasis, escapes, code, tags, entities), so such a note is fetched once more and its
+headings are read as a page shows them (the SDK's ``shown_text``)."""
 PART_MARK = b"part of a split note\n"
 """Hashed first into the version of each part of a split note (:meth:`MarkdownConnector._part`)."""
 # Anchored at line starts or at a literal "{:", and each alternative gives up within its line:
@@ -45,6 +49,10 @@ PART_MARK = b"part of a split note\n"
 _DOCS_MARKUP = re.compile(
     rb"^ {0,3}(?:[-=*_][ \t]*)+$|^ {0,3}\[[^\]\n]{1,999}\]:|^(?:!!!|\?\?\?|===|///)|\{:", re.MULTILINE)
 _BLOCK_END = re.compile(rb"\}[ \t]*$", re.MULTILINE)
+# One start per line, and a class with its complement: linear in the file.
+_ATX_MARKUP = re.compile(rb"^ {0,3}#{1,6}[ \t][^\n`\\\[*_<&]*[`\\\[*_<&]", re.MULTILINE)
+_UNDERLINE = re.compile(rb"^ {0,3}(?:=+|-+)[ \t]*$", re.MULTILINE)
+_INLINE_MARKS = tuple(bytes([mark]) for mark in b"`\\[*_<&")
 _ID_CHARACTER = re.compile(rb"[\w:.-]")
 
 
@@ -69,6 +77,23 @@ def has_heading_id(data: bytes) -> bool:
                 return True
             previous = mark + 1
             mark = data.find(b"#", previous, end.start())
+    return False
+
+
+def has_heading_markup(data: bytes) -> bool:
+    """Whether a heading line of ``data`` may hold inline markup: an ATX heading line, or the line
+    above a ``===`` / ``---`` underline, holding one of `` ` \\ [ * _ < & ``.
+
+    A rule under a paragraph with such a character matches too: a rare false match only costs that
+    note one more fetch. Linear in ``data``: each line is read at most twice."""
+    if _ATX_MARKUP.search(data):
+        return True
+    for underline in _UNDERLINE.finditer(data):
+        end = underline.start() - 1
+        if end > 0:
+            line = data[data.rfind(b"\n", 0, end) + 1 : end]
+            if any(mark in line for mark in _INLINE_MARKS):
+                return True
     return False
 
 
@@ -172,13 +197,15 @@ class MarkdownConnector(Connector):
     # -----------------------------------------------------------------------------------------
 
     def version(self, note: Note) -> str:
-        """A hash of the file, its place, and the notes it links to (see :data:`HEADING_IDS_MARK`
-        and :data:`DOCS_MARKUP_MARK`)."""
+        """A hash of the file, its place, and the notes it links to (see :data:`HEADING_IDS_MARK`,
+        :data:`DOCS_MARKUP_MARK` and :data:`HEADING_MARKUP_MARK`)."""
         digest = hashlib.sha256()
         links = (link.encode("utf-8") for link in note.links)
         mark = (HEADING_IDS_MARK,) if has_heading_id(note.data) else ()
         if _DOCS_MARKUP.search(note.data):
             mark += (DOCS_MARKUP_MARK,)
+        if has_heading_markup(note.data):
+            mark += (HEADING_MARKUP_MARK,)
         for part in (note.relative.encode("utf-8"), note.data, *links, *mark):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)
