@@ -1,13 +1,15 @@
 """A hit's own passage, when short, is shown whole beside its longer neighbour
-(kernel/query/excerpts.py: ``Parts``, ``Anchored``, ``cut(keep=…)``; docs/performance.md, "Where
+(kernel/query/excerpts.py: ``HitWindows``, ``cut(keep=…)``; docs/performance.md, "Where
 the shown text loses the answer")."""
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
+import pytest
 
 from passageway.builtin.ranking import FusionRanker
-from passageway.kernel.query.excerpts import Anchored, anchors, cut, joined, with_neighbour
+from passageway.kernel.query.excerpts import HitWindows, anchors, cut, joined, with_neighbour
 from passageway.kernel.query.rendering import excerpt
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.windows import SHORT_PASSAGE, flat
@@ -26,12 +28,19 @@ def candidate(key: int, text: str, similarity: float) -> Candidate:
     return Candidate("starship-de", key, "faq/README.md", "FAQ", "u", None, text, similarity, 0)
 
 
-def test_with_neighbour_says_which_passage_is_the_hits_own():
+def test_with_neighbour_gives_the_item_order_and_the_hits_own_text():
     hit, other = candidate(8, OWN, 0.9), candidate(7, NEIGHBOUR, 0.8)
-    parts = with_neighbour(hit, [hit, other])
-    assert list(parts) == [NEIGHBOUR, OWN] and parts.own == 1  # the item's order, the hit second
-    alone = with_neighbour(hit, [hit])
-    assert list(alone) == [OWN] and alone.own == 0
+    assert with_neighbour(hit, [hit, other]) == [NEIGHBOUR, OWN]  # the item's order, the hit second
+    assert with_neighbour(hit, [hit]) == [OWN]
+
+
+def test_hit_windows_are_a_frozen_record_that_reads_as_its_windows():
+    windows = HitWindows(((0, 0.5), (40, 0.7)), own=(0, 30))
+    assert len(windows) == 2 and windows[1] == (40, 0.7) and list(windows) == [(0, 0.5), (40, 0.7)]
+    assert tuple(windows) == windows.windows  # the windows alone, without own
+    assert sorted(windows, key=lambda window: -window[1])[0] == (40, 0.7)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        windows.own = None  # type: ignore[misc]
 
 
 def test_a_span_to_keep_moves_the_excerpt_to_it_when_it_would_be_left_out():
@@ -57,9 +66,9 @@ async def test_the_short_own_passage_of_a_hit_is_shown_beside_a_neighbour_that_m
     own, other = candidate(7, OWN, 0.9), candidate(8, NEIGHBOUR, 0.8)
     parts = with_neighbour(own, [own, other])
 
-    found = await anchors([parts], question_vector, cache)
+    found = await anchors([(parts, own.text)], question_vector, cache)
     windows = found[flat(joined(parts))]
-    assert isinstance(windows, Anchored) and windows.own == (0, len(flat(OWN)))
+    assert isinstance(windows, HitWindows) and windows.own == (0, len(flat(OWN)))
     assert len(OWN) <= SHORT_PASSAGE
     shown = excerpt(joined(parts), QUESTION, 600, windows)
     assert shown.startswith(OWN) and len(shown) <= 602

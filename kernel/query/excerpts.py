@@ -15,7 +15,7 @@ of its text, and with it, often, the answer. Where the cut falls is decided here
   that answers it, which shared words cannot do.
 * **Each hit** shows its item's next most similar candidate passage too (:func:`with_neighbour`),
   and the excerpt is chosen from both passages; the hit's own passage, when short, is always in
-  it (:class:`Anchored`, :func:`cut`).
+  it (:class:`HitWindows`, :func:`cut`).
 * **The anchor** (:func:`best_start`) is the unit (a sentence, a line of code, a table row, a
   line of a list, :func:`unit_starts`) whose window is most similar to the question, with a
   little added for the question's rare words it holds; the excerpt starts up to a third of its
@@ -36,7 +36,9 @@ import math
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from typing import overload
 
+import attrs
 import numpy as np
 
 from passageway.kernel.index.window_vectors import VectorLookup
@@ -106,73 +108,85 @@ Windows = tuple[tuple[int, float], ...]
 """Where each window of a hit's text starts (in its flat text) and its similarity to the question."""
 
 
-class Parts(list[str]):
-    """A hit's passage texts in the item's order (:func:`with_neighbour`); ``own`` is the place
-    of the hit's own passage among them, the one that was ranked and whose heading is shown."""
+@attrs.frozen
+class HitWindows(Sequence[tuple[int, float]]):
+    """What recall hands rendering about one hit's text (:func:`anchors` makes it,
+    :func:`passageway.kernel.query.rendering.excerpt` reads it): the text's ``windows`` with their
+    similarity to the question (:func:`best_start` chooses from them), and ``own``, the span
+    ``(start, end)`` of the hit's own passage (the one that was ranked and whose heading is shown)
+    in the flat text of its passages joined, None when the text is that passage alone. The
+    excerpt shows a short own passage whole (:func:`cut`, ``keep``).
 
-    own = 0
+    It reads as its windows (``len``, indexing, iteration), so an excerpt rule written for plain
+    :data:`Windows` (a bench's) takes it as it is, and ``tuple(hit_windows)`` is the windows alone,
+    without ``own``."""
 
-
-class Anchored(tuple[tuple[int, float], ...]):
-    """A hit's :data:`Windows` as :func:`anchors` finds them, and ``own``: where the hit's own
-    passage lies in the flat text of its passages joined (``(start, end)``), None when the text
-    is one passage. The excerpt shows a short own passage whole (:func:`cut`, ``keep``)."""
-
+    windows: Windows
     own: tuple[int, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, float]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Windows: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[int, float] | Windows:
+        return self.windows[index]
 
 
 async def anchors(
-    hits: Sequence[Sequence[str]], question_vector: np.ndarray, cache: VectorLookup | None
-) -> dict[str, Windows]:
-    """For each hit, given as its passage texts (one, or two with :func:`with_neighbour`), its
-    windows in the flat text of those passages joined, each with its similarity to the question
-    (:func:`best_start` chooses from them). Each passage is cut into windows on its own, as
-    :func:`embed_windows` cut it, so the windows' digests are the ones stored. A hit is left out
-    (words alone choose) when none of its passages is long or any long one lacks a window vector."""
+    hits: Sequence[tuple[Sequence[str], str]], question_vector: np.ndarray, cache: VectorLookup | None
+) -> dict[str, HitWindows]:
+    """For each hit, given as its passage texts (one, or two with :func:`with_neighbour`) and the
+    text of its own passage among them, its windows in the flat text of those passages joined,
+    each with its similarity to the question, and where its own passage lies in that text
+    (:class:`HitWindows`). Each passage is cut into windows on its own, as :func:`embed_windows`
+    cut it, so the windows' digests are the ones stored. A hit is left out (words alone choose)
+    when none of its passages is long or any long one lacks a window vector."""
     if cache is None:
         return {}
     plans: dict[str, list[tuple[int, str]]] = {}
     owns: dict[str, tuple[int, int]] = {}
-    for parts in hits:
+    for parts, own in hits:
         text = flat(joined(parts))
         if len(text) <= SHORT_PASSAGE or text in plans:
             continue
         plan, offset = [], 0
-        for number, part in enumerate(map(flat, parts)):
-            plan += [(offset + start, digest) for start, digest in window_plan(part)]
-            if len(parts) > 1 and number == getattr(parts, "own", None):
-                owns[text] = (offset, offset + len(part))
-            offset += len(part) + 1  # the space that joins it to the next passage
+        for part in parts:
+            part_flat = flat(part)
+            plan += [(offset + start, digest) for start, digest in window_plan(part_flat)]
+            if len(parts) > 1 and part == own:
+                owns[text] = (offset, offset + len(part_flat))
+            offset += len(part_flat) + 1  # the space that joins it to the next passage
         if plan:
             plans[text] = plan
     if not plans:
         return {}
     vectors = await cache.get_many([digest for plan in plans.values() for _, digest in plan])
     query = np.asarray(question_vector, dtype=np.float32).reshape(-1)
-    found: dict[str, Windows] = {}
+    found: dict[str, HitWindows] = {}
     for text, plan in plans.items():
         if any(digest not in vectors for _, digest in plan):
             continue  # the windows were not made (an older index, a first build still running)
-        found[text] = Anchored(
-            (start, float(np.dot(np.asarray(vectors[digest], dtype=np.float32), query)))
-            for start, digest in plan
-        )
-        found[text].own = owns.get(text)
+        windows = tuple((start, float(np.dot(np.asarray(vectors[digest], dtype=np.float32), query)))
+                        for start, digest in plan)
+        found[text] = HitWindows(windows, owns.get(text))
     return found
 
 
-def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> Parts:
+def with_neighbour(hit: Candidate, candidates: Sequence[Candidate]) -> list[str]:
     """A hit's passage texts: its own and the most similar other candidate passage of its item, in
     the item's order (shown joined by a blank line), so that its excerpt is chosen from both. The
     answer is often in the item's next-best passage when the question matches the page better than
-    its section (docs/ranking-and-gate.md, "Excerpts by meaning")."""
+    its section (docs/ranking-and-gate.md, "Excerpts by meaning"). The two texts differ, so the
+    hit's own is the one equal to ``hit.text`` (:func:`anchors`)."""
     neighbours = _neighbours(hit, candidates)
     if not neighbours:
-        return Parts([hit.text])
-    pair = sorted((hit, neighbours[0]), key=lambda candidate: candidate.passage_key)
-    parts = Parts(candidate.text for candidate in pair)
-    parts.own = 0 if pair[0] is hit else 1
-    return parts
+        return [hit.text]
+    return [candidate.text for candidate in sorted((hit, neighbours[0]), key=lambda c: c.passage_key)]
 
 
 def joined(parts: Sequence[str]) -> str:
@@ -221,7 +235,7 @@ WORD_WEIGHT = 0.02
 Measured from 0 to 1 on the tuning projects of corpus/docs and on XQuAD (docs/ranking-and-gate.md)."""
 
 
-def best_start(text: str, question: str, windows: Windows | None = None,
+def best_start(text: str, question: str, windows: Sequence[tuple[int, float]] | None = None,
                starts: Sequence[int] | None = None) -> int:
     """Where the excerpt of ``text`` is anchored, as an offset in its flat text: the unit
     (:func:`unit_starts`: a sentence, a line of code, a table row, a line of a list) with the

@@ -63,7 +63,7 @@ from passageway.kernel.errors import EmbedderError
 from passageway.kernel.index.window_vectors import VectorLookup
 from passageway.kernel.query import prompt_names
 from passageway.kernel.query.duplicates import Pool, distinct
-from passageway.kernel.query.excerpts import Windows, anchors, joined, prefetch, with_neighbour
+from passageway.kernel.query.excerpts import HitWindows, anchors, joined, prefetch, with_neighbour
 from passageway.kernel.query.prompt import Asked, asked, fit_to_tokens, is_question
 from passageway.kernel.query.prompt_names import known_names, with_names
 from passageway.kernel.query.question_queue import yielding
@@ -269,10 +269,11 @@ async def judged_hits(reduced: Asked, found: Found, ranker: Ranker, gate: Gate,
 
 
 async def excerpt_texts(kept: list[Ranked], copies: dict[tuple[str, str], tuple[str, ...]], found: Found,
-                        lookup: VectorLookup | None) -> tuple[tuple[Hit, ...], dict[str, Windows]]:
+                        lookup: VectorLookup | None) -> tuple[tuple[Hit, ...], dict[str, HitWindows]]:
     """Step 9: the hits, each with its passage and its item's next most similar one as its text
     (:func:`passageway.kernel.query.excerpts.with_neighbour`), and each text's windows with their
-    similarity to the question, where its excerpt will start (cut by the budget, step 11)."""
+    similarity to the question, where its excerpt will start (cut by the budget, step 11), with
+    where the hit's own passage lies in it (:class:`~passageway.kernel.query.excerpts.HitWindows`)."""
     pool = [*found.by_vector, *found.keyword]
     parts = [with_neighbour(entry.candidate, pool) for entry in kept]
     hits = tuple(
@@ -280,7 +281,8 @@ async def excerpt_texts(kept: list[Ranked], copies: dict[tuple[str, str], tuple[
                      also_in=copies.get((entry.candidate.source, entry.candidate.item_id), ()))
         for entry, part in zip(kept, parts, strict=True)
     )
-    return hits, await anchors(parts, found.vector, lookup)
+    owns = [entry.candidate.text for entry in kept]
+    return hits, await anchors(list(zip(parts, owns, strict=True)), found.vector, lookup)
 
 
 async def sentence_cosines(hits: Sequence[Candidate], question_vector: np.ndarray,

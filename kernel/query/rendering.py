@@ -42,7 +42,7 @@ from urllib.parse import quote, urlsplit
 
 import attrs
 
-from passageway.kernel.query.excerpts import Windows, best_start, cut, tidy, unit_starts
+from passageway.kernel.query.excerpts import HitWindows, Windows, best_start, cut, tidy, unit_starts
 from passageway.kernel.records import Answer, Hit, Related
 from passageway.kernel.text.windows import SHORT_PASSAGE, flat
 
@@ -137,7 +137,7 @@ def approx_tokens(text: str) -> int:
     return -(-len(text) // 4)
 
 
-def excerpt(text: str, question: str, limit: int, windows: Windows | None = None) -> str:
+def excerpt(text: str, question: str, limit: int, windows: HitWindows | Windows | None = None) -> str:
     """At most ``limit`` characters of ``text``, around what answers the question.
 
     The excerpt is anchored at the unit (a sentence, a line of code, a table row, a line of a
@@ -146,17 +146,17 @@ def excerpt(text: str, question: str, limit: int, windows: Windows | None = None
     the question it holds (:func:`passageway.kernel.query.excerpts.best_start`); without windows,
     the words alone choose. It starts up to a third of ``limit`` before that unit, earlier when
     the rest would not fill ``limit``, or elsewhere to show the hit's own passage whole when that
-    is at most ``SHORT_PASSAGE`` characters and would be left out (``windows.own``, from
-    :func:`passageway.kernel.query.excerpts.anchors`); its cuts fall between units, it ends at a
-    word boundary with "…" when cut, and markup that shows nothing is left out
-    (:func:`passageway.kernel.query.excerpts.tidy`).
+    is at most ``SHORT_PASSAGE`` characters and would be left out (``windows.own`` of a
+    :class:`~passageway.kernel.query.excerpts.HitWindows`; plain windows know no own passage); its
+    cuts fall between units, it ends at a word boundary with "…" when cut, and markup that shows
+    nothing is left out (:func:`passageway.kernel.query.excerpts.tidy`).
     """
     shown, moved = tidy(text)
     if len(shown) <= limit:
         return shown
     starts = unit_starts(text)
     start = best_start(text, question, windows, starts)
-    own = getattr(windows, "own", None)
+    own = windows.own if isinstance(windows, HitWindows) else None
     keep = (moved(own[0]), moved(own[1])) if own is not None else None
     if keep is not None and keep[1] - keep[0] > SHORT_PASSAGE:
         keep = None
@@ -237,13 +237,13 @@ def _sizes(hits: Sequence[Hit], needs: list[int], room: int) -> list[int]:
     return shares(needs, room, [1.0] * len(hits))
 
 
-ExcerptRule = Callable[[str, str, int, "Windows | None"], str]
+ExcerptRule = Callable[[str, str, int, "HitWindows | Windows | None"], str]
 """How an excerpt is cut: ``rule(text, question, limit, windows)``, as :func:`excerpt` does."""
 
 
 def fit_budget(
     answer: Answer, question: str = "", budget: int = BUDGET_TOKENS,
-    anchors: Mapping[str, Windows] | None = None, rule: ExcerptRule = excerpt,
+    anchors: Mapping[str, HitWindows | Windows] | None = None, rule: ExcerptRule = excerpt,
 ) -> Answer:
     """``answer`` with excerpts shortened so that its rendering, notes included, stays within
     ``budget`` tokens (the module docstring gives the rules). ``anchors`` maps a hit's flat text
