@@ -270,3 +270,12 @@ def test_fit_to_tokens_counts_a_few_short_prefixes_not_one_per_sentence():
     expected = {6: "One two three four?", 9: "One two three four? Five six seven?", 3: "One"}
     for limit, kept in expected.items():  # the cut one sentence at a time made
         assert fit_to_tokens(three, count, limit) == kept
+
+
+def test_a_compilers_report_leaves_the_question_alone_and_gives_its_file_names():
+    from tests.test_prompt_lines import RUSTC
+
+    found = asked("\n".join([*RUSTC, "Why does the compiler say my vector was moved?"]))
+    assert found.text == "Why does the compiler say my vector was moved?"
+    assert found.context == ""
+    assert "main.rs" in found.terms and "help" not in found.terms

@@ -73,3 +73,50 @@ def test_a_yaml_setting_whose_value_is_words_belongs_to_the_paste():
     alone = ["note: the theme is installed, I checked with pip list.",
              "follow-up: I tried it again and it still fails."]
     assert line_kinds(alone) == ["prose"] * 2
+
+
+RUSTC = ["error[E0382]: borrow of moved value: `v`",
+         " --> src/main.rs:4:20",
+         "  |",
+         "2 |     let v = vec![1, 2, 3];",
+         "  |         - move occurs because `v` has type `Vec<i32>`, which does not implement the `Copy` trait",
+         "3 |     let w = v;",
+         "  |             - value moved here",
+         "4 |     println!(\"{:?}\", v);",
+         "  |                    ^ value borrowed here after move",
+         "warning: unused variable: `w`",
+         "   = note: `#[warn(unused_variables)]` on by default",
+         "help: consider cloning the value",
+         "error: could not compile `demo` (bin \"demo\") due to 1 previous error"]
+GCC = ["main.c: In function 'main':",
+       "main.c:5:3: error: implicit declaration of function 'prinf'; did you mean 'printf'? [-Werror]",
+       "    5 |   prinf(\"hello\\n\");",
+       "      |   ^~~~~",
+       "cc1: all warnings being treated as errors"]
+CHECKERS = ["app/main.py:10: error: Incompatible return value type (got \"str\", expected \"int\")",
+            "app/main.py:14: note: Revealed type is \"builtins.str\"",
+            "Found 1 error in 1 file (checked 3 source files)",
+            "src/app.ts(12,7): error TS2322: Type 'string' is not assignable to type 'number'.",
+            "src/app.ts:12:7 - error TS2322: Type 'string' is not assignable to type 'number'.",
+            "src/index.js",
+            "  3:7  error  'x' is assigned a value but never used  no-unused-vars",
+            "✖ 1 problem (1 error, 0 warnings)"]
+RESOLVER = ["  × No solution found when resolving dependencies:",
+            "  ╰─▶ Because you require numpy>=3 and only numpy<=2.1.3 is available, we can conclude"
+            " that your requirements are unsatisfiable.",
+            "  help: loosen the bound on numpy"]
+
+
+def test_a_compilers_report_is_material_although_its_messages_are_words():
+    # rustc's "value moved here" and mypy's "Revealed type is …" were read as the user's prose,
+    # and the reduced question began with them
+    for report in (RUSTC, GCC, CHECKERS, RESOLVER):
+        lines = [*report, "Why does the build fail?"]
+        assert line_kinds(lines) == ["material"] * len(report) + ["prose"], report
+
+
+def test_a_lowercase_label_alone_is_prose_and_a_report_label_beside_material_is_not():
+    assert line_kinds(["warning: this setup is a draft", "note: the proxy sets it"]) == ["prose"] * 2
+    assert line_kinds([" --> src/main.rs:1:5", "warning: unused import: `std::fs`"]) == ["material"] * 2
+    # a host and port that opens a question is still the user's question
+    assert line_kinds(["example.com:8080 refuses connections. Why?"]) == ["prose"]

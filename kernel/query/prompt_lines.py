@@ -29,6 +29,22 @@ TRACE = re.compile(
 pytest's ``E   `` line of a failure. A line led by an ``…Error`` or ``…Exception`` word is one
 when the word stands alone, before a colon, a bracket or a column gap, or when a colon follows
 later (``Error response from daemon: …``); "Error messages are confusing, why?" is prose."""
+DIAGNOSTIC = re.compile(
+    r"^\s*((error|warning)\[[\w-]+\]:|(error|fatal):\s"
+    r"|[\w./\\-]+\.[A-Za-z]\w{0,5}(:\d+){1,2}(:|\s+-)\s|[\w./\\-]+\.[A-Za-z]\w{0,5}\(\d+,\d+\):\s"
+    r"|[\w./\\-]+\.[A-Za-z]\w{0,5}: In (function|member function|constructor|destructor|instantiation)\b"
+    r"|-->\s*\S+:\d+|\d*\s*\|(\s|$)|= (note|help):|Found \d+ (errors?|warnings?|problems?)\b"
+    r"|\d+:\d+\s+(error|warning)\s|[×✖✗✘]\s|[╰├└│]─)"
+)
+"""A line of a compiler's or checker's report: rustc and cargo (``error[E0382]: …``, ``error: …``,
+the `` --> src/main.rs:4:20`` arrow, the numbered ``|`` gutter of the source shown, ``= note:``),
+gcc and clang (``main.c:5:3: error: …``, ``main.c: In function 'main':``), mypy and ruff
+(``app/main.py:10: error: …``), eslint (``3:7  error  …`` under its file name), TypeScript
+(``src/app.ts(12,7): error TS2322: …``), a checker's ``Found 3 errors`` summary, a headline
+marked ``×`` or ``✖``, and a resolver's tree of reasons (``╰─▶ Because …``). Their messages are
+words ("borrow of moved value", "value moved here"), so they were read as the user's prose and
+searched as the question. A lowercase ``warning:``, ``note:`` or ``help:`` line is one only beside
+other material (``_settle_settings``): "note: the proxy sets it" alone is prose."""
 _LOG = re.compile(
     r"^\s*(\[?\d{4}-\d{2}-\d{2}[T ]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}|[A-Z][a-z]{2} +\d{1,2} \d{2}:\d{2}"
     r"|\[?(TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|FATAL|CRITICAL|SEVERE)\]?[:\s]"
@@ -133,7 +149,9 @@ def _is_diff(block: list[str]) -> bool:
 
 def _is_material(line: str) -> bool:
     """Whether one line outside a fence looks like code, a log, a trace or data."""
-    if TRACE.match(line) or _LOG.match(line) or CODE_START.match(line) or _DATA.match(line):
+    if TRACE.match(line) or DIAGNOSTIC.match(line) or _LOG.match(line) or CODE_START.match(line):
+        return True
+    if _DATA.match(line):
         return True
     if _SETTING_WORDS.match(line):
         return True
@@ -154,7 +172,7 @@ def _is_material(line: str) -> bool:
 
 def _asks(line: str) -> bool:
     """A line that asks in words while quoting code: "How do I pass --reload to uv run?"."""
-    if TRACE.match(line) or _LOG.match(line) or _INDENT.match(line):
+    if TRACE.match(line) or DIAGNOSTIC.match(line) or _LOG.match(line) or _INDENT.match(line):
         return False
     if not is_question_sentence(INLINE_CODE.sub("code", line.strip())):
         return False

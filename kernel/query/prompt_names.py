@@ -73,9 +73,9 @@ _FENCED = re.compile(FENCE_RUN + r".*?(?:\1|$)", re.DOTALL)
 _BACKTICKED = re.compile(r"`[^`\n]+`")
 
 GENERIC_NAMES = frozenset((
-    "exception", "error", "warning", "traceback", "valueerror", "typeerror", "runtimeerror",
-    "keyerror", "oserror", "self", "cls", "str", "int", "bool", "float", "none", "true", "false",
-    "list", "dict",
+    "exception", "error", "warning", "note", "help", "hint", "fatal", "traceback", "valueerror",
+    "typeerror", "runtimeerror", "keyerror", "oserror", "self", "cls", "str", "int", "bool", "float",
+    "none", "true", "false", "list", "dict",
 ))
 """Names too common to be evidence: they are in every paste and in no page about one thing."""
 
