@@ -129,3 +129,12 @@ def test_an_item_that_is_a_section_of_a_page_names_its_anchor_once():
     lines = [line.strip() for line in text.splitlines()]
     assert "notes: config.md#aws-module" in lines and "notes: note2.md#intro" in lines
     assert "#aws-module#aws-module" not in text
+
+
+def test_a_code_span_in_a_heading_is_shown_as_written_and_the_rest_escaped():
+    # `\<module\>.disabled` read as code with backslashes in it; inside a code span nothing opens
+    # a link or a tag, so only the text around it is escaped
+    answer = render_answer(Answer((hit(1, heading="`<module>.disabled` and [x](https://evil.example/)"),)))
+    assert "`<module>.disabled` and \\[x\\](https://evil.example/)" in answer
+    answer = render_answer(Answer((hit(1, title="``a ` [b]`` <c>", heading="`[open"),)))
+    assert "``a ` [b]`` \\<c\\>" in answer and "`\\[open" in answer

@@ -74,6 +74,8 @@ _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u206
 _EXCERPT_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _MARKUP = re.compile(r"([\[\]<>])")
 _ESCAPED = re.compile(r"\\([\[\]<>])")
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+"""A Markdown code span: a run of backticks, text, and a run of the same length."""
 _HOST = re.compile(r"[A-Za-z0-9.\-:@\[\]%_~]+")
 _URL_SAFE = "!#$%&'()*+,-./:;=?@_~"
 
@@ -82,11 +84,16 @@ def shown(text: str, limit: int = MAX_NAME_CHARS) -> str:
     """``text`` as an answer shows a name: control characters as spaces, cut to ``limit``
     characters with "…", and its brackets and angle brackets escaped with a backslash, so that a
     name cannot open a link or a tag (``read`` takes an escaped item or heading back:
-    :func:`unescaped`)."""
+    :func:`unescaped`). Inside a code span (```<module>.disabled```) nothing opens a link or a
+    tag and a backslash would be shown, so a code span is left as it is."""
     text = _CONTROLS.sub(" ", text[: limit + 1])
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
-    return _MARKUP.sub(r"\\\1", text)
+    pieces, done = [], 0
+    for span in _CODE_SPAN.finditer(text):  # a code span shows its brackets as they are
+        pieces += [_MARKUP.sub(r"\\\1", text[done : span.start()]), span.group(0)]
+        done = span.end()
+    return "".join([*pieces, _MARKUP.sub(r"\\\1", text[done:])])
 
 
 def unescaped(text: str) -> str:
