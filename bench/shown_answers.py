@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from common import ROOT
+from common.hit_choice import MARGINS, RULES, HitChoice, note_question, rule_named, shown_only
 from common.replay import asked_engine, docs_cases
 from common.transfer_recording import config_text
 
@@ -171,6 +172,8 @@ VARIANTS = {
     "own not kept": lambda text, question, limit, windows: excerpt(
         text, question, limit, None if windows is None else tuple(windows)),
     "own kept 400": own_kept(400),
+    **{f"{mode}{rule} {margin:g}": excerpt
+       for rule in RULES for margin in MARGINS for mode in ("", "shown ", "judged ")},
 }
 
 
@@ -291,20 +294,28 @@ async def replay_kind(kind: str, args: argparse.Namespace, table: Counter) -> No
             return
         recall_module.with_neighbour = recording_neighbour  # type: ignore[assignment]
         quiet = argparse.Namespace(show=False, show_passage=False, show_other=False)
-        original = rendering_module._sizes
+        original, texts = rendering_module._sizes, recall_module.excerpt_texts
         for name in args.variants:
             rendering_module._sizes = SIZES.get(name, original)  # type: ignore[assignment]
+            hits = rule_named(name)
+            ranker = HitChoice(replay[1], *hits) if hits else replay[1]
+            recall_module.excerpt_texts = (  # type: ignore[assignment]
+                shown_only(texts, replay[2]) if hits and hits[2] == "shown" else texts)
             for entry in entries:
                 counts: Counter = Counter()
-                await replay_one(entry, replay, counts, quiet, stores, VARIANTS[name])
+                if hits:
+                    await note_question(replay[2], replay[0].vectors[entry[1]], [*entry[2], *entry[3]])
+                await replay_one(entry, (replay[0], ranker, *replay[2:]), counts, quiet, stores,
+                                 VARIANTS[name])
                 table.update({f"{name}|{key}": count for key, count in counts.items()})
-                answered = sum(count for key, count in counts.items() if key.endswith(" shown"))
+                answered = sum(count for key, count in counts.items() if key.endswith(" heading"))
                 first = FLIPS.setdefault(args.variants[0], {}).get(entry[0].query, answered)
                 FLIPS.setdefault(name, {})[entry[0].query] = answered
                 if args.show and answered != first:
                     sign = '+' if answered else '-'
                     print(f"{name}: {sign} {entry[0].group_label}: {entry[0].query[-120:]!r}")
         rendering_module._sizes = original  # type: ignore[assignment]
+        recall_module.excerpt_texts = texts  # type: ignore[assignment]
 
 
 def arguments() -> argparse.Namespace:
@@ -329,13 +340,13 @@ async def main() -> int:
         await replay_kind(kind, args, table)
     if args.variants:
         projects = [p for p in PROJECTS if table[f"{args.variants[0]}|{p} cases"]]
-        print("Each cell: answer@3 (shown) / answer in the passages / hit@3.")
+        print("Each cell: answer@3 (excerpt or heading) / answer in the passages / hit@3.")
         print("| Variant | " + " | ".join(projects) + " | tuning |")
         print("| --- |" + " ---: |" * (len(projects) + 1))
         for name in args.variants:
-            cells = [" / ".join(str(table[f"{name}|{p} {column}"]) for column in ("shown", "passage", "hit"))
-                     for p in projects]
-            tuning = sum(table[f"{name}|{p} shown"] for p in ("starship", "typer", "starlette"))
+            cells = [" / ".join(str(table[f"{name}|{p} {column}"])
+                                for column in ("heading", "passage", "hit")) for p in projects]
+            tuning = sum(table[f"{name}|{p} heading"] for p in ("starship", "typer", "starlette"))
             print(f"| {name} | " + " | ".join(cells) + f" | {tuning} |")
         return 0
     shown = [project for project in PROJECTS if table[f"{project} cases"]]
