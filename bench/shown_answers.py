@@ -22,14 +22,18 @@ heading names it), ``split`` (another passage of the same section holds it), ``s
 passage holds it whole). ``--show`` prints each question lost in the cut with its excerpt
 (``--show-passage``: and the text it was cut from), ``--show-other`` each of the others.
 
-``--variants`` replays excerpt rules side by side instead (each cell answer@3 / answer in the
-passages / hit@3; with ``--show``, each question a variant answers differently from the first):
+``--variants`` replays excerpt rules side by side instead (each cell answer@3, the excerpt or
+the heading above it as ``passageway eval`` reads it / answer in the passages / hit@3; with
+``--show``, each question a variant answers differently from the first):
 the hit's own passage favoured in the anchor (``own +W``), each passage's first window
 favoured (``first +W``), the excerpt started at the anchor's passage or block when the anchor's
 unit still fits (``reach part``, ``reach block``), a lead of 0.2 or 0.5 of the share before the
 anchor instead of a third (``lead``), the budget split by rank (``shares``); ``own not kept``
 is recall before its short own passage was kept whole, ``own kept 400`` keeps one of up to 400
-characters.
+characters. The variants named ``[judged |shown ]RULE MARGIN`` choose which of an item's passages
+becomes its hit instead (``common/hit_choice.py``: ``heading``, ``window``, ``item bm25``,
+``words``, ``cosine``, ``keyword``, ``cosine+keyword`` and a few mixtures, each with the margins
+0.02 to 1.0).
 
 Run (``--kinds docs`` for starship, typer and starlette; ``mkdocs`` for the held-out project)::
 
