@@ -10,9 +10,10 @@ whose accepted answer is in none of their excerpts falls in one category:
   shown passages (the hit's own and the neighbour :func:`excerpts.with_neighbour` joins to it);
 * ``b`` the right passage, cut elsewhere: the answer is in the shown passages' prose;
 * ``c`` the same, but the answer lies in a code block, a table or a list, or spans blocks;
-* ``d`` the accepted answer is shown but not counted (it is the hit's heading, which answer@3
-  does not read), or not in the file as the excerpt reads it (a label problem, or markup the
-  excerpt tidies away, such as a link target);
+* ``d`` the accepted answer is shown but not counted (it is in the hit's title, which answer@3
+  does not read; the heading above the excerpt counts as shown, as answer@3 reads it), or not in
+  the file as the excerpt reads it (a label problem, or markup the excerpt tidies away, such as a
+  link target);
 * ``e`` anything else.
 
 ``--limit N`` replays the same candidates with every excerpt given N characters instead: how many
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from common import ROOT
-from common.replay import asked_engine, docs_cases
+from common.replay import answered, asked_engine, docs_cases
 from common.transfer_recording import config_text
 
 from passageway.builtin.eval.cases import Case, accepts, contains_answer, normalise
@@ -79,7 +80,7 @@ def category(case: Case, shown_from: list[str], names: list[str]) -> tuple[str, 
     """The category of a question answered by the right file but not by its excerpts (``names``:
     the right hits' titles and headings, which an answer shows above each excerpt)."""
     if any(contains_answer(case, name) for name in names):
-        return "d", "in a heading shown, not in the text"
+        return "d", "in a title shown, not in the text"
     if any(contains_answer(case, tidy(text)[0]) for text in shown_from):
         kind = next(answer_kind(case, text) for text in shown_from if contains_answer(case, tidy(text)[0]))
         return ("b" if kind == "paragraph" else "c"), kind
@@ -247,7 +248,7 @@ async def judge(entry: tuple, args: argparse.Namespace, replay: tuple) -> tuple[
              if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
     if not right:
         return None
-    if any(contains_answer(case, h.text) for h in right):
+    if answered(case, right):
         return "", ""
     label, detail = category(case, [cut_from.get(h.text, h.text) for h in right],
                              [f"{h.title} {h.heading or ''}" for h in right])

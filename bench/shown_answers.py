@@ -22,14 +22,18 @@ heading names it), ``split`` (another passage of the same section holds it), ``s
 passage holds it whole). ``--show`` prints each question lost in the cut with its excerpt
 (``--show-passage``: and the text it was cut from), ``--show-other`` each of the others.
 
-``--variants`` replays excerpt rules side by side instead (each cell answer@3 / answer in the
-passages / hit@3; with ``--show``, each question a variant answers differently from the first):
+``--variants`` replays excerpt rules side by side instead (each cell answer@3, the excerpt or
+the heading above it as ``passageway eval`` reads it / answer in the passages / hit@3; with
+``--show``, each question a variant answers differently from the first):
 the hit's own passage favoured in the anchor (``own +W``), each passage's first window
 favoured (``first +W``), the excerpt started at the anchor's passage or block when the anchor's
 unit still fits (``reach part``, ``reach block``), a lead of 0.2 or 0.5 of the share before the
 anchor instead of a third (``lead``), the budget split by rank (``shares``); ``own not kept``
 is recall before its short own passage was kept whole, ``own kept 400`` keeps one of up to 400
-characters.
+characters. The variants named ``[judged |shown ]RULE MARGIN`` choose which of an item's passages
+becomes its hit instead (``common/hit_choice.py``: ``heading``, ``window``, ``item bm25``,
+``words``, ``cosine``, ``keyword``, ``cosine+keyword`` and a few mixtures, each with the margins
+0.02 to 1.0).
 
 Run (``--kinds docs`` for starship, typer and starlette; ``mkdocs`` for the held-out project)::
 
@@ -47,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from common import ROOT
+from common.hit_choice import MARGINS, RULES, HitChoice, note_question, rule_named, shown_only
 from common.replay import asked_engine, docs_cases
 from common.transfer_recording import config_text
 
@@ -171,6 +176,8 @@ VARIANTS = {
     "own not kept": lambda text, question, limit, windows: excerpt(
         text, question, limit, None if windows is None else tuple(windows)),
     "own kept 400": own_kept(400),
+    **{f"{mode}{rule} {margin:g}": excerpt
+       for rule in RULES for margin in MARGINS for mode in ("", "shown ", "judged ")},
 }
 
 
@@ -291,20 +298,28 @@ async def replay_kind(kind: str, args: argparse.Namespace, table: Counter) -> No
             return
         recall_module.with_neighbour = recording_neighbour  # type: ignore[assignment]
         quiet = argparse.Namespace(show=False, show_passage=False, show_other=False)
-        original = rendering_module._sizes
+        original, texts = rendering_module._sizes, recall_module.excerpt_texts
         for name in args.variants:
             rendering_module._sizes = SIZES.get(name, original)  # type: ignore[assignment]
+            hits = rule_named(name)
+            ranker = HitChoice(replay[1], *hits) if hits else replay[1]
+            recall_module.excerpt_texts = (  # type: ignore[assignment]
+                shown_only(texts, replay[2]) if hits and hits[2] == "shown" else texts)
             for entry in entries:
                 counts: Counter = Counter()
-                await replay_one(entry, replay, counts, quiet, stores, VARIANTS[name])
+                if hits:
+                    await note_question(replay[2], replay[0].vectors[entry[1]], [*entry[2], *entry[3]])
+                await replay_one(entry, (replay[0], ranker, *replay[2:]), counts, quiet, stores,
+                                 VARIANTS[name])
                 table.update({f"{name}|{key}": count for key, count in counts.items()})
-                answered = sum(count for key, count in counts.items() if key.endswith(" shown"))
+                answered = sum(count for key, count in counts.items() if key.endswith(" heading"))
                 first = FLIPS.setdefault(args.variants[0], {}).get(entry[0].query, answered)
                 FLIPS.setdefault(name, {})[entry[0].query] = answered
                 if args.show and answered != first:
                     sign = '+' if answered else '-'
                     print(f"{name}: {sign} {entry[0].group_label}: {entry[0].query[-120:]!r}")
         rendering_module._sizes = original  # type: ignore[assignment]
+        recall_module.excerpt_texts = texts  # type: ignore[assignment]
 
 
 def arguments() -> argparse.Namespace:
@@ -329,13 +344,13 @@ async def main() -> int:
         await replay_kind(kind, args, table)
     if args.variants:
         projects = [p for p in PROJECTS if table[f"{args.variants[0]}|{p} cases"]]
-        print("Each cell: answer@3 (shown) / answer in the passages / hit@3.")
+        print("Each cell: answer@3 (excerpt or heading) / answer in the passages / hit@3.")
         print("| Variant | " + " | ".join(projects) + " | tuning |")
         print("| --- |" + " ---: |" * (len(projects) + 1))
         for name in args.variants:
-            cells = [" / ".join(str(table[f"{name}|{p} {column}"]) for column in ("shown", "passage", "hit"))
-                     for p in projects]
-            tuning = sum(table[f"{name}|{p} shown"] for p in ("starship", "typer", "starlette"))
+            cells = [" / ".join(str(table[f"{name}|{p} {column}"])
+                                for column in ("heading", "passage", "hit")) for p in projects]
+            tuning = sum(table[f"{name}|{p} heading"] for p in ("starship", "typer", "starlette"))
             print(f"| {name} | " + " | ".join(cells) + f" | {tuning} |")
         return 0
     shown = [project for project in PROJECTS if table[f"{project} cases"]]

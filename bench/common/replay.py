@@ -221,8 +221,14 @@ async def replay(asked: Sequence[Asked], embedder, ranker, cache, threshold: flo
             continue
         right = [h for h in answer.hits
                  if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
-        results.append((entry.half, True, bool(right), any(contains_answer(case, h.text) for h in right)))
+        results.append((entry.half, True, bool(right), answered(case, right)))
     return results
+
+
+def answered(case: Case, right: Sequence) -> bool:  # type: ignore[type-arg]
+    """answer@k's check on the right hits: an accepted answer in a hit's excerpt or in the heading
+    shown above it (``contains_answer`` with the heading, as ``builtin/eval/metrics.py`` reads it)."""
+    return any(contains_answer(case, hit.text, hit.heading) for hit in right)
 
 
 def rates(results, half: int | None = None) -> Rates:  # type: ignore[no-untyped-def]

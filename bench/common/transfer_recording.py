@@ -22,8 +22,8 @@ import attrs
 import numpy as np
 
 from common import ROOT
-from common.replay import Replay, Vectors, halves
-from passageway.builtin.eval.cases import Case, accepts, contains_answer, load_cases
+from common.replay import Replay, Vectors, answered, halves
+from passageway.builtin.eval.cases import Case, accepts, load_cases
 from passageway.builtin.eval.engine import KernelEngine
 from passageway.kernel.config import load_settings
 from passageway.kernel.query.recall import question_for
@@ -155,7 +155,7 @@ async def replay(recorded: Sequence[Recorded], embedder: Any, ranker: Any, thres
             continue
         right = [h for h in answer.hits
                  if accepts(case, item_id=h.item_id, title=h.title, heading=h.heading, url=h.url)]
-        results.append((entry.held_out, True, bool(right), any(contains_answer(case, h.text) for h in right)))
+        results.append((entry.held_out, True, bool(right), answered(case, right)))
     return results
 
 
