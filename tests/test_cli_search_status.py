@@ -149,7 +149,8 @@ async def test_search_with_a_wrong_password_is_one_line_and_exit_2(tmp_path, mon
         captured = capsys.readouterr()
         assert captured.out == ""
         assert captured.err == (
-            f"passageway: {url} refused the password (HTTP 401); is it this instance's server? Check --url\n"
+            f"passageway: {url} refused the password from PASSAGEWAY_LOGIN_PASSWORD (HTTP 401); use the one "
+            "that server reads (its first log line names it), or name your own server with --url\n"
         )
         assert "not-the-password" not in captured.err
 
