@@ -98,6 +98,24 @@ async def test_search_during_a_build_is_silence_exit_1(tmp_path, monkeypatch, ca
         assert answer["text"].startswith(f"{NOTHING_YET} Still indexing: notes: ")
 
 
+async def test_search_without_sources_says_there_are_none(tmp_path, monkeypatch, capsys):
+    """After a bare `init`, "Nothing relevant in the sources." read as if the sources were searched."""
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
+    async with built_server(tmp_path, monkeypatch, config='[embedder]\nkind = "toy"\n') as (_, url):
+        assert await run_cli("search", "--url", url, TELESCOPE) == 1
+        assert capsys.readouterr().out == (
+            "No sources to search: add a [[connector]] to passageway.toml "
+            "(or run `passageway init --folder DIR`), then restart the server.\n"
+        )
+
+
+async def test_search_with_a_failing_source_names_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)
+    async with built_server(tmp_path, monkeypatch, fail="check,list,fetch") as (_, url):
+        assert await run_cli("search", "--url", url, TELESCOPE) == 1
+        assert capsys.readouterr().out == f"{NOTHING} Failing: notes (`passageway status` says why).\n"
+
+
 async def test_search_while_the_server_starts_says_so_not_check_url(tmp_path, monkeypatch, capsys):
     import socket
 

@@ -125,7 +125,8 @@ def _refusal(url: str, status: int, answer: dict[str, Any], origin: str) -> str:
 
 def _silence(url: str, password: str) -> str:
     """The line for silence, as the ``recall`` tool words it: with the sources still building,
-    which ``/health`` tells (the hook's silence is an empty text)."""
+    which ``/health`` tells (the hook's silence is an empty text); and what a newcomer would
+    otherwise misread as a searched silence: no sources at all, or sources that fail."""
     from passageway.kernel.commands.instance import ServerUnreachable, get_json
     from passageway.kernel.query.rendering import NOTHING, NOTHING_YET
 
@@ -133,9 +134,17 @@ def _silence(url: str, password: str) -> str:
         _, report = get_json(f"{url}/health", password)
     except ServerUnreachable:
         return NOTHING
-    notes = [building_note(name, entry) for name, entry in (report.get("sources") or {}).items()
-             if isinstance(entry, dict) and entry.get("state") == "indexing"]
-    return f"{NOTHING_YET} Still indexing: {'; '.join(notes)}." if notes else NOTHING
+    sources = report.get("sources")
+    if sources == {}:  # a bare `init`: nothing was searched at all
+        return (f"No sources to search: add a [[connector]] to passageway.toml "
+                f"(or run `{hint('init --folder DIR')}`), then restart the server.")
+    entries = [(name, entry) for name, entry in (sources or {}).items() if isinstance(entry, dict)]
+    notes = [building_note(name, entry) for name, entry in entries if entry.get("state") == "indexing"]
+    text = f"{NOTHING_YET} Still indexing: {'; '.join(notes)}." if notes else NOTHING
+    failing = [name for name, entry in entries if entry.get("state") == "failing"]
+    if failing:
+        text += f" Failing: {', '.join(failing)} (`{hint('status')}` says why)."
+    return text
 
 
 def building_note(name: str, entry: dict[str, Any]) -> str:
