@@ -119,7 +119,7 @@ def test_a_broken_config_is_boxed_at_start(tmp_path, monkeypatch, capsys, starte
     assert len(box[0]) >= 78 and all(len(line) == len(box[0]) for line in box)
     text = " ".join(line.strip("| ") for line in box[1:-1])
     assert "nmae" in text and f"{tmp_path / 'passageway.toml'}:2: unknown key" in text
-    assert "`name` is required" in text and "`command` is a list" in text
+    assert "`name` is required" in text and "`command` is required: the program and its" in text
     assert "The server runs anyway and reports the same at http://127.0.0.1:" in text
 
 
