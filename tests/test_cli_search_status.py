@@ -54,6 +54,13 @@ async def test_status_of_a_failing_source_says_why_and_exits_1(tmp_path, monkeyp
         assert "  notes: failing: 0 items, 0 passages\n" in out
         assert error not in out
         assert "errors are shown with the password" in out
+        # A wrong password is treated as none by /health: the note must not ask for one that was sent.
+        monkeypatch.setenv("PASSAGEWAY_LOGIN_PASSWORD", "not-the-password")
+        assert await run_cli("status", "--url", url) == 1
+        out = capsys.readouterr().out
+        assert error not in out and "not-the-password" not in out
+        assert out.endswith("(the server hides the errors: it refused the password from "
+                            "PASSAGEWAY_LOGIN_PASSWORD; use the one its first log line names)\n")
 
 
 async def test_search_prints_the_tools_rendering(tmp_path, monkeypatch, capsys):
