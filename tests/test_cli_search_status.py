@@ -273,3 +273,27 @@ async def test_search_when_recall_fails_on_the_server_is_exit_2_not_silence(tmp_
         assert captured.out == ""
         assert captured.err == ("passageway: the server could not answer: the embedder 'toy' stopped; "
                                 "see the server's log\n")
+
+
+def test_the_status_example_of_the_docs_is_what_status_prints():
+    """docs/cli.md shows `passageway status` mid-build; its lines are what render_status writes."""
+    from passageway.kernel.commands.status import render_status
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = page[page.index("## `passageway status`"):]
+    example = section[section.index("```\n") + 4:section.index("\n```", section.index("```\n") + 4)]
+    report = {
+        "status": "indexing", "version": "0.1.0", "instance": None,
+        "embedder": {"state": "ok", "name": "multilingual-e5-small-q4"},
+        "sources": {
+            "notes": {"state": "ok", "items": 412, "passages": 1630, "last_success": "2026-11-30T18:57:27Z"},
+            "wiki": {"state": "indexing", "items": 120, "passages": 640, "stage": "passages", "fetched": 120,
+                     "of": 900, "stored": 640, "ready": 610, "expected": 3600, "windows": 0,
+                     "windows_expected": 9400, "rate": 6.2, "eta_seconds": 480},
+        },
+    }
+    assert render_status(report, "http://127.0.0.1:8082").splitlines() == example.splitlines()
+    windows = {"state": "indexing", "items": 412, "passages": 1630, "stage": "windows",
+               "windows": 1200, "windows_expected": 2900, "eta_seconds": 120}
+    shown = render_status({**report, "sources": {"notes": windows}}, "http://127.0.0.1:8082").splitlines()[-1]
+    assert f"`{shown.strip()}`" in " ".join(section.split())
