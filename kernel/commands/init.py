@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     config_path, password_path = config_dir / "passageway.toml", config_dir / "password"
     written, kept = _write_files(config_dir, config_path, password_path, folder)
     added = folder is not None and str(config_path) in written
-    running = added and _server_running(environ, instance)
+    # Even with nothing added: the running server may have started before an earlier `init --folder`.
+    running = folder is not None and _server_running(environ, instance)
     if args.json:
         print(json.dumps({
             "instance": instance, "config": str(config_path), "password_file": str(password_path),
