@@ -174,3 +174,23 @@ def test_init_folder_naming_a_file_says_it_is_a_file(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert err == (f"passageway: --folder {note}: is a file, not a folder; name the folder that holds "
                    "the markdown files (its parent, perhaps)\n")
+
+
+def test_init_folder_without_markdown_files_says_the_source_stays_empty(tmp_path, monkeypatch, capsys):
+    """A folder of .txt notes became a source of 0 items, `ok` in status, with no word why."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PASSAGEWAY_INSTANCE", "PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    notes = tmp_path / "notes"
+    (notes / "deep").mkdir(parents=True)
+    (notes / "todo.txt").write_text("buy milk\n")
+    assert cli.main(["init", "--folder", str(notes)]) == 0
+    note = (f"note: {notes} holds no .md or .markdown file; the markdown connector reads only those, "
+            "so the source stays empty until it does\n")
+    assert note in capsys.readouterr().out
+    (notes / "deep" / "plan.md").write_text("# Plan\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.markdown").write_text("# A\n")
+    assert cli.main(["init", "--folder", str(other)]) == 0
+    assert "note:" not in capsys.readouterr().out

@@ -126,8 +126,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {path} with a source for the markdown files under {folder}")
         else:
             print(f"wrote {path}")
+    if added and not _has_markdown(folder):
+        print(f"note: {folder} holds no .md or .markdown file; the markdown connector reads only those, "
+              "so the source stays empty until it does")
     _print_next_steps(instance, config_path, password_path, folder, running)
     return 0
+
+
+def _has_markdown(folder: Path | None, budget: int = 20000) -> bool:
+    """Whether a file the markdown connector reads by default lies under ``folder``; True when
+    ``budget`` names were looked at without an answer (a large tree: no note rather than a wait)."""
+    if folder is None:
+        return True
+    seen = 0
+    for _, folders, files in os.walk(folder):
+        if any(name.lower().endswith((".md", ".markdown")) for name in files):
+            return True
+        seen += len(files) + len(folders)
+        if seen > budget:
+            return True
+    return False
 
 
 def _checked_folder(given: Path) -> Path:
