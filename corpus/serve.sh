@@ -24,8 +24,10 @@ fi
 
 PORT=${PASSAGEWAY_PORT:-8082}
 cat >&2 <<EOT
-serve.sh: starting the server on corpus/en and corpus/de. Until it listens (seconds: Python and
-the model load first; its log says "listening") curl cannot connect; then it answers while it indexes.
+serve.sh: starting the server on corpus/en and corpus/de. While Python starts, curl cannot connect;
+then, while the model loads (seconds; the first start on a machine converts it once, longer),
+/health answers "starting" and /recall asks to try again. Once the log says "listening", both
+answer, also while it indexes.
   health:  curl http://127.0.0.1:$PORT/health
   recall:  curl -H "Authorization: Bearer \$(cat $DEMO/password)" -H 'Content-Type: application/json' \\
              -d '{"prompt": "How much of the world carbon is stored in the Amazon forest?", "cwd": "/tmp"}' \\

@@ -35,8 +35,8 @@ def password_matches(given: str | None, password: str | None) -> bool:
 
 REFUSED_NOTHING_SENT = (
     "no Bearer password was sent (Basic and other schemes are not supported): send the header "
-    "Authorization: Bearer <password> "
-    "(PASSAGEWAY_LOGIN_PASSWORD, or the file PASSAGEWAY_LOGIN_PASSWORD_FILE names)"
+    "Authorization: Bearer <password>, with the password the server reads (its log names where at start: "
+    "~/.config/passageway/password as `passageway init` wrote it, or PASSAGEWAY_LOGIN_PASSWORD(_FILE))"
 )
 REFUSED_WRONG_VALUE = (
     "the password sent is not this server's: send the one in the file the server reads "

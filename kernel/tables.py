@@ -30,6 +30,11 @@ def reject_unknown(table: Mapping[str, Any], allowed: set[str], where: str, orig
 def command_list(value: Any, where: str, origin: str, *, required: bool) -> tuple[str, ...]:
     if value is None and not required:
         return ()
+    if value is None:
+        raise ConfigError(
+            f"{origin}: {where}: `command` is required: the program and its arguments as a list, such as "
+            '["/path/to/python", "-m", "passageway_connector_markdown"]'
+        )
     if (
         not isinstance(value, list)
         or not value

@@ -160,3 +160,23 @@ async def test_a_missing_and_a_wrong_password_get_different_texts_that_reveal_no
         assert texts[None] == texts["Basic abc"] == REFUSED_NOTHING_SENT, (method, path)
         wrong = {texts["Bearer wrong-password"], texts[f"Bearer {PASSWORD[:-1]}"]}
         assert wrong == {REFUSED_WRONG_VALUE}, (method, path)
+
+
+def test_the_no_password_text_names_the_file_init_writes(tmp_path, monkeypatch, capsys):
+    """A newcomer who ran `init` and curls without the header never set PASSAGEWAY_LOGIN_PASSWORD(_FILE):
+    the 401 text also names the file init wrote, so that its path leads to the password."""
+    import re
+    from pathlib import Path
+
+    from passageway.kernel import cli
+    from passageway.kernel.auth import REFUSED_NOTHING_SENT
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PASSAGEWAY_INSTANCE", "PASSAGEWAY_LOGIN_PASSWORD", "PASSAGEWAY_LOGIN_PASSWORD_FILE",
+                 "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli.main(["init"]) == 0
+    capsys.readouterr()
+    named = re.search(r"~/[^\s;)]+", REFUSED_NOTHING_SENT)
+    assert named, REFUSED_NOTHING_SENT
+    assert Path(named.group()).expanduser().read_text().strip()  # the password init generated

@@ -54,6 +54,13 @@ async def test_status_of_a_failing_source_says_why_and_exits_1(tmp_path, monkeyp
         assert "  notes: failing: 0 items, 0 passages\n" in out
         assert error not in out
         assert "errors are shown with the password" in out
+        # A wrong password is treated as none by /health: the note must not ask for one that was sent.
+        monkeypatch.setenv("PASSAGEWAY_LOGIN_PASSWORD", "not-the-password")
+        assert await run_cli("status", "--url", url) == 1
+        out = capsys.readouterr().out
+        assert error not in out and "not-the-password" not in out
+        assert out.endswith("(the server hides the errors: it refused the password from "
+                            "PASSAGEWAY_LOGIN_PASSWORD; use the one its first log line names)\n")
 
 
 async def test_search_prints_the_tools_rendering(tmp_path, monkeypatch, capsys):
@@ -96,6 +103,24 @@ async def test_search_during_a_build_is_silence_exit_1(tmp_path, monkeypatch, ca
         answer = json.loads(capsys.readouterr().out)
         assert answer["silent"] is True
         assert answer["text"].startswith(f"{NOTHING_YET} Still indexing: notes: ")
+
+
+async def test_search_without_sources_says_there_are_none(tmp_path, monkeypatch, capsys):
+    """After a bare `init`, "Nothing relevant in the sources." read as if the sources were searched."""
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
+    async with built_server(tmp_path, monkeypatch, config='[embedder]\nkind = "toy"\n') as (_, url):
+        assert await run_cli("search", "--url", url, TELESCOPE) == 1
+        assert capsys.readouterr().out == (
+            "No sources to search: add a [[connector]] to passageway.toml "
+            "(or run `passageway init --folder DIR`), then restart the server.\n"
+        )
+
+
+async def test_search_with_a_failing_source_names_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)
+    async with built_server(tmp_path, monkeypatch, fail="check,list,fetch") as (_, url):
+        assert await run_cli("search", "--url", url, TELESCOPE) == 1
+        assert capsys.readouterr().out == f"{NOTHING} Failing: notes (`passageway status` says why).\n"
 
 
 async def test_search_while_the_server_starts_says_so_not_check_url(tmp_path, monkeypatch, capsys):
@@ -149,7 +174,8 @@ async def test_search_with_a_wrong_password_is_one_line_and_exit_2(tmp_path, mon
         captured = capsys.readouterr()
         assert captured.out == ""
         assert captured.err == (
-            f"passageway: {url} refused the password (HTTP 401); is it this instance's server? Check --url\n"
+            f"passageway: {url} refused the password from PASSAGEWAY_LOGIN_PASSWORD (HTTP 401); use the one "
+            "that server reads (its first log line names it), or name your own server with --url\n"
         )
         assert "not-the-password" not in captured.err
 
@@ -247,3 +273,27 @@ async def test_search_when_recall_fails_on_the_server_is_exit_2_not_silence(tmp_
         assert captured.out == ""
         assert captured.err == ("passageway: the server could not answer: the embedder 'toy' stopped; "
                                 "see the server's log\n")
+
+
+def test_the_status_example_of_the_docs_is_what_status_prints():
+    """docs/cli.md shows `passageway status` mid-build; its lines are what render_status writes."""
+    from passageway.kernel.commands.status import render_status
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = page[page.index("## `passageway status`"):]
+    example = section[section.index("```\n") + 4:section.index("\n```", section.index("```\n") + 4)]
+    report = {
+        "status": "indexing", "version": "0.1.0", "instance": None,
+        "embedder": {"state": "ok", "name": "multilingual-e5-small-q4"},
+        "sources": {
+            "notes": {"state": "ok", "items": 412, "passages": 1630, "last_success": "2026-11-30T18:57:27Z"},
+            "wiki": {"state": "indexing", "items": 120, "passages": 640, "stage": "passages", "fetched": 120,
+                     "of": 900, "stored": 640, "ready": 610, "expected": 3600, "windows": 0,
+                     "windows_expected": 9400, "rate": 6.2, "eta_seconds": 480},
+        },
+    }
+    assert render_status(report, "http://127.0.0.1:8082").splitlines() == example.splitlines()
+    windows = {"state": "indexing", "items": 412, "passages": 1630, "stage": "windows",
+               "windows": 1200, "windows_expected": 2900, "eta_seconds": 120}
+    shown = render_status({**report, "sources": {"notes": windows}}, "http://127.0.0.1:8082").splitlines()[-1]
+    assert f"`{shown.strip()}`" in " ".join(section.split())

@@ -228,7 +228,8 @@ def test_every_mistake_of_a_file_is_reported_at_once_with_its_line():
     problems = caught.value.problems
     assert len(problems) == 4, problems  # the unknown key, the then missing command, timeout, gate
     assert problems[0].startswith("my.toml:3: unknown key 'comand' in [[connector]] 'notes'")
-    assert problems[1].startswith("my.toml:1: [[connector]] 'notes': `command` is a list of strings")
+    # The typo leaves no `command`: said as missing, not as a value of the wrong shape.
+    assert problems[1].startswith("my.toml:1: [[connector]] 'notes': `command` is required: the program")
     assert problems[2].startswith("my.toml:9: [[connector]] 'wiki': `timeout` is a number from 0.1")
     assert problems[3].startswith("my.toml:11: [embedder]")
     message = str(caught.value).splitlines()

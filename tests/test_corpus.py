@@ -103,6 +103,41 @@ def banner(port: int, password_file: Path) -> str:
     return done.stdout
 
 
+async def test_the_banner_names_what_health_answers_before_the_server_listens(tmp_path):
+    """A newcomer pastes the banner's /health example at once: while the model loads the server
+    already accepts connections and answers a state the banner must name (it said "curl cannot
+    connect" until the log says "listening", which a pasted curl disproved)."""
+    import asyncio
+    import json
+    import re
+    import shutil
+    import socket
+    from types import SimpleNamespace
+
+    from passageway.kernel.server import answer_starting
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    text = banner(port, tmp_path / "password")
+    found = re.search(r"health: +(curl \S+/health)\n", text)
+    assert found, text
+    runner = await answer_starting(SimpleNamespace(version="0", instance=None), listener)  # type: ignore[arg-type]
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "bash", "-c", found.group(1), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        output, _ = await asyncio.wait_for(process.communicate(), 60)
+    finally:
+        await runner.cleanup()
+        listener.close()
+    state = json.loads(output)["status"]
+    assert state == "starting"
+    assert f'/health answers "{state}"' in " ".join(text.split()), text
+
+
 async def test_the_banners_recall_example_answers_every_time_it_is_pasted(tmp_path):
     """The /recall command the quickstart prints, pasted twice into a shell, gets passages twice."""
     import asyncio

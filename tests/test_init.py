@@ -96,16 +96,31 @@ def test_init_folder_writes_a_markdown_source_with_this_interpreter(tmp_path, mo
 def test_init_folder_adds_to_an_existing_config_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("PASSAGEWAY_INSTANCE", raising=False)
+    for name in ("PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
     assert cli.main(["init"]) == 0
-    (tmp_path / "wiki").mkdir()
-    assert cli.main(["init", "--folder", str(tmp_path / "wiki")]) == 0
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    capsys.readouterr()
+    assert cli.main(["init", "--folder", str(wiki)]) == 0
     config = tmp_path / ".config" / "passageway" / "passageway.toml"
     assert [source.name for source in parse_config_text(config.read_text()).connectors] == ["wiki"]
-    capsys.readouterr()
-    assert cli.main(["init", "--folder", str(tmp_path / "wiki")]) == 2
+    out = capsys.readouterr().out
+    # Not "kept the existing passageway.toml" and then "wrote" it: it was added to.
+    assert f"added a source for the markdown files under {wiki} to {config}\n" in out
+    assert f"kept the existing {config}" not in out
+    # The README's command run a second time: the folder is there already, which is no mistake.
+    before = config.read_text()
+    assert cli.main(["init", "--folder", str(wiki)]) == 0
+    assert f"{config} already has the source 'wiki' for {wiki}; nothing to add\n" in capsys.readouterr().out
+    assert config.read_text() == before
+    # Another folder of the same name is a clash, said with the folder the name already stands for.
+    other = tmp_path / "other" / "wiki"
+    other.mkdir(parents=True)
+    assert cli.main(["init", "--folder", str(other)]) == 2
     assert capsys.readouterr().err == (
-        f"passageway: {config} already has a source named 'wiki'; add the folder's [[connector]] by hand "
-        "with another name\n"
+        f"passageway: {config} already has a source named 'wiki' (for {wiki}); add the folder's "
+        "[[connector]] by hand with another name\n"
     )
 
 
@@ -159,3 +174,23 @@ def test_init_folder_naming_a_file_says_it_is_a_file(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert err == (f"passageway: --folder {note}: is a file, not a folder; name the folder that holds "
                    "the markdown files (its parent, perhaps)\n")
+
+
+def test_init_folder_without_markdown_files_says_the_source_stays_empty(tmp_path, monkeypatch, capsys):
+    """A folder of .txt notes became a source of 0 items, `ok` in status, with no word why."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("PASSAGEWAY_INSTANCE", "PASSAGEWAY_CONFIG", "PASSAGEWAY_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    notes = tmp_path / "notes"
+    (notes / "deep").mkdir(parents=True)
+    (notes / "todo.txt").write_text("buy milk\n")
+    assert cli.main(["init", "--folder", str(notes)]) == 0
+    note = (f"note: {notes} holds no .md or .markdown file; the markdown connector reads only those, "
+            "so the source stays empty until it does\n")
+    assert note in capsys.readouterr().out
+    (notes / "deep" / "plan.md").write_text("# Plan\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.markdown").write_text("# A\n")
+    assert cli.main(["init", "--folder", str(other)]) == 0
+    assert "note:" not in capsys.readouterr().out

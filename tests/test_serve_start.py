@@ -50,6 +50,19 @@ def test_serve_reads_the_password_file_init_wrote(tmp_path, monkeypatch, capsys,
     assert password_file.read_text().strip() not in err
 
 
+def test_serve_without_sources_says_how_to_add_one(tmp_path, monkeypatch, capsys, started, passageway_log):
+    """After a bare `init` the server listened and logged nothing more: no hint that it has no source."""
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
+    use_environment(monkeypatch, {"HOME": str(tmp_path)})
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cli.main(["init"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--port", str(free_port())]) == 0
+    config = tmp_path / ".config" / "passageway" / "passageway.toml"
+    assert (f"WARNING passageway.server: no sources in {config}: add a [[connector]] table there "
+            "(or run `passageway init --folder DIR`), then restart the server\n") in capsys.readouterr().err
+
+
 def test_serve_without_any_password_names_the_file_init_writes(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)  # hints name `passageway`
     use_environment(monkeypatch, {"HOME": str(tmp_path)})
@@ -106,7 +119,7 @@ def test_a_broken_config_is_boxed_at_start(tmp_path, monkeypatch, capsys, starte
     assert len(box[0]) >= 78 and all(len(line) == len(box[0]) for line in box)
     text = " ".join(line.strip("| ") for line in box[1:-1])
     assert "nmae" in text and f"{tmp_path / 'passageway.toml'}:2: unknown key" in text
-    assert "`name` is required" in text and "`command` is a list" in text
+    assert "`name` is required" in text and "`command` is required: the program and its" in text
     assert "The server runs anyway and reports the same at http://127.0.0.1:" in text
 
 

@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     config_dir = base_config_dir(environ) / folder_name(instance)
     config_path, password_path = config_dir / "passageway.toml", config_dir / "password"
     written, kept = _write_files(config_dir, config_path, password_path, folder)
+    added = folder is not None and str(config_path) in written
+    # Even with nothing added: the running server may have started before an earlier `init --folder`.
     running = folder is not None and _server_running(environ, instance)
     if args.json:
         print(json.dumps({
@@ -109,16 +111,41 @@ def run(args: argparse.Namespace) -> int:
         }, indent=2))
         return 0
     for path in kept:
-        print(f"kept the existing {path}")
+        if folder is None or path != str(config_path):
+            print(f"kept the existing {path}")
+        elif added:
+            print(f"added a source for the markdown files under {folder} to {path}")
+        else:
+            print(f"{path} already has the source {source_name(folder)!r} for {folder}; nothing to add")
     for path in written:
         if path == str(password_path):
             print(f"wrote a generated password to {path} (readable only by you)")
+        elif path in kept:
+            continue  # added to, said above
         elif folder is not None:
             print(f"wrote {path} with a source for the markdown files under {folder}")
         else:
             print(f"wrote {path}")
+    if added and not _has_markdown(folder):
+        print(f"note: {folder} holds no .md or .markdown file; the markdown connector reads only those, "
+              "so the source stays empty until it does")
     _print_next_steps(instance, config_path, password_path, folder, running)
     return 0
+
+
+def _has_markdown(folder: Path | None, budget: int = 20000) -> bool:
+    """Whether a file the markdown connector reads by default lies under ``folder``; True when
+    ``budget`` names were looked at without an answer (a large tree: no note rather than a wait)."""
+    if folder is None:
+        return True
+    seen = 0
+    for _, folders, files in os.walk(folder):
+        if any(name.lower().endswith((".md", ".markdown")) for name in files):
+            return True
+        seen += len(files) + len(folders)
+        if seen > budget:
+            return True
+    return False
 
 
 def _checked_folder(given: Path) -> Path:
@@ -154,8 +181,7 @@ def _write_files(
             written.append(str(password_path))
         if config_path.exists():
             kept.append(str(config_path))
-            if folder is not None:
-                _add_folder(config_path, folder)
+            if folder is not None and _add_folder(config_path, folder):
                 written.append(str(config_path))
         else:
             config_path.write_text(render_template(folder), encoding="utf-8")
@@ -199,17 +225,23 @@ def _server_running(environ: Mapping[str, str], instance: str | None) -> bool:
     return server_running(data_dir)
 
 
-def _add_folder(config_path: Path, folder: Path) -> None:
-    """Append the source for ``folder`` to an existing configuration, unless one has its name."""
+def _add_folder(config_path: Path, folder: Path) -> bool:
+    """Append the source for ``folder`` to an existing configuration; False when a source of its
+    name already indexes ``folder`` (``init --folder`` run twice), an error when it names another."""
     from passageway.kernel.config import parse_config_text
     from passageway.kernel.errors import ConfigError
 
     text = config_path.read_text(encoding="utf-8")
     block, name = folder_source(folder), source_name(folder)
-    existing = {connector.name for connector in parse_config_text(text, str(config_path)).connectors}
+    connectors = parse_config_text(text, str(config_path)).connectors
+    existing = {connector.name: connector for connector in connectors}
     if name in existing:
+        other = existing[name].env.get("FOLDER")
+        if other is not None and Path(other).expanduser().resolve() == folder:
+            return False
         raise ConfigError(
-            f"{config_path} already has a source named {name!r}; add the folder's [[connector]] by hand "
-            "with another name"
+            f"{config_path} already has a source named {name!r}{f' (for {other})' if other else ''}; "
+            "add the folder's [[connector]] by hand with another name"
         )
     config_path.write_text(text.rstrip("\n") + "\n\n" + block.rstrip("\n") + "\n", encoding="utf-8")
+    return True

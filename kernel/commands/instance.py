@@ -49,20 +49,32 @@ def find_password(environ: Mapping[str, str], instance: str | None) -> tuple[str
         return _read_password(Path(named).expanduser(), named), named
     path = password_file(environ, instance)
     if path.is_file():
-        return _read_password(path, str(path)), str(path)
+        return _read_password(path, str(path), by_init=True), str(path)
     return None, ""
 
 
-def _read_password(path: Path, named: str) -> str:
-    """The password in ``path``, with the words of ``kernel.config.load_password``; read here so
-    that ``search`` and ``status`` do not import the configuration's modules (numpy among them),
-    which would double their start-up."""
+def _read_password(path: Path, named: str, by_init: bool = False) -> str:
+    """The password in ``path``, with the words of ``kernel.config.load_password`` for a file the
+    variable names, and with the way to a new one for the file ``init`` wrote (``by_init``); read
+    here so that ``search`` and ``status`` do not import the configuration's modules (numpy among
+    them), which would double their start-up."""
+    from passageway.kernel.invocation import hint
+
     try:
         password = path.read_text(encoding="utf-8").strip()
     except OSError as error:
+        if by_init:
+            raise ConfigError(
+                f"the password file {named} cannot be read ({error.strerror}); make it readable "
+                f"by you, or delete it and run `{hint('init')}`, which writes a new one"
+            ) from None
         raise ConfigError(
             f"PASSAGEWAY_LOGIN_PASSWORD_FILE names {named}, which cannot be read ({error.strerror})"
         ) from None
+    if not password and by_init:
+        raise ConfigError(
+            f"the password file {named} is empty; delete it and run `{hint('init')}`, which writes a new one"
+        )
     if not password:
         raise ConfigError(f"PASSAGEWAY_LOGIN_PASSWORD_FILE names {named}, which is empty")
     return password

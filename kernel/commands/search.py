@@ -75,7 +75,7 @@ def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ)
-    password, _ = find_password(environ, instance)
+    password, origin = find_password(environ, instance)
     if not password:
         raise SearchFailed(
             f"no password to ask the server with: run `{hint('init')}`, or set PASSAGEWAY_LOGIN_PASSWORD_FILE"
@@ -90,7 +90,7 @@ def _remote(args: argparse.Namespace, question: str) -> tuple[str, bool]:
         raise SearchFailed(_unreachable(url, error.reason)) from None
     answer = _json_object(reply)
     if status != 200:
-        raise SearchFailed(_refusal(url, status, answer))
+        raise SearchFailed(_refusal(url, status, answer, origin))
     context = answer.get("context")
     if not isinstance(context, str):
         raise SearchFailed(f"{url}/recall answered without a `context`: is it passageway? Check --url")
@@ -107,11 +107,13 @@ def _json_object(body: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _refusal(url: str, status: int, answer: dict[str, Any]) -> str:
-    """One line for an answer other than 200, by what it means to the user."""
+def _refusal(url: str, status: int, answer: dict[str, Any], origin: str) -> str:
+    """One line for an answer other than 200, by what it means to the user; ``origin`` is where
+    the password came from (a variable's name or a file's path, never the password)."""
     error = str(answer.get("error") or "").strip()
     if status == 401:
-        return f"{url} refused the password (HTTP 401); is it this instance's server? Check --url"
+        return (f"{url} refused the password from {origin} (HTTP 401); use the one that server reads "
+                "(its first log line names it), or name your own server with --url")
     if status == 404:
         return f"{url} has no /recall: it is not a passageway server; check --url"
     if status == 503 and "starting" in error:
@@ -123,7 +125,8 @@ def _refusal(url: str, status: int, answer: dict[str, Any]) -> str:
 
 def _silence(url: str, password: str) -> str:
     """The line for silence, as the ``recall`` tool words it: with the sources still building,
-    which ``/health`` tells (the hook's silence is an empty text)."""
+    which ``/health`` tells (the hook's silence is an empty text); and what a newcomer would
+    otherwise misread as a searched silence: no sources at all, or sources that fail."""
     from passageway.kernel.commands.instance import ServerUnreachable, get_json
     from passageway.kernel.query.rendering import NOTHING, NOTHING_YET
 
@@ -131,9 +134,17 @@ def _silence(url: str, password: str) -> str:
         _, report = get_json(f"{url}/health", password)
     except ServerUnreachable:
         return NOTHING
-    notes = [building_note(name, entry) for name, entry in (report.get("sources") or {}).items()
-             if isinstance(entry, dict) and entry.get("state") == "indexing"]
-    return f"{NOTHING_YET} Still indexing: {'; '.join(notes)}." if notes else NOTHING
+    sources = report.get("sources")
+    if sources == {}:  # a bare `init`: nothing was searched at all
+        return (f"No sources to search: add a [[connector]] to passageway.toml "
+                f"(or run `{hint('init --folder DIR')}`), then restart the server.")
+    entries = [(name, entry) for name, entry in (sources or {}).items() if isinstance(entry, dict)]
+    notes = [building_note(name, entry) for name, entry in entries if entry.get("state") == "indexing"]
+    text = f"{NOTHING_YET} Still indexing: {'; '.join(notes)}." if notes else NOTHING
+    failing = [name for name, entry in entries if entry.get("state") == "failing"]
+    if failing:
+        text += f" Failing: {', '.join(failing)} (`{hint('status')}` says why)."
+    return text
 
 
 def building_note(name: str, entry: dict[str, Any]) -> str:

@@ -79,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
     log.info("password read from %s", password_origin)
     if kernel.config_error is not None:
         log.error("the configuration is broken: %s", kernel.config_error)
+    elif kernel.settings is not None and not kernel.settings.connectors:
+        from passageway.kernel.invocation import hint
+
+        log.warning("no sources in %s: add a [[connector]] table there (or run `%s`), "
+                    "then restart the server", kernel.settings.config_path, hint("init --folder DIR"))
     if problems:
         _print_problems(problems, host, port)
     try:

@@ -34,13 +34,13 @@ def run(args: argparse.Namespace) -> int:
 
     environ = os.environ
     instance = resolve_instance(args.instance, environ)
-    password, _ = find_password(environ, instance)
+    password, origin = find_password(environ, instance)
     url = server_url(args, environ)
     _, report = get_json(f"{url}/health", password)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
-        print(render_status(report, url))
+        print(render_status(report, url, origin if password else ""))
     return 0 if report.get("status") in HEALTHY else 1
 
 
@@ -84,8 +84,10 @@ def windows_progress(entry: Mapping[str, Any]) -> str:
     return text
 
 
-def render_status(report: Mapping[str, Any], url: str) -> str:
-    """The report as lines a person reads: the overall status, the embedder, then each source."""
+def render_status(report: Mapping[str, Any], url: str, password_origin: str = "") -> str:
+    """The report as lines a person reads: the overall status, the embedder, then each source.
+    ``password_origin`` names where the password sent came from ("" when none was sent): a report
+    without error texts then means the server refused it."""
     instance = f" (instance {report['instance']})" if report.get("instance") else ""
     lines = [f"passageway {report.get('version', '?')}{instance} at {url}: {report.get('status', '?')}"]
     if report.get("status") == "error":
@@ -107,6 +109,10 @@ def render_status(report: Mapping[str, Any], url: str) -> str:
         lines.append("sources:")
         lines.extend(source_line(name, entry) for name, entry in sources.items())
     if any(entry.get("failing") and "error" not in entry for entry in sources.values()):
-        lines.append(f"(the errors are shown with the password: run `{hint('init')}`, or set "
-                     "PASSAGEWAY_LOGIN_PASSWORD_FILE)")
+        if password_origin:
+            lines.append(f"(the server hides the errors: it refused the password from {password_origin}; "
+                         "use the one its first log line names)")
+        else:
+            lines.append(f"(the errors are shown with the password: run `{hint('init')}`, or set "
+                         "PASSAGEWAY_LOGIN_PASSWORD_FILE)")
     return "\n".join(lines)

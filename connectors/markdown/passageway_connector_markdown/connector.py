@@ -109,7 +109,10 @@ class MarkdownConnector(Connector):
             raise SettingsError("FOLDER is not set; set it to the folder of markdown files to index")
         root = Path(folder).expanduser()
         if not root.is_dir():
-            raise SettingsError(f"FOLDER {folder!r} is not an existing folder")
+            raise SettingsError(
+                f"FOLDER {folder!r} is not an existing folder; create it, or set FOLDER (the source's env "
+                "in passageway.toml) to the folder of your markdown files"
+            )
         self.root = root.resolve()
 
         include = env.get("INCLUDE", "")

@@ -471,7 +471,9 @@ def test_changed_needs_since(notes):
     ("settings", "message"),
     [
         ({"FOLDER": ""}, "FOLDER is not set"),
-        ({"FOLDER": "/nonexistent/folder"}, "FOLDER '/nonexistent/folder' is not an existing folder"),
+        ({"FOLDER": "/nonexistent/folder"}, "FOLDER '/nonexistent/folder' is not an existing folder; "
+                                            "create it, or set FOLDER (the source's env in passageway.toml) "
+                                            "to the folder of your markdown files\n"),
         ({"MAX_FILE_BYTES": "1MB"}, "MAX_FILE_BYTES '1MB' is not a whole number of bytes"),
         ({"MAX_FILE_BYTES": "0"}, "MAX_FILE_BYTES must be at least 1"),
         ({"INCLUDE": " | "}, "INCLUDE ' | ' holds no pattern"),
