@@ -60,3 +60,50 @@ def test_a_cut_excerpt_of_a_quoted_page_shows_no_quote_signs() -> None:
     shown = excerpt(page, "what does watch do", 200)
     assert ">" not in shown
     assert len(shown) <= 200
+
+
+# mkdocs, docs/user-guide/customizing-your-theme.md, with a nested key as in choosing-your-theme.md
+THEME = """Then add the folder to your `mkdocs.yml`:
+
+```yaml
+theme:
+  name: mkdocs
+  custom_dir: custom_theme/
+  shortcuts:
+      help: 191    # ?
+\tnext: 78
+```
+
+All values must be key codes."""
+
+
+def test_code_keeps_its_indentation_from_its_fence_and_places_still_map() -> None:
+    # `theme: name: mkdocs custom_dir: …` read as one level of YAML, which says otherwise
+    shown, moved = tidy(THEME)
+    assert ("```yaml\ntheme:\n  name: mkdocs\n  custom_dir: custom_theme/\n  shortcuts:\n"
+            "      help: 191 # ?\n    next: 78\n```\nAll values") in shown
+    flat_text = flat(THEME)
+    for words in ("help: 191", "next: 78", "All values", "custom_dir", "Then add"):
+        assert shown[moved(flat_text.index(words)):].startswith(words), words
+    # a cut excerpt keeps the indentation of the lines it shows, and starts where it should
+    longer = THEME + "\n\n" + "Other settings follow here. " * 30
+    cut_excerpt = excerpt(longer, "custom_dir theme folder", 150)
+    assert "\n  custom_dir: custom_theme/" in cut_excerpt
+
+
+def test_a_hostile_indentation_costs_a_bounded_share() -> None:
+    shown, _ = tidy("```\nfirst\n" + " " * 100_000 + "second\n\tthird\n```")
+    assert shown == "```\nfirst\n" + " " * 32 + "second\n    third\n```"
+
+
+def test_a_fence_under_a_list_item_is_shown_as_code_too() -> None:
+    # mkdocs, docs/user-guide/choosing-your-theme.md: the chunker keeps the list whole, and its
+    # code read `theme: name: mkdocs shortcuts: help: 191 # ? next: 78 # n` on one line
+    item = ("*   **`shortcuts`**: Defines keyboard shortcut keys.\n\n    ```yaml\n    theme:\n"
+            "      name: mkdocs\n      shortcuts:\n        help: 191    # ?\n    ```\n\n"
+            "*   **`navigation_depth`**: The maximum depth of the navigation tree.")
+    shown, moved = tidy(item)
+    assert shown == ("* **`shortcuts`**: Defines keyboard shortcut keys.\n```yaml\ntheme:\n  name: mkdocs\n"
+                     "  shortcuts:\n    help: 191 # ?\n```\n* **`navigation_depth`**: The maximum depth of "
+                     "the navigation tree.")
+    assert shown[moved(flat(item).index("* **`navigation")):].startswith("* **`navigation")

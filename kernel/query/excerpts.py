@@ -42,7 +42,14 @@ import attrs
 import numpy as np
 
 from passageway.kernel.index.window_vectors import VectorLookup
-from passageway.kernel.query.markup import line_breaks, noise, output_lines, quote_marks, with_breaks
+from passageway.kernel.query.markup import (
+    line_breaks,
+    nested_fence_breaks,
+    noise,
+    output_lines,
+    quote_marks,
+    with_breaks,
+)
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import blocks, digest_of, embedding_input
 from passageway.kernel.text.stopwords import content_words, words
@@ -322,10 +329,11 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
     same place in the result. Documentation markup (link targets, ``<details>``, ``{* include *}``
     lines, block-quote signs, terminal colours) can fill a third of a share and holds no answer;
     it is only taken out of what is shown, never out of the index.
-    Fenced code keeps its line breaks (not its indentation), so it reads as code, not as one line."""
+    Fenced code keeps its line breaks and its lines' indentation (relative to its fence), so it
+    reads as code, not as one line, and YAML or Python keeps its nesting."""
     flat_text = flat(text)
     spans: list[tuple[int, int]] = []
-    breaks: list[int] = []  # the spaces that stand for a code block's line breaks
+    breaks: list[tuple[int, str]] = []  # the spaces that stand for a code block's line breaks
     offset = 0
     for kind, block in blocks(text):
         block_flat = flat(block)
@@ -336,9 +344,11 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
                 spans += [(offset + start, offset + end) for start, end in output_lines(block)]
             if kind == "code":
                 breaks += line_breaks(block, offset, len(flat_text))
+            elif kind == "list":
+                breaks += nested_fence_breaks(block, offset, len(flat_text))
             offset += len(block_flat) + 1
     if not spans:
-        return with_breaks(flat_text, breaks), lambda place: place
+        return with_breaks(flat_text, breaks)
     merged: list[list[int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -369,4 +379,5 @@ def tidy(text: str) -> tuple[str, Callable[[int], int]]:
         before = bisect.bisect_right(ends, place)
         return place - (cut_out[before - 1][2] if before else 0)
 
-    return with_breaks("".join(pieces), [moved(place) for place in breaks]), moved
+    shown, shifted = with_breaks("".join(pieces), [(moved(place), indent) for place, indent in breaks])
+    return shown, lambda place: shifted(moved(place))

@@ -1,16 +1,18 @@
 """Markup that shows nothing to a reader of an excerpt, found in one block of a passage.
 
 :func:`passageway.kernel.query.excerpts.tidy` takes these spans out of what an excerpt shows
-(never out of the index) and keeps a code block's line breaks: link targets, HTML tags, include
-directives, attribute lists, admonition fences, block-quote signs, terminal colours, long rules,
-what a terminal session prints.
+(never out of the index), and keeps a code block's line breaks and indentation: link targets,
+HTML tags, include directives, attribute lists, admonition fences, block-quote signs, terminal
+colours, long rules, what a terminal session prints.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from passageway.kernel.text.fences import FENCE_RUN, closes_fence
 from passageway.kernel.text.windows import flat
 
 _INLINE_CODE = re.compile(r"(`+).+?\1")
@@ -23,6 +25,7 @@ _ATTRIBUTES = re.compile(r"\{(?::[^{}]*|[#.][\w-][^{}]*|download)\}")
 _QUOTE = re.compile(r"^>(?: ?>)*(?: |$)")
 _ADMONITION = re.compile(r"(?:^| )(/{3,}|:{3,}|!{3}|\?{3}\+?)(?= |$)")
 _CODE_TAG = re.compile(r"</?(?:font|b|i|span)(?: [^<>]*)?>")
+_NESTED_FENCE = re.compile(r"^\s*" + FENCE_RUN)
 _RULE = re.compile(r"([-─━═_=*])\1{3,}")
 
 
@@ -88,25 +91,76 @@ def output_lines(block: str) -> list[tuple[int, int]]:
     return found
 
 
-def line_breaks(block: str, offset: int, length: int) -> list[int]:
+MAX_INDENT = 32
+"""The most characters of a code line's indentation an excerpt shows (a hostile line of spaces
+costs no more than this)."""
+
+
+def line_breaks(block: str, offset: int, length: int) -> list[tuple[int, str]]:
     """Where, in a flat text of ``length`` characters, the code ``block`` at ``offset`` has its line
-    breaks: around the block and between its lines (a space each in the flat text)."""
-    found = [offset - 1] if offset else []
-    for line in block.split("\n"):
-        line_flat = flat(line)
-        if line_flat:
-            offset += len(line_flat) + 1
-            found.append(offset - 1)
-    return [place for place in found if place < length]
+    breaks (around the block and between its lines: a space each in the flat text), each with the
+    indentation of the line after it, measured from the block's fence (tabs as four spaces, at most
+    :data:`MAX_INDENT`); the break after the block has none."""
+    lines = [line for line in block.split("\n") if flat(line)]
+    indents = [_indent(line) for line in lines]
+    base = min(indents, key=len) if indents else ""
+    found = [(offset - 1, indents[0][len(base):] if indents else "")] if offset else []
+    for number, line in enumerate(lines):
+        offset += len(flat(line)) + 1
+        after = indents[number + 1][len(base):] if number + 1 < len(lines) else ""
+        found.append((offset - 1, after))
+    return [(place, indent) for place, indent in found if place < length]
 
 
-def with_breaks(shown: str, breaks: Sequence[int]) -> str:
-    """``shown`` with the spaces at ``breaks`` made line breaks again: code is shown line by line,
-    as written, with the same length, so every place in the excerpt stays where it was."""
-    if not breaks:
-        return shown
-    characters = list(shown)
-    for place in breaks:
-        if 0 <= place < len(characters) and characters[place] == " ":
-            characters[place] = "\n"
-    return "".join(characters)
+def nested_fence_breaks(block: str, offset: int, length: int) -> list[tuple[int, str]]:
+    """:func:`line_breaks` of every fenced block inside ``block``, a list block at ``offset`` of
+    the flat text: a fence indented under a list item belongs to the item (the chunker keeps the
+    list whole), yet its code is shown line by line as well."""
+    lines = block.split("\n")
+    starts: list[int] = []  # where each line's words start in the flat text
+    place = offset
+    for line in lines:
+        starts.append(place)
+        if flat(line):
+            place += len(flat(line)) + 1
+    found: list[tuple[int, str]] = []
+    number = 0
+    while number < len(lines):
+        opening = _NESTED_FENCE.match(lines[number])
+        if not opening:
+            number += 1
+            continue
+        end = number + 1
+        while end < len(lines) and not closes_fence(opening.group(1), lines[end]):
+            end += 1
+        found += line_breaks("\n".join(lines[number : end + 1]), starts[number], length)
+        number = end + 1
+    return found
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())].replace("\t", "    ")[:MAX_INDENT]
+
+
+def with_breaks(shown: str, breaks: Sequence[tuple[int, str]]) -> tuple[str, Callable[[int], int]]:
+    """``shown`` with the spaces at ``breaks`` made line breaks again, each followed by the next
+    line's indentation: code is shown line by line, as written. With it the map from a place in
+    ``shown`` to the same place in the result (each indentation shifts what follows it)."""
+    applied = sorted((place, indent) for place, indent in breaks
+                     if 0 <= place < len(shown) and shown[place] == " ")
+    if not applied:
+        return shown, lambda place: place
+    pieces, last, shifts, total = [], 0, [], 0
+    for place, indent in applied:
+        pieces += [shown[last:place], "\n" + indent]
+        last = place + 1
+        total += len(indent)
+        shifts.append(total)
+    pieces.append(shown[last:])
+    places = [place for place, _ in applied]
+
+    def shifted(place: int) -> int:
+        before = bisect.bisect_left(places, place)  # an indentation shifts the places after its break
+        return place + (shifts[before - 1] if before else 0)
+
+    return "".join(pieces), shifted
