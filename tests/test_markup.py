@@ -93,7 +93,15 @@ def test_code_keeps_its_indentation_from_its_fence_and_places_still_map() -> Non
 
 def test_a_hostile_indentation_costs_a_bounded_share() -> None:
     shown, _ = tidy("```\nfirst\n" + " " * 100_000 + "second\n\tthird\n```")
-    assert shown == "```\nfirst\n" + " " * 32 + "second\n    third\n```"
+    # 32 characters at most, then levels of four shown as two
+    assert shown == "```\nfirst\n" + " " * 16 + "second\n  third\n```"
+
+
+def test_python_levels_of_four_are_shown_as_two_and_uneven_ones_as_written() -> None:
+    python = "```python\ndef f():\n    if x:\n        return 1\n```"
+    assert tidy(python)[0] == "```python\ndef f():\n  if x:\n    return 1\n```"
+    aligned = "```python\ncall(a,\n     b)\n```"
+    assert tidy(aligned)[0] == aligned
 
 
 def test_a_fence_under_a_list_item_is_shown_as_code_too() -> None:

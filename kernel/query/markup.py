@@ -100,14 +100,14 @@ def line_breaks(block: str, offset: int, length: int) -> list[tuple[int, str]]:
     """Where, in a flat text of ``length`` characters, the code ``block`` at ``offset`` has its line
     breaks (around the block and between its lines: a space each in the flat text), each with the
     indentation of the line after it, measured from the block's fence (tabs as four spaces, at most
-    :data:`MAX_INDENT`); the break after the block has none."""
+    :data:`MAX_INDENT`, levels of four or eight as two spaces: :func:`_levels`); the break after
+    the block has none."""
     lines = [line for line in block.split("\n") if flat(line)]
-    indents = [_indent(line) for line in lines]
-    base = min(indents, key=len) if indents else ""
-    found = [(offset - 1, indents[0][len(base):] if indents else "")] if offset else []
+    indents = _levels([_indent(line) for line in lines])
+    found = [(offset - 1, indents[0] if indents else "")] if offset else []
     for number, line in enumerate(lines):
         offset += len(flat(line)) + 1
-        after = indents[number + 1][len(base):] if number + 1 < len(lines) else ""
+        after = indents[number + 1] if number + 1 < len(lines) else ""
         found.append((offset - 1, after))
     return [(place, indent) for place, indent in found if place < length]
 
@@ -140,6 +140,18 @@ def nested_fence_breaks(block: str, offset: int, length: int) -> list[tuple[int,
 
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())].replace("\t", "    ")[:MAX_INDENT]
+
+
+def _levels(indents: list[str]) -> list[str]:
+    """The block's indentations from its fence, two spaces a level when every one is a multiple
+    of a step of four or eight (Python's levels, tabs): the nesting shows at half the room or
+    less; YAML's two, and a continuation aligned under a bracket, stay as written."""
+    base = min(map(len, indents), default=0)
+    widths = [len(indent) - base for indent in indents]
+    step = min((width for width in widths if width), default=0)
+    if step in (4, 8) and all(width % step == 0 for width in widths):
+        widths = [2 * width // step for width in widths]
+    return [" " * width for width in widths]
 
 
 def with_breaks(shown: str, breaks: Sequence[tuple[int, str]]) -> tuple[str, Callable[[int], int]]:
