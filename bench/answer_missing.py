@@ -37,9 +37,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from common import ROOT
-from common.replay import answered, asked_engine, docs_cases
+from common.replay import answered, asked_engine, best_window_cosines, docs_cases
 from common.transfer_recording import config_text
 
 from passageway.builtin.eval.cases import Case, accepts, contains_answer, normalise
@@ -48,7 +47,6 @@ from passageway.kernel.query import recall as recall_module
 from passageway.kernel.query.excerpts import tidy
 from passageway.kernel.query.rendering import excerpt as current_rule
 from passageway.kernel.text.chunking import blocks
-from passageway.kernel.text.windows import flat, window_plan
 from passageway.testing.recall import recall_over as recall
 
 SETS = {
@@ -141,17 +139,6 @@ BEST_WINDOW: dict[str, float] = {}
 """The question being replayed: each candidate passage's best window cosine (``--by-window``)."""
 
 
-async def best_windows(cache: Any, vector: Any, candidates: Any) -> dict[str, float]:
-    texts = {candidate.text: candidate.similarity for candidate in candidates}
-    plans = {text: window_plan(flat(text)) for text in texts}
-    found = await cache.get_many([digest for plan in plans.values() for _, digest in plan])
-    best = {}
-    for text, plan in plans.items():
-        scores = [float(np.dot(found[digest], vector)) for _, digest in plan if digest in found]
-        best[text] = max([texts[text], *scores])
-    return best
-
-
 def window_neighbours(hit: Any, candidates: Any) -> list:
     """The other candidate passages of a hit's item, the one with the best window first."""
     item = (hit.source, hit.item_id)
@@ -241,7 +228,8 @@ async def judge(entry: tuple, args: argparse.Namespace, replay: tuple) -> tuple[
 
     if args.by_window:
         BEST_WINDOW.clear()
-        BEST_WINDOW.update(await best_windows(cache, embedder.vectors[question], [*by_vector, *keyword]))
+        pool = [*by_vector, *keyword]
+        BEST_WINDOW.update(await best_window_cosines(cache, embedder.vectors[question], pool))
     store.lists = (keyword, by_vector)
     answer = await recall(question, [store], embedder, ranker, vector_cache=cache, excerpt_rule=rule)
     right = [h for h in answer.hits

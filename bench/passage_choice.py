@@ -46,7 +46,7 @@ from typing import Any
 
 import attrs
 import numpy as np
-from common.replay import asked_engine, docs_cases
+from common.replay import asked_engine, best_window_cosines, docs_cases
 from common.transfer_recording import config_text
 
 from passageway.builtin.eval.cases import accepts, contains_answer
@@ -83,15 +83,10 @@ def rare_shares(question: str, texts: Sequence[str]) -> dict[str, float]:
 
 
 async def question_scores(cache: Any, vector: np.ndarray, question: str, pool: Sequence[Any]) -> None:
-    texts = {candidate.text: candidate.similarity for candidate in pool}
-    plans = {text: window_plan(flat(text)) for text in texts}
-    found = await cache.get_many([digest for plan in plans.values() for _, digest in plan])
     SCORES.clear()
-    for text, plan in plans.items():
-        cosines = [float(np.dot(found[digest], vector)) for _, digest in plan if digest in found]
-        SCORES[text] = max([-1.0 if math.isnan(texts[text]) else texts[text], *cosines])
+    SCORES.update(await best_window_cosines(cache, vector, pool))
     RARE.clear()
-    RARE.update(rare_shares(question, list(texts)))
+    RARE.update(rare_shares(question, list({candidate.text: None for candidate in pool})))
     QUESTION[:] = [question]
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from common.replay import best_window_cosines
 from passageway.builtin.ranking import FusionRanker, Scored, answerability, best_per_item
 from passageway.kernel.ranking import DEPTH, Gate, Ranked
 from passageway.kernel.text.stopwords import content_words, words
@@ -54,14 +55,8 @@ Rule = Callable[[str, Scored, Sequence[Scored], Sequence[Scored]], Scored]
 
 async def note_question(cache: Any, vector: np.ndarray, pool: Sequence[Any]) -> None:
     """Each candidate passage's best window cosine with the question, kept in :data:`WINDOW`."""
-    texts = {candidate.text: candidate.similarity for candidate in pool}
-    plans = {text: window_plan(flat(text)) for text in texts}
-    found = await cache.get_many([digest for plan in plans.values() for _, digest in plan])
     WINDOW.clear()
-    for text, plan in plans.items():
-        cosines = [float(np.dot(found[digest], vector)) for _, digest in plan if digest in found]
-        own = -1.0 if math.isnan(texts[text]) else texts[text]
-        WINDOW[text] = max([own, *cosines])
+    WINDOW.update(await best_window_cosines(cache, vector, pool))
 
 
 def _weights(question: str, everything: Sequence[Scored]) -> dict[str, float]:

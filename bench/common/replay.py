@@ -5,6 +5,7 @@ then the relevance gate, the windows and the rates computed again for every thre
 from __future__ import annotations
 
 import contextlib
+import math
 import statistics
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from passageway.kernel.query.search import gather_candidates
 from passageway.kernel.store import Candidate
 from passageway.kernel.text.chunking import digest_of
 from passageway.kernel.text.stopwords import content_words, words
-from passageway.kernel.text.windows import window_texts
+from passageway.kernel.text.windows import flat, window_plan, window_texts
 from passageway.testing.recall import recall_over as recall
 
 WEIGHTS = {"answers": (3, 1), "balanced": (1, 1), "silence": (1, 3)}
@@ -150,6 +151,19 @@ def halves(cases: Sequence[Case]) -> list[int]:
             counters[group] = counters.get(group, 0) + 1
             result.append(counters[group] % 2)
     return result
+
+
+async def best_window_cosines(cache, vector, candidates) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Each candidate passage's best cosine with the question ``vector``: its own, or one of its
+    excerpt windows' in ``cache`` (a candidate known only by keywords counts its own as -1)."""
+    texts = {candidate.text: candidate.similarity for candidate in candidates}
+    plans = {text: window_plan(flat(text)) for text in texts}
+    found = await cache.get_many([digest for plan in plans.values() for _, digest in plan])
+    best = {}
+    for text, plan in plans.items():
+        cosines = [float(np.dot(found[digest], vector)) for _, digest in plan if digest in found]
+        best[text] = max([-1.0 if math.isnan(texts[text]) else texts[text], *cosines])
+    return best
 
 
 def best_windows(asked: Sequence[Asked], found: dict[str, np.ndarray]) -> dict[tuple[int, str, int], float]:
