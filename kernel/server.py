@@ -226,8 +226,11 @@ async def _serve(
 
     def request_stop() -> None:
         stop.set()
-        for number in signals:  # a second Ctrl-C does not wait for anything
-            loop.add_signal_handler(number, stop_now)
+        # A second Ctrl-C does not wait for anything. A second SIGTERM does not count: a
+        # supervisor sends KILL when it tires, and `uv run` forwards the TERM its process group
+        # got, so the server receives that one twice.
+        loop.add_signal_handler(signal.SIGINT, stop_now)
+        loop.add_signal_handler(signal.SIGTERM, lambda: log.debug("already stopping (another SIGTERM)"))
 
     for number in signals:
         loop.add_signal_handler(number, request_stop)
