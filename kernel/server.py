@@ -282,7 +282,8 @@ def app_runner(app: web.Application) -> web.AppRunner:
 
 
 STARTING = (
-    "passageway is starting (its embedding model is loading); try again in a few seconds"
+    "passageway is starting (its embedding model is loading; the first start on a machine converts "
+    "it once, up to a minute); try again shortly"
 )
 
 

@@ -139,8 +139,8 @@ async def test_search_while_the_server_starts_says_so_not_check_url(tmp_path, mo
     try:
         assert await run_cli("search", "--url", url, TELESCOPE) == 2
         err = capsys.readouterr().err
-        assert err == (f"passageway: the server at {url} is starting (its embedding model is loading); "
-                       "ask again in a few seconds\n")
+        assert err == (f"passageway: the server at {url} is starting (its embedding model is loading; "
+                       "the first start on a machine converts it once, up to a minute); ask again shortly\n")
         assert "check --url" not in err.lower()
     finally:
         await runner.cleanup()
@@ -232,7 +232,8 @@ def test_status_of_a_starting_server_says_so_without_the_sources():
     report = {"status": "starting", "version": "0.1.0", "instance": None}
     assert render_status(report, "http://127.0.0.1:8082").splitlines() == [
         "passageway 0.1.0 at http://127.0.0.1:8082: starting",
-        "  loading the embedding model and opening the indexes; ask again in a few seconds",
+        "  loading the embedding model (the first start on a machine converts it once, up to a minute) "
+        "and opening the indexes; ask again shortly",
     ]
     assert "starting" in HEALTHY  # exit 0: it is on its way, like indexing
 

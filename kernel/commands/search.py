@@ -117,7 +117,8 @@ def _refusal(url: str, status: int, answer: dict[str, Any], origin: str) -> str:
     if status == 404:
         return f"{url} has no /recall: it is not a passageway server; check --url"
     if status == 503 and "starting" in error:
-        return f"the server at {url} is starting (its embedding model is loading); ask again in a few seconds"
+        return (f"the server at {url} is starting (its embedding model is loading; the first start on a "
+                "machine converts it once, up to a minute); ask again shortly")
     if status == 503 and error:
         return f"the server could not answer: {error}"
     return f"{url}/recall answered HTTP {status}{': ' + error if error else ''}; check --url"

@@ -94,7 +94,8 @@ def render_status(report: Mapping[str, Any], url: str, password_origin: str = ""
         lines.append(f"  {report.get('error', 'the configuration is broken')}")
         return "\n".join(lines)
     if report.get("status") == "starting":
-        lines.append("  loading the embedding model and opening the indexes; ask again in a few seconds")
+        lines.append("  loading the embedding model (the first start on a machine converts it once, up "
+                     "to a minute) and opening the indexes; ask again shortly")
         return "\n".join(lines)
     embedder = report.get("embedder") or {}
     what = embedder.get("name") or embedder.get("kind") or "?"
