@@ -7,10 +7,14 @@ Every case of the questions files (``corpus/questions.toml`` and ``corpus/near-t
 default) becomes one prompt: the question, sometimes with a lead-in sentence of its own language
 that asks nothing ("Here is the log from last night:"), before, after or between pastes of 300 to
 12,000 characters in all. The pastes are source code and a diff of this repository at a pinned
-commit (``git show``, AGPL like the rest of it), and logs, stack traces (Python, Java, JavaScript),
-JSON and tables generated here. The case keeps its ``expect``/``expect_text``; its group gets the
-prefix ``long-``. Then :data:`PASTE_ONLY` prompts of material and lead-ins alone (group
-``paste-only``) must stay silent. The output depends only on the arguments and the pinned commit.
+commit (AGPL like the rest of it), and logs, stack traces (Python, Java, JavaScript), JSON and
+tables generated here. The files come from git by their commit (``git cat-file``, the same bytes on
+every machine); the diff is kept as written once, in ``corpus/long-prompts.diff``, because what
+``git diff`` prints depends on the git in use and its configuration (prefixes, context lines, the
+indent heuristic), and a set that moved with those would not be one set. The case keeps its
+``expect``/``expect_text``; its group gets the prefix ``long-``. Then :data:`PASTE_ONLY` prompts of
+material and lead-ins alone (group ``paste-only``) must stay silent. The output depends only on the
+arguments, the pinned commit and the kept diff.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ PINNED = "dbb5787"
 CODE_FILES = ("kernel/recall.py", "kernel/sync.py", "builtin/ranking.py", "kernel/config.py",
               "hooks/recall-hook.sh", "Dockerfile", "corpus/measure.sh")
 """Paths as they were at :data:`PINNED` (recall.py and sync.py have moved since)."""
-DIFF_RANGE = ("ac76f2c", PINNED)
+DIFF = ROOT / "corpus" / "long-prompts.diff"
+"""``git diff ac76f2c dbb5787 -- kernel builtin`` as git 2.39 printed it, configured by nothing."""
 PASTE_ONLY = 40
 MIN_CHARS, MAX_CHARS = 300, 12_000
 
@@ -50,7 +55,7 @@ def git(*args: str) -> str:
 
 
 def code_pool() -> list[str]:
-    return [git("show", f"{PINNED}:{name}") for name in CODE_FILES]
+    return [git("cat-file", "blob", f"{PINNED}:{name}") for name in CODE_FILES]
 
 
 def slice_of(text: str, size: int, rng: random.Random) -> str:
@@ -172,7 +177,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(args.seed)
     code = code_pool()
-    diff = git("diff", *DIFF_RANGE, "--", "kernel", "builtin")
+    diff = DIFF.read_text(encoding="utf-8")
     cases = [case for path in args.questions for case in tomllib.loads(path.read_text("utf-8"))["case"]]
     lines = [
         f"# Long prompts for the sample corpus ({len(cases) + PASTE_ONLY} cases), written by",

@@ -15,7 +15,7 @@ MANIFEST = CORPUS / "MANIFEST.sha256"
 # Files of ours that live beside the corpus but are not part of the published set.
 NOT_IN_MANIFEST = {
     "MANIFEST.sha256", "near-topic.toml", "measure.sh", "compare.sh", "serve.sh", "chunk-sweep.sh",
-    "common.sh", "long_prompts.py", "long-prompts.toml", "both_answers.py",
+    "common.sh", "long_prompts.py", "long-prompts.toml", "long-prompts.diff", "both_answers.py",
 }
 
 

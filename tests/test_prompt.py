@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from itertools import zip_longest
 from pathlib import Path
 
 import pytest
@@ -156,14 +157,32 @@ def test_fit_to_tokens_keeps_whole_sentences_then_cuts_the_first_at_a_word():
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 sys.path.insert(0, str(CORPUS))
-from long_prompts import LEAD_INS  # noqa: E402  (the script that writes the set)
+import long_prompts  # noqa: E402  (the script that writes the set)
+from long_prompts import LEAD_INS  # noqa: E402
 
 
 def test_the_published_long_prompt_set_is_what_its_script_writes(tmp_path):
     out = tmp_path / "long.toml"
     subprocess.run([sys.executable, str(CORPUS / "long_prompts.py"), "--out", str(out)], check=True,
                    capture_output=True)
-    assert out.read_bytes() == (CORPUS / "long-prompts.toml").read_bytes()
+    written, published = out.read_text("utf-8"), (CORPUS / "long-prompts.toml").read_text("utf-8")
+    if written != published:  # name the first case that moved, not a diff of 650 KB
+        pairs = zip_longest(written.split("[[case]]"), published.split("[[case]]"), fillvalue="")
+        number, (new, old) = next((n, pair) for n, pair in enumerate(pairs) if pair[0] != pair[1])
+        at = next((i for i, (a, b) in enumerate(zip(new, old, strict=False)) if a != b), len(new))
+        pytest.fail(f"case {number} differs at character {at}: {new[at - 60:at + 60]!r} "
+                    f"against the published {old[at - 60:at + 60]!r}")
+
+
+def test_the_pasted_diff_is_of_the_pinned_commit():
+    """Every file the kept diff changes is there at the commit whose files the set pastes."""
+    diff = (CORPUS / "long-prompts.diff").read_text("utf-8")
+    changed = [line.rsplit(" b/", 1)[1] for line in diff.splitlines() if line.startswith("diff --git ")]
+    assert len(changed) > 5
+    for path in changed:
+        probe = subprocess.run(["git", "cat-file", "-e", f"{long_prompts.PINNED}:{path}"], cwd=CORPUS.parent,
+                               capture_output=True)
+        assert probe.returncode == 0, f"{path} is not in {long_prompts.PINNED}"
 
 
 def test_every_long_prompt_reduces_to_its_bare_question_and_every_paste_to_nothing():
