@@ -266,8 +266,17 @@ async def _serve(
         await early.cleanup()  # again, harmless, for a stop before the application took over
         await runner.cleanup()
         listener.close()
-        for number in signals:
-            loop.remove_signal_handler(number)
+        # Once a signal has started the stop, the process is on its way out: a later SIGTERM
+        # (`uv run`'s forwarded copy can come this late) is ignored, not left to end a clean exit
+        # with -15. Blocked while the loop's handler gives way, so none falls between the two.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        try:
+            for number in signals:
+                loop.remove_signal_handler(number)
+            if stop.is_set():
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def app_runner(app: web.Application) -> web.AppRunner:

@@ -216,6 +216,38 @@ def test_the_serve_command_runs_answers_and_stops_on_sigterm(tmp_path):
     assert PASSWORD not in stderr
 
 
+async def test_a_sigterm_after_the_stop_began_is_ignored_until_the_process_exits(tmp_path):
+    """The loop's own handler goes with the loop; what the process still does after that (the
+    command's clean-up, the interpreter's exit) must not end at a late second SIGTERM."""
+    import os
+    import signal
+
+    import aiohttp
+
+    from passageway.kernel import server
+
+    kernel = make_kernel(write_instance(tmp_path))
+    listener = server.bind_socket("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/health"
+    before = signal.getsignal(signal.SIGTERM)
+    serving = asyncio.create_task(server._serve(kernel, listener, "127.0.0.1", 0, None))
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def started() -> bool:  # the application answers: the signal handlers are in place
+                async with http.get(url) as response:
+                    return (await response.json())["status"] != "starting"
+
+            await until(started, "the application takes over the socket")
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(serving, 60)  # a bound for a hang only
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGTERM)  # this process (the test's) goes on
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        serving.cancel()
+
+
 async def test_health_answers_starting_at_once_while_the_embedder_loads(tmp_path, monkeypatch):
     """The built-in model takes seconds to load: meanwhile /health says `starting` (HTTP 503),
     another route asks to retry, and the application proper takes over the same socket."""
