@@ -26,7 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 GROUPS = {
-    # npm installs each tool into one folder of ~/.cache: two installs at once would collide.
+    # The npm tools' tests share one cache folder per tool (tests/test_mcp_npm.py's `_install`
+    # installs under a lock, for tests/test_plugin_files.py's `claude` too); kept on one worker.
     "tests/test_mcp_npm.py": "npm-tools",
 }
 SLOW_FIRST = (

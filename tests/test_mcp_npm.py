@@ -11,6 +11,7 @@ be had (the packages are fetched from the npm registry on first use and cached b
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import shutil
@@ -49,18 +50,30 @@ async def _run(*command: str, cwd: Path | None = None, timeout: float = 300) -> 
 
 
 async def _install(package: str) -> Path:
-    """Install ``package`` into a folder of its own (once); returns the folder."""
+    """Install ``package`` into a folder of its own (once); returns the folder.
+
+    Test workers are processes: on a machine without the folder, several ask for the same package
+    at once. One installs it under a lock while the others wait for the lock, then find it there
+    (running a program npm is still writing fails with "Text file busy")."""
     if shutil.which("npm") is None or shutil.which("node") is None:
         pytest.skip("node and npm are not installed")
     folder = TOOLS_DIR / package.replace("/", "_").replace("@", "")
     marker = folder / ".installed"
-    if not marker.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        code, output = await _run("npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder),
-                                  package, timeout=600)
-        if code != 0:
-            pytest.skip(f"npm could not install {package}: {output[-500:]}")
-        marker.write_text("ok")
+    if marker.exists():
+        return folder
+    TOOLS_DIR.mkdir(parents=True, exist_ok=True)
+    with open(TOOLS_DIR / f".{folder.name}.lock", "w") as lock:
+        await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+        try:
+            if not marker.exists():
+                folder.mkdir(exist_ok=True)
+                code, output = await _run("npm", "install", "--no-audit", "--no-fund", "--prefix",
+                                          str(folder), package, timeout=600)
+                if code != 0:
+                    pytest.skip(f"npm could not install {package}: {output[-500:]}")
+                marker.write_text("ok")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
     return folder
 
 
