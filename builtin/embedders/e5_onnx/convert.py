@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import json
 import os
 import shutil
@@ -161,11 +162,23 @@ def ensure_converted(
         problem = folder_problem(folder, source, weights, precision)
         if problem is None:
             return folder
+        for leftover in _leftovers(folder):
+            shutil.rmtree(leftover, ignore_errors=True)
+            log(f"removed {leftover}, left by a conversion that was stopped before it finished")
         log(f"converting the built-in model to ONNX ({problem}); once; it takes under a minute on 2 cores")
         started = time.monotonic()
         convert(folder, source, weights, precision, stop=stop)
         log(f"converted the built-in model to ONNX in {time.monotonic() - started:.0f} s: {folder}")
     return folder
+
+
+def _leftovers(folder: Path) -> list[Path]:
+    """The work folders of earlier conversions of ``folder`` (:func:`convert`, :func:`_replace_folder`)
+    that a killed process left beside it. Only called under :func:`_locked`, when no conversion of
+    ``folder`` runs."""
+    name = glob.escape(folder.name)
+    return sorted(path for suffix in (".part", ".old") for path in folder.parent.glob(f".{name}.*{suffix}")
+                  if path.is_dir())
 
 
 def convert(folder: Path, source: Path, weights: str = WEIGHTS, precision: str = "fp32",
