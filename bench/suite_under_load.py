@@ -9,10 +9,16 @@ any run failed. Each run's whole output goes to ``--log-dir``.
     uv run python bench/suite_under_load.py                  # 3 runs of `uv run pytest -q`, 8 busy
     uv run python bench/suite_under_load.py --runs 1 --busy 0  # the command once on a quiet machine
     uv run python bench/suite_under_load.py --clone            # each run in a fresh clone of HEAD
+    uv run python bench/suite_under_load.py --clone --fresh-home --busy 0 --runs 1   # a new machine
 
 With ``--clone`` each run starts from ``git clone`` of the commit HEAD named when the script
 started (so every run tests one commit, whatever is committed meanwhile) and ``uv sync
 --all-packages --locked``, as ``.ci/run`` does (uncommitted changes are not in it).
+
+With ``--fresh-home`` each run has an empty home folder of its own, as a new machine or a new CI
+runner has: the converted model, the npm tools and every other cache of ``~`` are made again, by
+several test workers at once (uv's package cache stays where it is, so nothing is downloaded
+again). A race between workers filling a cache shows there and nowhere else.
 """
 
 from __future__ import annotations
@@ -66,10 +72,27 @@ def prepare_clone(folder: Path, commit: str) -> Path:
     return clone
 
 
-def run_once(command: list[str], where: Path, log: Path) -> tuple[int, float, str]:
-    """Run ``command`` in ``where``; its exit status, wall seconds and pytest's summary line."""
+FRESH_HOME_DROPS = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+                    "PASSAGEWAY_NPM_TOOLS", "PASSAGEWAY_MODEL_DIR")
+"""Variables that point at folders outside ``~``: a run with ``--fresh-home`` goes without them."""
+
+
+def fresh_home_environ(home: Path) -> dict[str, str]:
+    """The variables of a run whose home folder is ``home`` (empty), uv's cache kept."""
+    cache = subprocess.run(["uv", "cache", "dir"], capture_output=True, text=True, check=True).stdout.strip()
+    return {"HOME": str(home), "UV_CACHE_DIR": cache}
+
+
+def run_once(command: list[str], where: Path, log: Path,
+             home: Path | None = None) -> tuple[int, float, str]:
+    """Run ``command`` in ``where`` (with ``home`` as its empty home folder, if given); its exit
+    status, wall seconds and pytest's summary line."""
     environ = dict(os.environ)
     environ.pop("VIRTUAL_ENV", None)  # `uv run` in a clone uses the clone's environment
+    if home is not None:
+        for name in FRESH_HOME_DROPS:
+            environ.pop(name, None)
+        environ.update(fresh_home_environ(home))
     started = time.perf_counter()
     with log.open("wb") as out:
         code = subprocess.run(command, cwd=where, env=environ, stdout=out, stderr=subprocess.STDOUT,
@@ -88,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command", default="uv run pytest -q",
                         help="the test command (default: the README's, `uv run pytest -q`)")
     parser.add_argument("--clone", action="store_true", help="run each time in a fresh clone of HEAD")
+    parser.add_argument("--fresh-home", action="store_true",
+                        help="run each time with an empty home folder (every cache of ~ made again)")
     parser.add_argument("--log-dir", type=Path,
                         default=Path(tempfile.gettempdir()) / "passageway-suite-under-load",
                         help="where each run's output goes")
@@ -97,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.split(args.command)
     commit = head_commit() if args.clone else ""
     print(f"{args.runs} run(s) of `{args.command}` beside {args.busy} busy process(es) on "
-          f"{os.cpu_count()} cores{f' (fresh clones of {commit[:12]})' if args.clone else ''}; "
+          f"{os.cpu_count()} cores{f' (fresh clones of {commit[:12]})' if args.clone else ''}"
+          f"{', each with an empty home folder' if args.fresh_home else ''}; "
           f"logs in {args.log_dir}")
     busy = start_busy(args.busy)
     failed = 0
@@ -106,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(prefix="passageway-suite-") as folder:
                 where = prepare_clone(Path(folder), commit) if args.clone else ROOT
                 log = args.log_dir / f"run-{number}.log"
-                code, seconds, summary = run_once(command, where, log)
+                home = None
+                if args.fresh_home:
+                    home = Path(folder) / "home"
+                    home.mkdir()
+                code, seconds, summary = run_once(command, where, log, home)
             failed += code != 0
             load = " ".join(f"{value:.1f}" for value in os.getloadavg())
             print(f"run {number}: exit {code}, {seconds / 60:.1f} min, {summary}; load average {load}",
