@@ -76,14 +76,17 @@ async def test_an_index_of_version_2_upgrades_in_place_and_searches_the_same(dsn
         with psycopg.connect(dsn) as connection:
             versions = connection.execute(f"SELECT version FROM {old_schema}.migrations "
                                           "WHERE scope = 'notes' ORDER BY version").fetchall()
-            visible = connection.execute("SELECT relallvisible FROM pg_class WHERE oid = %s::regclass",
-                                         (f'{old_schema}."words:notes"',)).fetchone()
+            # Whether VACUUM could mark the page all-visible depends on the transactions open
+            # elsewhere on the server (autovacuum's among them); that it ran does not.
+            vacuumed = connection.execute("SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables "
+                                          "WHERE schemaname = %s AND relname = 'words:notes'",
+                                          (old_schema,)).fetchone()
             columns = {row[0] for row in connection.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_schema = %s "
                 "AND table_name = 'passages:notes'", (old_schema,))}
         assert versions == [(1,), (2,), (3,), (4,)]
         assert "words" not in columns and "length" not in columns
-        assert visible == (1,)  # vacuumed after the migration: its one page is all-visible
+        assert vacuumed == (True,)  # after the migration that rewrote the words table
         assert await upgraded.counts() == await built.counts() == (3, 4)
         before = await found(upgraded)
         assert all(keyword for keyword, _ in before)
