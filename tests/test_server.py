@@ -248,6 +248,69 @@ async def test_a_sigterm_after_the_stop_began_is_ignored_until_the_process_exits
         serving.cancel()
 
 
+async def test_a_second_ctrl_c_stops_at_once_while_the_first_waits_for_a_request(
+        tmp_path, monkeypatch, caplog):
+    """The first Ctrl-C waits for running requests (here one that goes on until the test lets it
+    go); a second one during that wait ends the process at once, with exit status 130."""
+    import logging
+    import os
+    import signal
+
+    import aiohttp
+
+    from passageway.kernel import server
+
+    entered, release = asyncio.Event(), asyncio.Event()
+    exits: list[int] = []
+
+    async def slow(request: web.Request) -> web.Response:
+        entered.set()
+        await release.wait()
+        return web.Response(text="done")
+
+    def with_slow_route(kernel: Kernel) -> web.Application:
+        app = build_app(kernel)
+        app.router.add_get("/slow", slow)
+        return app
+
+    monkeypatch.setattr(server, "build_app", with_slow_route)
+    monkeypatch.setattr(server, "STOP_SECONDS", 600.0)  # the first stop waits for the request
+    monkeypatch.setattr(server.os, "_exit", exits.append)  # records instead of ending the tests
+    caplog.set_level(logging.INFO, "passageway.server")
+    kernel = make_kernel(write_instance(tmp_path))
+    listener = server.bind_socket("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    before = signal.getsignal(signal.SIGTERM)
+    serving = asyncio.create_task(server._serve(kernel, listener, "127.0.0.1", 0, None))
+    request: asyncio.Task[aiohttp.ClientResponse] | None = None
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def started() -> bool:
+                async with http.get(f"{url}/health") as response:
+                    return (await response.json())["status"] != "starting"
+
+            await until(started, "the application takes over the socket")
+            request = asyncio.create_task(http.get(f"{url}/slow"))
+            await asyncio.wait_for(entered.wait(), 60)  # a bound for a hang only
+            os.kill(os.getpid(), signal.SIGINT)
+            await until(lambda: "stopping:" in caplog.text, "the first Ctrl-C starts the stop")
+            assert not serving.done() and exits == []  # it waits for the request
+            os.kill(os.getpid(), signal.SIGINT)
+            await until(lambda: exits == [130], "the second Ctrl-C ends the process")
+            assert "stopping at once (a second signal)" in caplog.text
+            release.set()  # (the process would be gone; here the stop goes on and ends)
+            async with await request as response:
+                assert response.status == 200
+        await asyncio.wait_for(serving, 60)  # a bound for a hang only
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        release.set()
+        serving.cancel()
+        if request is not None:
+            request.cancel()
+
+
 async def test_health_answers_starting_at_once_while_the_embedder_loads(tmp_path, monkeypatch):
     """The built-in model takes seconds to load: meanwhile /health says `starting` (HTTP 503),
     another route asks to retry, and the application proper takes over the same socket."""
